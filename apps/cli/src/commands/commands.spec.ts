@@ -1,0 +1,418 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough, Readable } from 'node:stream';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { generateKey, readKey } from 'openpgp';
+import { RecordedRequest, StubApi, StubReply } from '@svc/sdk';
+import { CliIO, InputStream, runClientCommand } from './index';
+
+let api: StubApi;
+let dir: string;
+
+beforeAll(async () => {
+  api = await StubApi.start();
+  dir = await mkdtemp(join(tmpdir(), 'svc-cli-'));
+});
+
+afterAll(async () => {
+  await api.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+beforeEach(() => {
+  api.requests.length = 0;
+  api.reply = () => ({ status: 204 });
+});
+
+function reply(answer: (request: RecordedRequest) => StubReply): void {
+  api.reply = answer;
+}
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function svc(argv: string[], options: { stdin?: InputStream; env?: Record<string, string> } = {}): Promise<Run> {
+  let stdout = '';
+  let stderr = '';
+  const io: CliIO = {
+    stdout: { write: (chunk: string) => (stdout += chunk) },
+    stderr: { write: (chunk: string) => (stderr += chunk) },
+    stdin: options.stdin ?? Readable.from([]),
+    env: { SVC_ADDR: api.address, ...options.env },
+  };
+  const code = await runClientCommand(argv, io);
+  return { code, stdout, stderr };
+}
+
+const sent = (index = 0) => api.requests[index];
+const sentJson = (index = 0) => JSON.parse(sent(index).body) as unknown;
+
+const envelope = (data: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+  request_id: 'r',
+  lease_id: '',
+  renewable: false,
+  lease_duration: 0,
+  data,
+  wrap_info: null,
+  warnings: null,
+  auth: null,
+  ...extra,
+});
+
+const unsealed = { type: 'shamir', initialized: true, sealed: false, t: 3, n: 5, progress: 0, nonce: '', version: '0.1.0' };
+const sealed = { ...unsealed, sealed: true, progress: 1, nonce: 'nonce-1' };
+
+describe('connection settings', () => {
+  it('sends the request marker, SVC_TOKEN and SVC_NAMESPACE', async () => {
+    reply(() => ({ status: 200, body: unsealed }));
+    await svc(['status'], { env: { SVC_TOKEN: 's.tok', SVC_NAMESPACE: 'team-a' } });
+    expect(sent().headers).toMatchObject({ 'x-service-request': 'true', 'x-service-token': 's.tok', 'x-service-namespace': 'team-a' });
+  });
+
+  it('lets -address and -namespace override the environment', async () => {
+    reply(() => ({ status: 200, body: unsealed }));
+    const result = await svc(['status', `-address=${api.address}`, '-namespace', 'team-b'], {
+      env: { SVC_ADDR: 'http://127.0.0.1:1', SVC_NAMESPACE: 'team-a' },
+    });
+    expect(result.code).toBe(0);
+    expect(sent().headers['x-service-namespace']).toBe('team-b');
+  });
+
+  it('reports an unreachable service', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const address = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const result = await svc(['read', 'secret/foo'], { env: { SVC_ADDR: address } });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(`Error: cannot reach ${address}: connect ECONNREFUSED`);
+  });
+});
+
+describe('usage', () => {
+  it('prints usage on stderr and exits 1 for an unknown command', async () => {
+    const result = await svc(['frobnicate']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('Unknown command: frobnicate');
+    expect(result.stderr).toContain('Usage: svc <command>');
+    expect(result.stderr).toContain('operator unseal [KEY]');
+    expect(result.stdout).toBe('');
+  });
+
+  it('prints usage on stderr and exits 1 without a command', async () => {
+    const result = await svc([]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^Usage: svc <command>/);
+  });
+
+  it('prints command help on stdout with -help', async () => {
+    const result = await svc(['operator', 'init', '-help']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('Usage: svc operator init [flags]');
+    expect(result.stdout).toContain('-key-shares, -n=<int>');
+    expect(api.requests).toHaveLength(0);
+  });
+
+  it('rejects an unknown flag and an unknown format with exit 1', async () => {
+    const flag = await svc(['read', '-bogus', 'secret/a']);
+    expect(flag.code).toBe(1);
+    expect(flag.stderr).toContain('Error: unknown flag -bogus\nRun "svc read -help" for usage.');
+    const format = await svc(['read', '-format=xml', 'secret/a']);
+    expect(format.code).toBe(1);
+    expect(format.stderr).toContain('Error: -format must be table or json');
+    expect(api.requests).toHaveLength(0);
+  });
+});
+
+describe('svc status', () => {
+  it('prints the seal status and exits 0 when unsealed', async () => {
+    reply(() => ({ status: 200, body: unsealed }));
+    const result = await svc(['status']);
+    expect(sent()).toMatchObject({ method: 'GET', url: '/v1/sys/seal-status' });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe(
+      [
+        'Key             Value',
+        '---             -----',
+        'Seal Type       shamir',
+        'Initialized     true',
+        'Sealed          false',
+        'Total Shares    5',
+        'Threshold       3',
+        'Version         0.1.0',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('exits 2 and shows unseal progress when sealed', async () => {
+    reply(() => ({ status: 200, body: sealed }));
+    const result = await svc(['status']);
+    expect(result.code).toBe(2);
+    expect(result.stdout).toMatch(/Unseal Progress +1\/3\n/);
+    expect(result.stdout).toMatch(/Unseal Nonce +nonce-1\n/);
+  });
+
+  it('prints JSON with -format=json', async () => {
+    reply(() => ({ status: 200, body: unsealed }));
+    const result = await svc(['status', '-format=json']);
+    expect(JSON.parse(result.stdout)).toEqual(unsealed);
+  });
+
+  it('exits 1 (not 2, which means sealed) when the API fails', async () => {
+    reply(() => ({ status: 500, body: { errors: ['storage unavailable'] } }));
+    const result = await svc(['status']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe('Error: GET /v1/sys/seal-status answered status 500\n* storage unavailable\n');
+  });
+});
+
+describe('svc operator init', () => {
+  const initResponse = { keys: ['aa', 'bb', 'cc'], keys_base64: ['qg==', 'uw==', 'zA=='], root_token: 's.root' };
+
+  it('sends the share settings and prints the keys and root token', async () => {
+    reply(() => ({ status: 200, body: initResponse }));
+    const result = await svc(['operator', 'init', '-key-shares=3', '-key-threshold', '2']);
+    expect(sent()).toMatchObject({ method: 'PUT', url: '/v1/sys/init' });
+    expect(sentJson()).toEqual({ secret_shares: 3, secret_threshold: 2 });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('Unseal Key 1: qg==\nUnseal Key 2: uw==\nUnseal Key 3: zA==\n\nInitial Root Token: s.root\n');
+    expect(result.stdout).toContain('initialized with 3 key shares and a key threshold of 2');
+  });
+
+  it('defaults to 5 shares and a threshold of 3, and prints JSON', async () => {
+    reply(() => ({ status: 200, body: initResponse }));
+    const result = await svc(['operator', 'init', '-format=json']);
+    expect(sentJson()).toEqual({ secret_shares: 5, secret_threshold: 3 });
+    expect(JSON.parse(result.stdout)).toEqual({
+      unseal_keys_b64: initResponse.keys_base64,
+      unseal_keys_hex: initResponse.keys,
+      unseal_shares: 5,
+      unseal_threshold: 3,
+      root_token: 's.root',
+    });
+  });
+
+  it('reads PGP public keys from armored, base64 and binary files', async () => {
+    const { publicKey } = await generateKey({ type: 'ecc', curve: 'curve25519Legacy', userIDs: [{ name: 'op' }], format: 'armored' });
+    const binary = Buffer.from((await readKey({ armoredKey: publicKey })).write());
+    const armoredPath = join(dir, 'op.asc');
+    const base64Path = join(dir, 'op.b64');
+    const binaryPath = join(dir, 'op.gpg');
+    await writeFile(armoredPath, publicKey);
+    await writeFile(base64Path, `${binary.toString('base64')}\n`);
+    await writeFile(binaryPath, binary);
+    reply(() => ({ status: 200, body: initResponse }));
+    const result = await svc([
+      'operator',
+      'init',
+      '-key-shares=3',
+      '-key-threshold=2',
+      `-pgp-keys=${armoredPath},${base64Path},${binaryPath}`,
+      `-root-token-pgp-key=${binaryPath}`,
+    ]);
+    expect(result.code).toBe(0);
+    const expected = binary.toString('base64');
+    expect(sentJson()).toEqual({ secret_shares: 3, secret_threshold: 2, pgp_keys: [expected, expected, expected], root_token_pgp_key: expected });
+  });
+
+  it('rejects a PGP key count that differs from the share count, before calling the API', async () => {
+    const result = await svc(['operator', 'init', '-key-shares=2', '-pgp-keys=a.asc']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('Error: -pgp-keys has 1 keys but -key-shares is 2');
+    expect(api.requests).toHaveLength(0);
+  });
+
+  it('shows the API errors and exits 2', async () => {
+    reply(() => ({ status: 400, body: { errors: ['service is already initialized'] } }));
+    const result = await svc(['operator', 'init']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe('Error: PUT /v1/sys/init answered status 400\n* service is already initialized\n');
+  });
+});
+
+describe('svc operator unseal', () => {
+  beforeEach(() => reply(() => ({ status: 200, body: sealed })));
+
+  it('sends the key given as an argument and prints the seal status', async () => {
+    const result = await svc(['operator', 'unseal', 'share-1']);
+    expect(sent()).toMatchObject({ method: 'PUT', url: '/v1/sys/unseal' });
+    expect(sentJson()).toEqual({ key: 'share-1' });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/Unseal Progress +1\/3/);
+  });
+
+  it('prompts for the key on stdin when none is given', async () => {
+    const result = await svc(['operator', 'unseal'], { stdin: Readable.from(['share-2\nignored\n']) });
+    expect(result.stderr).toBe('Unseal Key (will be hidden): \n');
+    expect(sentJson()).toEqual({ key: 'share-2' });
+    expect(result.stdout).not.toContain('share-2');
+  });
+
+  it('reads a terminal in raw mode so the key is not echoed, honouring backspace', async () => {
+    const terminal = Object.assign(new PassThrough(), { isTTY: true, rawModes: [] as boolean[] });
+    const stdin = Object.assign(terminal, { setRawMode: (mode: boolean) => terminal.rawModes.push(mode) });
+    const run = svc(['operator', 'unseal'], { stdin });
+    stdin.write('sha');
+    stdin.write('x\u007f');
+    stdin.write('re-3\r');
+    const result = await run;
+    expect(sentJson()).toEqual({ key: 'share-3' });
+    expect(terminal.rawModes).toEqual([true, false]);
+    expect(result.stdout + result.stderr).not.toContain('share-3');
+  });
+
+  it('rejects an empty key without calling the API', async () => {
+    const result = await svc(['operator', 'unseal'], { stdin: Readable.from(['\n']) });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('Error: no unseal key given');
+    expect(api.requests).toHaveLength(0);
+  });
+
+  it('resets progress with -reset', async () => {
+    const result = await svc(['operator', 'unseal', '-reset']);
+    expect(result.code).toBe(0);
+    expect(sentJson()).toEqual({ reset: true });
+  });
+
+  it('does not print the key in an API error', async () => {
+    reply(() => ({ status: 400, body: { errors: ['invalid key'] } }));
+    const result = await svc(['operator', 'unseal', 'wrong-share']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe('Error: PUT /v1/sys/unseal answered status 400\n* invalid key\n');
+  });
+});
+
+describe('svc operator seal', () => {
+  it('seals the service', async () => {
+    const result = await svc(['operator', 'seal'], { env: { SVC_TOKEN: 's.root' } });
+    expect(sent()).toMatchObject({ method: 'PUT', url: '/v1/sys/seal' });
+    expect(result).toEqual({ code: 0, stdout: 'Success! Service is sealed.\n', stderr: '' });
+  });
+});
+
+describe('svc read', () => {
+  it('prints the data as a sorted table', async () => {
+    reply(() => ({ status: 200, body: envelope({ username: 'app', password: 'p@ss', port: 5432 }) }));
+    const result = await svc(['read', 'secret/db']);
+    expect(sent()).toMatchObject({ method: 'GET', url: '/v1/secret/db' });
+    expect(result.stdout).toBe('Key         Value\n---         -----\npassword    p@ss\nport        5432\nusername    app\n');
+  });
+
+  it('shows lease fields and warnings', async () => {
+    reply(() => ({
+      status: 200,
+      body: envelope({ a: 'b' }, { lease_id: 'db/creds/x/1', lease_duration: 3600, renewable: true, warnings: ['deprecated path'] }),
+    }));
+    const result = await svc(['read', 'db/creds/x']);
+    expect(result.stdout).toMatch(/lease_id +db\/creds\/x\/1\nlease_duration +3600s\nlease_renewable +true\na +b\n/);
+    expect(result.stderr).toContain('* deprecated path');
+  });
+
+  it('prints the whole envelope as JSON', async () => {
+    const body = envelope({ a: 'b' });
+    reply(() => ({ status: 200, body }));
+    expect(JSON.parse((await svc(['read', '-format=json', 'secret/a'])).stdout)).toEqual(body);
+  });
+
+  it('exits 2 when nothing is at the path', async () => {
+    reply(() => ({ status: 404, body: { errors: [] } }));
+    const result = await svc(['read', 'secret/missing']);
+    expect(result).toEqual({ code: 2, stdout: '', stderr: 'No value found at secret/missing\n' });
+  });
+
+  it('exits 2 with the API errors when refused', async () => {
+    reply(() => ({ status: 403, body: { errors: ['permission denied'] } }));
+    const result = await svc(['read', 'secret/x']);
+    expect(result).toEqual({ code: 2, stdout: '', stderr: 'Error: GET /v1/secret/x answered status 403\n* permission denied\n' });
+  });
+
+  it('needs exactly one path', async () => {
+    const result = await svc(['read']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('Error: read takes exactly one PATH argument');
+  });
+});
+
+describe('svc write', () => {
+  it('sends K=V pairs as strings', async () => {
+    const result = await svc(['write', 'secret/app', 'user=app', 'url=postgres://h/db?x=1']);
+    expect(sent()).toMatchObject({ method: 'PUT', url: '/v1/secret/app' });
+    expect(sentJson()).toEqual({ user: 'app', url: 'postgres://h/db?x=1' });
+    expect(result).toEqual({ code: 0, stdout: 'Success! Data written to: secret/app\n', stderr: '' });
+  });
+
+  it('reads K=@FILE from a file and K=- from stdin', async () => {
+    const certPath = join(dir, 'cert.pem');
+    await writeFile(certPath, '-----BEGIN CERTIFICATE-----\nabc\n');
+    await svc(['write', 'secret/tls', `cert=@${certPath}`, 'key=-'], { stdin: Readable.from(['s3cret\n']) });
+    expect(sentJson()).toEqual({ cert: '-----BEGIN CERTIFICATE-----\nabc\n', key: 's3cret' });
+  });
+
+  it('reads a JSON object from stdin with -', async () => {
+    await svc(['write', 'secret/j', '-'], { stdin: Readable.from(['{"n": 1, "tags": ["a"]}']) });
+    expect(sentJson()).toEqual({ n: 1, tags: ['a'] });
+  });
+
+  it('prints the response data when the API returns some', async () => {
+    reply(() => ({ status: 200, body: envelope({ version: 2 }) }));
+    const result = await svc(['write', 'kv/data/a', 'x=y']);
+    expect(result.stdout).toBe('Key        Value\n---        -----\nversion    2\n');
+  });
+
+  it('refuses to write nothing unless -force is given', async () => {
+    const refused = await svc(['write', 'sys/thing']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('Error: no data given');
+    expect(api.requests).toHaveLength(0);
+    const forced = await svc(['write', '-force', 'sys/thing']);
+    expect(forced.code).toBe(0);
+    expect(sentJson()).toEqual({});
+  });
+
+  it.each([
+    [['write', 'secret/a', 'novalue'], {}, 'data argument 1 (after PATH) is not of the form K=V'],
+    [['write', 'secret/a', 'k=@/nonexistent/file'], {}, 'cannot read file "/nonexistent/file" for k (ENOENT)'],
+    [['write', 'secret/a', '-'], { stdin: Readable.from(['hunter2']) }, 'stdin is not valid JSON'],
+    [['write', 'secret/a', '-'], { stdin: Readable.from(['[1]']) }, 'stdin must hold a JSON object'],
+    [['write', 'secret/a', 'a=-', 'b=-'], { stdin: Readable.from(['x']) }, 'stdin (-) can be used only once'],
+  ])('rejects %p', async (argv, options, message) => {
+    const result = await svc(argv, options);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`Error: ${message}`);
+    expect(result.stderr).not.toContain('hunter2');
+    expect(api.requests).toHaveLength(0);
+  });
+});
+
+describe('svc list', () => {
+  it('sends LIST and prints the keys', async () => {
+    reply(() => ({ status: 200, body: envelope({ keys: ['a', 'dir/'] }) }));
+    const result = await svc(['list', 'secret/']);
+    expect(sent()).toMatchObject({ method: 'LIST', url: '/v1/secret/' });
+    expect(result).toEqual({ code: 0, stdout: 'Keys\n----\na\ndir/\n', stderr: '' });
+  });
+
+  it('prints the keys as JSON', async () => {
+    reply(() => ({ status: 200, body: envelope({ keys: ['a'] }) }));
+    expect(JSON.parse((await svc(['list', '-format=json', 'secret/'])).stdout)).toEqual(['a']);
+  });
+
+  it('exits 2 when there is nothing to list', async () => {
+    reply(() => ({ status: 404, body: { errors: [] } }));
+    expect(await svc(['list', 'secret/empty/'])).toEqual({ code: 2, stdout: '', stderr: 'No value found at secret/empty/\n' });
+  });
+});
+
+describe('svc delete', () => {
+  it('sends DELETE', async () => {
+    const result = await svc(['delete', 'secret/a']);
+    expect(sent()).toMatchObject({ method: 'DELETE', url: '/v1/secret/a' });
+    expect(result).toEqual({ code: 0, stdout: 'Success! Data deleted (if it existed) at: secret/a\n', stderr: '' });
+  });
+});

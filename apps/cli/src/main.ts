@@ -1,0 +1,19 @@
+import { runServerCommand } from '@svc/server';
+import { runClientCommand } from './commands';
+
+/** `svc`: the server (`svc server ...`) and the API client commands in one binary. */
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === 'server') return runServerCommand(rest, { stdout: process.stdout, stderr: process.stderr });
+  return runClientCommand(argv, { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env });
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`Error: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

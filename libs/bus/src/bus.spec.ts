@@ -1,0 +1,273 @@
+import { randomUUID } from 'node:crypto';
+import {
+  Bus,
+  BusHandlerError,
+  BusMessage,
+  BusUnavailableError,
+  createBus,
+  decodeJson,
+  encodeJson,
+  MemoryBus,
+  MemoryBusHub,
+  NatsBus,
+  REQUEST_ID_HEADER,
+  requestJson,
+} from './index';
+
+const NATS_SERVERS = ['127.0.0.1:4222'];
+const text = (value: string) => new TextEncoder().encode(value);
+const str = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+
+/** A promise with its resolver exposed, to wait on events instead of sleeping. */
+function signal<T = void>(): { promise: Promise<T>; fire: (value: T) => void } {
+  let fire!: (value: T) => void;
+  const promise = new Promise<T>((resolve) => (fire = resolve));
+  return { promise, fire };
+}
+
+async function rejection(promise: Promise<unknown>): Promise<Error> {
+  try {
+    await promise;
+  } catch (err) {
+    return err as Error;
+  }
+  throw new Error('expected a rejection');
+}
+
+const memoryHub = new MemoryBusHub();
+const transports: { name: string; connect: () => Promise<Bus> }[] = [
+  { name: 'memory', connect: async () => new MemoryBus({ hub: memoryHub }) },
+  { name: 'nats', connect: () => createBus({ servers: NATS_SERVERS, name: 'bus-contract-test' }) },
+];
+
+describe.each(transports)('$name bus', ({ name, connect }) => {
+  let opened: Bus[] = [];
+  let prefix: string;
+
+  /** A new connection (another replica) to the same broker, closed after the test. */
+  async function open(): Promise<Bus> {
+    const bus = await connect();
+    opened.push(bus);
+    return bus;
+  }
+
+  beforeEach(() => {
+    prefix = `test.bus.${randomUUID()}`;
+  });
+
+  afterEach(async () => {
+    await Promise.all(opened.map((bus) => bus.close()));
+    opened = [];
+  });
+
+  it('reports its transport', async () => {
+    expect((await open()).kind).toBe(name);
+  });
+
+  it('answers a request and carries headers both ways', async () => {
+    const [server, client] = [await open(), await open()];
+    const subject = `${prefix}.echo`;
+    server.serve(subject, 'echo', async (msg) => ({
+      payload: text(str(msg.payload).toUpperCase()),
+      headers: { 'svc-seen-request-id': msg.headers[REQUEST_ID_HEADER] },
+    }));
+    await server.flush();
+
+    const reply = await client.request(subject, text('hello'), { headers: { [REQUEST_ID_HEADER]: 'req-42' } });
+
+    expect(str(reply.payload)).toBe('HELLO');
+    expect(reply.headers['svc-seen-request-id']).toBe('req-42');
+  });
+
+  it('round-trips JSON with requestJson', async () => {
+    const [server, client] = [await open(), await open()];
+    const subject = `${prefix}.sum`;
+    server.serve(subject, 'sum', async (msg) => {
+      const { numbers } = decodeJson<{ numbers: number[] }>(msg.payload);
+      return { payload: encodeJson({ total: numbers.reduce((a, b) => a + b, 0) }), headers: {} };
+    });
+    await server.flush();
+
+    await expect(requestJson<{ total: number }>(client, subject, { numbers: [1, 2, 3] })).resolves.toEqual({ total: 6 });
+  });
+
+  it('balances a queue group across replicas, answering each request once', async () => {
+    const [replicaA, replicaB, client] = [await open(), await open(), await open()];
+    const subject = `${prefix}.work`;
+    const handled = { a: 0, b: 0 };
+    for (const [replica, id] of [
+      [replicaA, 'a'],
+      [replicaB, 'b'],
+    ] as const) {
+      replica.serve(subject, 'workers', async () => {
+        handled[id] += 1;
+        return { payload: text(id), headers: {} };
+      });
+      await replica.flush();
+    }
+
+    const requests = 40;
+    const replies = await Promise.all(Array.from({ length: requests }, () => client.request(subject, text('job'))));
+
+    expect(handled.a).toBeGreaterThan(0);
+    expect(handled.b).toBeGreaterThan(0);
+    expect(handled.a + handled.b).toBe(requests);
+    expect(replies.filter((r) => str(r.payload) === 'a')).toHaveLength(handled.a);
+  });
+
+  it('fails at once with no-responders when nobody serves the subject', async () => {
+    const client = await open();
+    const started = Date.now();
+
+    const err = await rejection(client.request(`${prefix}.nobody`, text('x')));
+
+    expect(err).toBeInstanceOf(BusUnavailableError);
+    expect(err).toMatchObject({ subject: `${prefix}.nobody`, reason: 'no-responders' });
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+
+  it('times out with BusUnavailableError when the server does not answer in time', async () => {
+    const [server, client] = [await open(), await open()];
+    const subject = `${prefix}.slow`;
+    const release = signal();
+    server.serve(subject, 'slow', async () => {
+      await release.promise;
+      return { payload: text('late'), headers: {} };
+    });
+    await server.flush();
+    const started = Date.now();
+
+    const err = await rejection(client.request(subject, text('x'), { timeoutMs: 200 }));
+
+    const elapsed = Date.now() - started;
+    release.fire();
+    expect(err).toMatchObject({ name: 'BusUnavailableError', reason: 'timeout' });
+    expect(elapsed).toBeGreaterThanOrEqual(150);
+    expect(elapsed).toBeLessThan(3000);
+  });
+
+  it('rejects with exactly the handler error message (no stack travels)', async () => {
+    const [server, client] = [await open(), await open()];
+    const subject = `${prefix}.broken`;
+    server.serve(subject, 'broken', async () => {
+      throw new Error('role "reader" does not exist');
+    });
+    await server.flush();
+
+    const err = await rejection(client.request(subject, text('x')));
+
+    expect(err).toBeInstanceOf(BusHandlerError);
+    expect(err.message).toBe('role "reader" does not exist');
+  });
+
+  it('broadcasts a publish to every subscriber, with headers', async () => {
+    const [publisher, listenerA, listenerB] = [await open(), await open(), await open()];
+    const subject = `${prefix}.invalidate`;
+    const got = [signal<BusMessage>(), signal<BusMessage>()];
+    listenerA.subscribe(subject, got[0].fire);
+    listenerB.subscribe(`${prefix}.*`, got[1].fire);
+    await Promise.all([listenerA.flush(), listenerB.flush()]);
+
+    await publisher.publish(subject, text('kv/data/app'), { 'svc-origin': 'node-1' });
+
+    for (const { promise } of got) {
+      const msg = await promise;
+      expect(str(msg.payload)).toBe('kv/data/app');
+      expect(msg.headers['svc-origin']).toBe('node-1');
+    }
+  });
+
+  it('stops delivering to a subscription once unsubscribed', async () => {
+    const [publisher, listener] = [await open(), await open()];
+    const received: string[] = [];
+    const marker = signal();
+    listener.subscribe(`${prefix}.events`, (msg) => received.push(str(msg.payload))).unsubscribe();
+    listener.subscribe(`${prefix}.marker`, () => marker.fire());
+    await listener.flush();
+
+    // Both publishes reach the listener in order, so once the marker is in, any event would be too.
+    await publisher.publish(`${prefix}.events`, text('after-unsubscribe'));
+    await publisher.publish(`${prefix}.marker`, text(''));
+    await marker.promise;
+
+    expect(received).toEqual([]);
+  });
+
+  it('answers no-responders once the only server unsubscribes', async () => {
+    const [server, client] = [await open(), await open()];
+    const subject = `${prefix}.gone`;
+    const subscription = server.serve(subject, 'gone', async (msg) => msg);
+    await server.flush();
+    await expect(client.request(subject, text('x'))).resolves.toBeDefined();
+
+    subscription.unsubscribe();
+    await server.flush();
+
+    await expect(client.request(subject, text('x'))).rejects.toMatchObject({ reason: 'no-responders' });
+  });
+
+  it('lets an in-flight handler answer while the server closes, then stops serving', async () => {
+    const [server, client] = [await open(), await open()];
+    const subject = `${prefix}.draining`;
+    const started = signal();
+    const release = signal();
+    server.serve(subject, 'draining', async () => {
+      started.fire();
+      await release.promise;
+      return { payload: text('finished'), headers: {} };
+    });
+    await server.flush();
+
+    const inFlight = client.request(subject, text('x'));
+    await started.promise;
+    const closed = server.close();
+    release.fire();
+
+    expect(str((await inFlight).payload)).toBe('finished');
+    await closed;
+    await expect(client.request(subject, text('x'))).rejects.toMatchObject({ reason: 'no-responders' });
+  });
+
+  it('refuses every operation after close with reason closed', async () => {
+    const bus = await open();
+    await bus.close();
+
+    await expect(bus.request(`${prefix}.x`, text('x'))).rejects.toMatchObject({ reason: 'closed' });
+    await expect(bus.publish(`${prefix}.x`, text('x'))).rejects.toMatchObject({ reason: 'closed' });
+    expect(() => bus.subscribe(`${prefix}.x`, () => undefined)).toThrow(BusUnavailableError);
+    expect(() => bus.serve(`${prefix}.x`, 'q', async (msg) => msg)).toThrow(BusUnavailableError);
+    await expect(bus.close()).resolves.toBeUndefined();
+  });
+});
+
+describe('createBus', () => {
+  it('gives the in-memory bus without config and NATS with it', async () => {
+    const memory = await createBus();
+    const nats = await createBus({ servers: NATS_SERVERS });
+    try {
+      expect(memory).toBeInstanceOf(MemoryBus);
+      expect(nats).toBeInstanceOf(NatsBus);
+    } finally {
+      await Promise.all([memory.close(), nats.close()]);
+    }
+  });
+
+  it('rejects a config without servers', async () => {
+    await expect(createBus({ servers: [] })).rejects.toThrow('"servers" must list at least one server');
+  });
+
+  it('reports an unreachable server without echoing credentials', async () => {
+    const err = await rejection(createBus({ servers: ['nats://admin:hunter2@127.0.0.1:1'], password: 'hunter3' }));
+
+    expect(err.message).toMatch(/cannot connect to NATS/);
+    expect(err.message).not.toMatch(/hunter/);
+  });
+
+  it('rejects a non-positive request timeout', async () => {
+    const bus = new MemoryBus();
+    await expect(bus.request('svc.any.request', text('x'), { timeoutMs: 0 })).rejects.toThrow(
+      'bus request timeout must be a positive number of milliseconds',
+    );
+    await bus.close();
+  });
+});

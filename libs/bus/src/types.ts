@@ -1,0 +1,71 @@
+/**
+ * The message bus between the gateway and the engine services. Two transports with one contract:
+ * NATS (distributed) and in-memory (all-in-one). Payloads are bytes; callers encode JSON.
+ */
+
+export interface BusMessage {
+  payload: Uint8Array;
+  headers: Record<string, string>;
+}
+
+export interface RequestOptions {
+  timeoutMs?: number;
+  headers?: Record<string, string>;
+}
+
+/** Thrown by `request` when no service answers (no responders) or it does not answer in time. */
+export class BusUnavailableError extends Error {
+  constructor(
+    readonly subject: string,
+    readonly reason: 'no-responders' | 'timeout' | 'closed',
+  ) {
+    super(`no answer on ${subject}: ${reason}`);
+    this.name = 'BusUnavailableError';
+  }
+}
+
+/** Thrown by `request` when the serving handler failed; carries the handler's error message. */
+export class BusHandlerError extends Error {
+  constructor(
+    readonly subject: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'BusHandlerError';
+  }
+}
+
+export interface Subscription {
+  unsubscribe(): void;
+}
+
+export interface Bus {
+  readonly kind: 'nats' | 'memory';
+  /** Request-reply; one member of the subject's queue group answers. */
+  request(subject: string, payload: Uint8Array, opts?: RequestOptions): Promise<BusMessage>;
+  /** Serve a subject within a queue group (load-balanced across replicas). The handler's
+   * return value is the reply; a throw replies with an error the requester sees as a rejection. */
+  serve(subject: string, queue: string, handler: (msg: BusMessage) => Promise<BusMessage>): Subscription;
+  /** Broadcast to every subscriber (cache invalidation, keyring announcements). */
+  publish(subject: string, payload: Uint8Array, headers?: Record<string, string>): Promise<void>;
+  subscribe(subject: string, handler: (msg: BusMessage) => void): Subscription;
+  /** Resolves once every `serve`/`subscribe` made so far is active at the broker (readiness). */
+  flush(): Promise<void>;
+  /** Stops taking messages, lets in-flight handlers answer, then disconnects. */
+  close(): Promise<void>;
+}
+
+export interface NatsBusConfig {
+  servers: string[];
+  /** Name shown in NATS monitoring. */
+  name?: string;
+  user?: string;
+  password?: string;
+  token?: string;
+  /** Path of a NATS credentials (.creds) file. */
+  credsFile?: string;
+  tls?: { caFile?: string; certFile?: string; keyFile?: string };
+  requestTimeoutMs?: number;
+  /** First token of every service subject (default "svc"); keeps clusters sharing one NATS server apart. */
+  subjectPrefix?: string;
+}

@@ -1,0 +1,573 @@
+import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, devConfig, loadConfigFile, parseConfig, parseDurationMs, parseHcl } from './index';
+
+let dir: string;
+let cert: string;
+let key: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'svc-config-'));
+  cert = join(dir, 'server.crt');
+  key = join(dir, 'server.key');
+  await writeFile(cert, 'certificate');
+  await writeFile(key, 'key');
+});
+
+afterAll(() => rm(dir, { recursive: true, force: true }));
+
+const minimalHcl = 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\n';
+
+async function expectConfigError(promise: Promise<unknown>, message: string | RegExp): Promise<void> {
+  const error = await promise.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  expect(error).toBeInstanceOf(ConfigError);
+  expect((error as Error).message).toMatch(message);
+}
+
+describe('HCL', () => {
+  it('reads every stanza', async () => {
+    const text = `
+ui = true
+api_addr = "https://svc.example.com:8200"
+cluster_addr = "https://10.0.0.1:8201"
+log_level = "DEBUG"
+default_lease_ttl = "1h"
+max_lease_ttl = "48h"
+services = ["gateway", "transit"]
+
+listener "tcp" {
+  address = "0.0.0.0:8200"
+  tls_cert_file = "${cert}"
+  tls_key_file = "${key}"
+  tls_min_version = "tls13"
+  max_request_size = 1024
+  require_request_header = true
+  custom_response_headers = {
+    "default" = { "Strict-Transport-Security" = ["max-age=31536000", "includeSubDomains"] }
+    "200" = { "X-Ok" = ["yes"] }
+    "3xx" = { "X-Redirect" = ["r"] }
+  }
+}
+
+listener "tcp" {
+  address = "127.0.0.1:8300"
+  tls_disable = "true"
+  custom_response_headers {
+    default = { "X-Plain" = ["p"] }
+  }
+}
+
+storage "postgresql" {
+  connection_url = "postgres://svc:secret@db:5432/svc"
+  table = "svc_store"
+  max_connections = 20
+}
+
+bus "nats" {
+  servers = ["nats://n1:4222", "nats://n2:4222"]
+  user = "svc"
+  password = "pw"
+  tls_ca_file = "/etc/nats/ca.pem"
+  request_timeout = "500ms"
+}
+
+locks "redis" {
+  address = "redis:6379"
+  password = "pw"
+  db = 2
+  tls = 1
+  key_prefix = "svc:"
+}
+
+seal "shamir" {}
+`;
+    const config = await parseConfig(text, 'hcl', 'config.hcl');
+    expect(config).toEqual({
+      listeners: [
+        {
+          type: 'tcp',
+          address: '0.0.0.0:8200',
+          tlsDisable: false,
+          tlsCertFile: cert,
+          tlsKeyFile: key,
+          tlsMinVersion: 'tls13',
+          maxRequestSize: 1024,
+          requireRequestHeader: true,
+          customResponseHeaders: {
+            default: { 'Strict-Transport-Security': ['max-age=31536000', 'includeSubDomains'] },
+            '200': { 'X-Ok': ['yes'] },
+            '3xx': { 'X-Redirect': ['r'] },
+          },
+        },
+        {
+          type: 'tcp',
+          address: '127.0.0.1:8300',
+          tlsDisable: true,
+          tlsMinVersion: 'tls12',
+          maxRequestSize: 32 * 1024 * 1024,
+          requireRequestHeader: false,
+          customResponseHeaders: { default: { 'X-Plain': ['p'] } },
+        },
+      ],
+      storage: {
+        type: 'postgresql',
+        options: { connection_url: 'postgres://svc:secret@db:5432/svc', table: 'svc_store', max_connections: 20 },
+      },
+      bus: {
+        type: 'nats',
+        servers: ['nats://n1:4222', 'nats://n2:4222'],
+        user: 'svc',
+        password: 'pw',
+        tls: { caFile: '/etc/nats/ca.pem' },
+        requestTimeoutMs: 500,
+      },
+      locks: { type: 'redis', address: 'redis:6379', password: 'pw', db: 2, tls: true, keyPrefix: 'svc:' },
+      seal: { type: 'shamir' },
+      ui: true,
+      apiAddr: 'https://svc.example.com:8200',
+      clusterAddr: 'https://10.0.0.1:8201',
+      logLevel: 'debug',
+      defaultLeaseTtl: 3600,
+      maxLeaseTtl: 172800,
+      services: ['gateway', 'transit'],
+      warnings: [],
+    });
+  });
+
+  it('applies defaults to a minimal file', async () => {
+    const config = await parseConfig(minimalHcl, 'hcl', 'config.hcl');
+    expect(config.listeners).toEqual([
+      {
+        type: 'tcp',
+        address: '127.0.0.1:8200',
+        tlsDisable: true,
+        tlsMinVersion: 'tls12',
+        maxRequestSize: 33554432,
+        requireRequestHeader: false,
+        customResponseHeaders: {},
+      },
+    ]);
+    expect(config.storage).toEqual({ type: 'inmem', options: {} });
+    expect(config.seal).toEqual({ type: 'shamir' });
+    expect(config.bus).toBeUndefined();
+    expect(config.locks).toBeUndefined();
+    expect(config.services).toBeUndefined();
+    expect(config.ui).toBe(false);
+    expect(config.logLevel).toBe('info');
+    expect(config.defaultLeaseTtl).toBe(2764800);
+    expect(config.maxLeaseTtl).toBe(2764800);
+  });
+
+  it('reads embedded storage, a bus address, a token and lease TTLs in seconds', async () => {
+    const text = `
+listener "tcp" { tls_disable = 1 }
+storage "embedded" { path = "/var/lib/svc" }
+bus "nats" {
+  address = "nats://127.0.0.1:4222"
+  token = "t"
+  creds_file = "/etc/svc/nats.creds"
+}
+default_lease_ttl = 60
+max_lease_ttl = "120"
+`;
+    const config = await parseConfig(text, 'hcl', 'config.hcl');
+    expect(config.storage).toEqual({ type: 'embedded', options: { path: '/var/lib/svc' } });
+    expect(config.bus).toEqual({
+      type: 'nats',
+      servers: ['nats://127.0.0.1:4222'],
+      token: 't',
+      credsFile: '/etc/svc/nats.creds',
+    });
+    expect([config.defaultLeaseTtl, config.maxLeaseTtl]).toEqual([60, 120]);
+  });
+
+  it('treats max_request_size 0 as the default and a negative value as no limit', async () => {
+    const config = await parseConfig(
+      'listener "tcp" {\n tls_disable = true\n max_request_size = 0\n}\n' +
+        'listener "tcp" {\n tls_disable = true\n address = "127.0.0.1:8201"\n max_request_size = -1\n}\n' +
+        'storage "inmem" {}\n',
+      'hcl',
+      'config.hcl',
+    );
+    expect(config.listeners.map((listener) => listener.maxRequestSize)).toEqual([33554432, Infinity]);
+  });
+
+  it('accepts Vault-style booleans', async () => {
+    for (const [value, expected] of [
+      ['"true"', true],
+      ['"false"', false],
+      ['1', true],
+      ['0', false],
+      ['"t"', true],
+      ['"F"', false],
+    ] as const) {
+      const config = await parseConfig(
+        `listener "tcp" {\n tls_disable = true\n require_request_header = ${value}\n}\nstorage "inmem" {}\n`,
+        'hcl',
+        'config.hcl',
+      );
+      expect(config.listeners[0].requireRequestHeader).toBe(expected);
+    }
+  });
+
+  it('collects unknown keys as warnings instead of failing', async () => {
+    const config = await parseConfig(
+      'disable_mlock = true\nlistener "tcp" {\n tls_disable = true\n proxy_protocol_behavior = "x"\n}\nstorage "inmem" { foo = 1 }\n',
+      'hcl',
+      'config.hcl',
+    );
+    expect(config.warnings).toEqual([
+      'config.hcl: listener "tcp" [0]: unknown field "proxy_protocol_behavior" ignored',
+      'config.hcl: storage "inmem": unknown field "foo" ignored',
+      'config.hcl: unknown field "disable_mlock" ignored',
+    ]);
+  });
+
+  it("reads Vault's custom_response_headers block with quoted selectors", async () => {
+    const text = `
+listener "tcp" {
+  tls_disable = true
+  custom_response_headers {
+    "default" = { "Strict-Transport-Security" = ["max-age=31536000"] }
+    "307" = { "X-Custom" = ["a", "b"] }
+  }
+}
+storage "inmem" {}
+`;
+    const config = await parseConfig(text, 'hcl', 'config.hcl');
+    expect(config.listeners[0].customResponseHeaders).toEqual({
+      default: { 'Strict-Transport-Security': ['max-age=31536000'] },
+      '307': { 'X-Custom': ['a', 'b'] },
+    });
+    expect(config.warnings).toEqual([]);
+  });
+
+  it('merges repeated custom_response_headers blocks, later values winning', async () => {
+    const text = `
+listener "tcp" {
+  tls_disable = true
+  custom_response_headers {
+    "default" = { "X-A" = ["first"], "X-B" = ["b"] }
+  }
+  custom_response_headers {
+    "default" = { "X-A" = ["second"] }
+    "4xx" = { "X-E" = ["e"] }
+  }
+}
+storage "inmem" {}
+`;
+    const config = await parseConfig(text, 'hcl', 'config.hcl');
+    expect(config.listeners[0].customResponseHeaders).toEqual({
+      default: { 'X-A': ['second'], 'X-B': ['b'] },
+      '4xx': { 'X-E': ['e'] },
+    });
+  });
+
+  it('keeps several listeners in file order, each with its own headers', async () => {
+    const text = `
+listener "tcp" {
+  address = "127.0.0.1:8200"
+  tls_disable = true
+  custom_response_headers {
+    "default" = { "X-Listener" = ["first"] }
+  }
+}
+listener "tcp" {
+  address = "127.0.0.1:8201"
+  tls_cert_file = "${cert}"
+  tls_key_file = "${key}"
+}
+listener "tcp" {
+  address = "127.0.0.1:8202"
+  tls_disable = true
+  custom_response_headers {
+    "200" = { "X-Listener" = ["third"] }
+  }
+}
+storage "inmem" {}
+`;
+    const config = await parseConfig(text, 'hcl', 'config.hcl');
+    expect(
+      config.listeners.map(({ address, tlsDisable, customResponseHeaders }) => [address, tlsDisable, customResponseHeaders]),
+    ).toEqual([
+      ['127.0.0.1:8200', true, { default: { 'X-Listener': ['first'] } }],
+      ['127.0.0.1:8201', false, {}],
+      ['127.0.0.1:8202', true, { '200': { 'X-Listener': ['third'] } }],
+    ]);
+  });
+
+  it('reports a syntax error with the line and column the parser stopped at', async () => {
+    await expectConfigError(
+      parseConfig('listener "tcp" {\n  tls_disable = true\n  max_request_size = \n}\n', 'hcl', 'config.hcl'),
+      'config.hcl: invalid HCL: line 5 column 1: object expected closing RBRACE got: EOF',
+    );
+    await expectConfigError(
+      parseConfig('storage "inmem" {}\nlistener "tcp" {\n  address "127.0.0.1:8200"\n}\n', 'hcl', 'config.hcl'),
+      "config.hcl: invalid HCL: line 4 column 1: expected '{' or '=' after the key",
+    );
+  });
+
+  it('never quotes the source text in a syntax error', async () => {
+    for (const text of [
+      'bus "nats" {\n  servers = ["nats://a:4222"]\n  password = hunter2\n}\n',
+      'bus "nats" {\n  servers = ["nats://a:4222"]\n  password "hunter2"\n}\n',
+      'locks "redis" {\n  address = "r:6379"\n  db = 99999999999999999999992\n}\n',
+    ]) {
+      const error = await parseConfig(text, 'hcl', 'config.hcl').catch((err: Error) => err);
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as Error).message).toMatch(/^config\.hcl: invalid HCL: /);
+      expect((error as Error).message).not.toMatch(/hunter2|99999/);
+    }
+  });
+
+  it('reads a bus subject prefix', async () => {
+    const config = await parseConfig(
+      `${minimalHcl}bus "nats" {\n  servers = ["nats://127.0.0.1:4222"]\n  subject_prefix = "svc-prod_2"\n}\n`,
+      'hcl',
+      'config.hcl',
+    );
+    expect(config.bus).toEqual({ type: 'nats', servers: ['nats://127.0.0.1:4222'], subjectPrefix: 'svc-prod_2' });
+    expect(config.warnings).toEqual([]);
+  });
+});
+
+describe('parseHcl', () => {
+  it('returns the HCL v1 shape, every object wrapped in a list', () => {
+    expect(parseHcl('path "secret/*" {\n  capabilities = ["read", "list"]\n}\nname = "ops"\n', 'policy.hcl')).toEqual({
+      path: [{ 'secret/*': [{ capabilities: ['read', 'list'] }] }],
+      name: 'ops',
+    });
+    expect(parseHcl('', 'empty.hcl')).toEqual({});
+  });
+
+  it('throws a ConfigError naming the source and the position', () => {
+    expect(() => parseHcl('path "secret/*" {\n  capabilities = ["read" "list"]\n}\n', 'policy.hcl')).toThrow(
+      new ConfigError('policy.hcl: invalid HCL: line 2 column 26: error parsing list, expected comma or list end, got: STRING'),
+    );
+  });
+});
+
+describe('JSON', () => {
+  it('reads Vault-style JSON with objects and arrays of stanzas', async () => {
+    const text = JSON.stringify({
+      listener: [
+        { tcp: { address: '0.0.0.0:8200', tls_disable: 'true', custom_response_headers: { '4xx': { 'X-E': ['e'] } } } },
+        { tcp: { address: '0.0.0.0:8201', tls_disable: true } },
+      ],
+      storage: { postgresql: { connection_url: 'postgres://db/svc' } },
+      bus: { nats: [{ servers: 'nats://a:4222,nats://b:4222' }] },
+      locks: { redis: { address: 'redis:6379' } },
+      seal: { shamir: {} },
+      ui: 'true',
+      services: ['gateway'],
+      max_lease_ttl: '768h',
+      default_lease_ttl: '10m',
+    });
+    const config = await parseConfig(text, 'json', 'config.json');
+    expect(config.listeners.map((listener) => [listener.address, listener.tlsDisable])).toEqual([
+      ['0.0.0.0:8200', true],
+      ['0.0.0.0:8201', true],
+    ]);
+    expect(config.listeners[0].customResponseHeaders).toEqual({ '4xx': { 'X-E': ['e'] } });
+    expect(config.storage).toEqual({ type: 'postgresql', options: { connection_url: 'postgres://db/svc' } });
+    expect(config.bus).toEqual({ type: 'nats', servers: ['nats://a:4222', 'nats://b:4222'] });
+    expect(config.locks).toEqual({ type: 'redis', address: 'redis:6379', tls: false });
+    expect(config.ui).toBe(true);
+    expect(config.services).toEqual(['gateway']);
+    expect([config.defaultLeaseTtl, config.maxLeaseTtl]).toEqual([600, 2764800]);
+  });
+
+  it('reports malformed JSON', async () => {
+    await expectConfigError(parseConfig('{"listener": ', 'json', 'config.json'), /^config\.json: invalid JSON: /);
+    await expectConfigError(
+      parseConfig('{\n  "storage": {"inmem": {}}\n  "ui": true\n}', 'json', 'config.json'),
+      "config.json: invalid JSON: Expected ',' or '}' after property value at line 3 column 3",
+    );
+    const error = await parseConfig('hunter2', 'json', 'config.json').catch((err: Error) => err);
+    expect((error as Error).message).not.toContain('hunter2');
+  });
+
+  it('rejects a configuration that is not an object', async () => {
+    await expectConfigError(parseConfig('[1]', 'json', 'c.json'), 'c.json: the configuration must be an object');
+  });
+});
+
+describe('validation errors', () => {
+  const cases: Array<[string, string, string | RegExp]> = [
+    ['no listener', 'storage "inmem" {}', 'config.hcl: at least one listener stanza is required'],
+    ['no storage', 'listener "tcp" { tls_disable = true }', 'config.hcl: a storage stanza is required'],
+    [
+      'missing certificate',
+      'listener "tcp" {}\nstorage "inmem" {}',
+      'config.hcl: listener "tcp" [0]: tls_cert_file is required unless tls_disable is set',
+    ],
+    [
+      'second listener without TLS files',
+      'listener "tcp" { tls_disable = true }\nlistener "tcp" { address = "127.0.0.1:1" }\nstorage "inmem" {}',
+      'config.hcl: listener "tcp" [1]: tls_cert_file is required unless tls_disable is set',
+    ],
+    [
+      'unreadable certificate',
+      'listener "tcp" {\n tls_cert_file = "/nonexistent/svc.crt"\n tls_key_file = "/nonexistent/svc.key"\n}\nstorage "inmem" {}',
+      'config.hcl: listener "tcp" [0]: tls_cert_file "/nonexistent/svc.crt" cannot be read (ENOENT)',
+    ],
+    ['unknown listener type', 'listener "unix" {}\nstorage "inmem" {}', 'config.hcl: listener "unix" [0]: unsupported listener type "unix" (supported: tcp)'],
+    [
+      'bad address',
+      'listener "tcp" {\n tls_disable = true\n address = "localhost"\n}\nstorage "inmem" {}',
+      'config.hcl: listener "tcp" [0]: address must be host:port',
+    ],
+    [
+      'bad TLS version',
+      'listener "tcp" {\n tls_disable = true\n tls_min_version = "ssl3"\n}\nstorage "inmem" {}',
+      'config.hcl: listener "tcp" [0]: tls_min_version must be one of tls10, tls11, tls12, tls13',
+    ],
+    [
+      'non-boolean tls_disable',
+      'listener "tcp" { tls_disable = "maybe" }\nstorage "inmem" {}',
+      'config.hcl: listener "tcp" [0]: tls_disable must be a boolean',
+    ],
+    [
+      'non-integer max_request_size',
+      'listener "tcp" {\n tls_disable = true\n max_request_size = "big"\n}\nstorage "inmem" {}',
+      'config.hcl: listener "tcp" [0]: max_request_size must be an integer',
+    ],
+    [
+      'bad selector',
+      'listener "tcp" {\n tls_disable = true\n custom_response_headers = { "600" = { "X-A" = ["a"] } }\n}\nstorage "inmem" {}',
+      'config.hcl: listener "tcp" [0]: custom_response_headers: invalid selector "600"',
+    ],
+    [
+      'bad class selector',
+      'listener "tcp" {\n tls_disable = true\n custom_response_headers = { "2x" = { "X-A" = ["a"] } }\n}\nstorage "inmem" {}',
+      'invalid selector "2x"',
+    ],
+    [
+      'header value not a list',
+      'listener "tcp" {\n tls_disable = true\n custom_response_headers = { "default" = { "X-A" = "a" } }\n}\nstorage "inmem" {}',
+      'config.hcl: listener "tcp" [0]: custom_response_headers "default": header "X-A" must be a list of strings',
+    ],
+    [
+      'header values not strings',
+      'listener "tcp" {\n tls_disable = true\n custom_response_headers = { "default" = { "X-A" = [1] } }\n}\nstorage "inmem" {}',
+      'header "X-A" must be a list of strings',
+    ],
+    [
+      'invalid header name',
+      'listener "tcp" {\n tls_disable = true\n custom_response_headers = { "default" = { "X A" = ["a"] } }\n}\nstorage "inmem" {}',
+      'custom_response_headers "default": "X A" is not a valid header name',
+    ],
+    [
+      'reserved header name',
+      'listener "tcp" {\n tls_disable = true\n custom_response_headers = { "default" = { "X-Service-Token" = ["a"] } }\n}\nstorage "inmem" {}',
+      'header "X-Service-Token" is reserved',
+    ],
+    ['unknown storage type', 'listener "tcp" { tls_disable = true }\nstorage "foo" {}', 'config.hcl: unknown storage type "foo" (supported: postgresql, embedded, inmem)'],
+    [
+      'two storage stanzas',
+      'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nstorage "embedded" { path = "x" }',
+      'config.hcl: only one storage stanza is allowed (found "inmem", "embedded")',
+    ],
+    ['postgresql without URL', 'listener "tcp" { tls_disable = true }\nstorage "postgresql" {}', 'config.hcl: storage "postgresql": connection_url is required'],
+    [
+      'postgresql table not an identifier',
+      'listener "tcp" { tls_disable = true }\nstorage "postgresql" {\n connection_url = "postgres://db"\n table = "x; drop"\n}',
+      'storage "postgresql": table must be a SQL identifier',
+    ],
+    ['embedded without path', 'listener "tcp" { tls_disable = true }\nstorage "embedded" {}', 'config.hcl: storage "embedded": path is required'],
+    ['storage not a block', 'listener "tcp" { tls_disable = true }\nstorage = "inmem"', 'config.hcl: storage must be a block such as storage "TYPE" { ... }'],
+    ['nats without servers', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nbus "nats" {}', 'config.hcl: bus "nats": servers (or address) is required'],
+    ['unknown bus', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nbus "kafka" {}', 'config.hcl: unknown bus type "kafka" (supported: nats)'],
+    ...['svc.prod', 'svc*', '>', 'svc prod', ''].map((prefix): [string, string, string] => [
+      `subject_prefix ${JSON.stringify(prefix)}`,
+      `listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nbus "nats" {\n address = "nats://a"\n subject_prefix = "${prefix}"\n}`,
+      'config.hcl: bus "nats": subject_prefix must be one or more letters, digits, "-" or "_"',
+    ]),
+    [
+      'bad request_timeout',
+      'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nbus "nats" {\n address = "nats://a"\n request_timeout = "soon"\n}',
+      'config.hcl: bus "nats": request_timeout must be a duration',
+    ],
+    ['redis without address', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nlocks "redis" {}', 'config.hcl: locks "redis": address is required'],
+    ['unknown seal', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "awskms" {}', 'config.hcl: unsupported seal type "awskms" (supported: shamir)'],
+    ['bad duration', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nmax_lease_ttl = "forever"', 'config.hcl: max_lease_ttl must be a duration'],
+    [
+      'default above max',
+      'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\ndefault_lease_ttl = "2h"\nmax_lease_ttl = "1h"',
+      'config.hcl: default_lease_ttl must not exceed max_lease_ttl',
+    ],
+    ['bad log level', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nlog_level = "loud"', 'config.hcl: log_level must be one of trace, debug, info, warn, error'],
+    ['unknown service', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nservices = ["gateway", "mail"]', 'config.hcl: services: unknown service "mail"'],
+    ['bad api_addr', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\napi_addr = "svc:8200"', 'config.hcl: api_addr must be a URL'],
+  ];
+
+  it.each(cases)('%s', async (_name, text, message) => {
+    await expectConfigError(parseConfig(text, 'hcl', 'config.hcl'), message);
+  });
+
+  it('rejects a certificate path that is a directory', async () => {
+    const sub = join(dir, 'certs');
+    await mkdir(sub, { recursive: true });
+    await expectConfigError(
+      parseConfig(`listener "tcp" {\n tls_cert_file = "${sub}"\n tls_key_file = "${key}"\n}\nstorage "inmem" {}`, 'hcl', 'config.hcl'),
+      `listener "tcp" [0]: tls_cert_file "${sub}" is not a file`,
+    );
+  });
+
+  it('never puts a secret value into an error', async () => {
+    const error = await parseConfig(
+      'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nlocks "redis" {\n address = "r:6379"\n db = "hunter2"\n}',
+      'hcl',
+      'config.hcl',
+    ).catch((err: Error) => err);
+    expect((error as Error).message).toBe('config.hcl: locks "redis": db must be an integer');
+  });
+});
+
+describe('loadConfigFile', () => {
+  it('chooses the format by extension', async () => {
+    const hclPath = join(dir, 'server.hcl');
+    const jsonPath = join(dir, 'server.json');
+    await writeFile(hclPath, minimalHcl);
+    await writeFile(jsonPath, JSON.stringify({ listener: { tcp: { tls_disable: 1 } }, storage: { inmem: {} } }));
+    expect((await loadConfigFile(hclPath)).storage.type).toBe('inmem');
+    expect((await loadConfigFile(jsonPath)).listeners[0].tlsDisable).toBe(true);
+  });
+
+  it('names the file in its errors', async () => {
+    const path = join(dir, 'broken.hcl');
+    await writeFile(path, 'storage "inmem" {}\n');
+    await expectConfigError(loadConfigFile(path), `${path}: at least one listener stanza is required`);
+    await expectConfigError(loadConfigFile(join(dir, 'server.yaml')), 'configuration files must end in .hcl or .json');
+    await expectConfigError(loadConfigFile(join(dir, 'missing.hcl')), 'cannot read configuration file (ENOENT)');
+  });
+});
+
+describe('devConfig', () => {
+  it('is all-in-one: one plain-HTTP listener, in-memory storage, no bus or locks', () => {
+    const config = devConfig({ listenAddress: '127.0.0.1:8250' });
+    expect(config.listeners).toHaveLength(1);
+    expect(config.listeners[0]).toMatchObject({ address: '127.0.0.1:8250', tlsDisable: true });
+    expect(config.storage).toEqual({ type: 'inmem', options: {} });
+    expect(config.bus).toBeUndefined();
+    expect(config.locks).toBeUndefined();
+    expect(devConfig().listeners[0].address).toBe('127.0.0.1:8200');
+  });
+});
+
+describe('parseDurationMs', () => {
+  it.each([
+    [30, 30_000],
+    ['30', 30_000],
+    ['768h', 2_764_800_000],
+    ['1h30m', 5_400_000],
+    ['250ms', 250],
+    ['2d', 172_800_000],
+  ])('%p -> %p ms', (input, ms) => expect(parseDurationMs(input)).toBe(ms));
+
+  it.each(['', 'h', '10x', '-5s', true])('rejects %p', (input) => expect(parseDurationMs(input)).toBeUndefined());
+});

@@ -1,0 +1,27 @@
+import type { ServerConfig } from './types';
+import { DEFAULT_ADDRESS, DEFAULT_MAX_REQUEST_SIZE } from './listener';
+import { DEFAULT_LEASE_TTL_SECONDS } from './parse';
+
+/** The all-in-one development configuration: one plain-HTTP listener, in-memory storage, bus and locks. */
+export function devConfig(opts: { listenAddress?: string } = {}): ServerConfig {
+  return {
+    listeners: [
+      {
+        type: 'tcp',
+        address: opts.listenAddress ?? DEFAULT_ADDRESS,
+        tlsDisable: true,
+        tlsMinVersion: 'tls12',
+        maxRequestSize: DEFAULT_MAX_REQUEST_SIZE,
+        requireRequestHeader: false,
+        customResponseHeaders: {},
+      },
+    ],
+    storage: { type: 'inmem', options: {} },
+    seal: { type: 'shamir' },
+    ui: true,
+    logLevel: 'info',
+    defaultLeaseTtl: DEFAULT_LEASE_TTL_SECONDS,
+    maxLeaseTtl: DEFAULT_LEASE_TTL_SECONDS,
+    warnings: [],
+  };
+}

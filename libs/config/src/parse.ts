@@ -1,0 +1,138 @@
+import { readFile } from 'node:fs/promises';
+import { extname } from 'node:path';
+import type { ServerConfig, ServiceName } from './types';
+import { blocksOf } from './blocks';
+import { ConfigError } from './errors';
+import { parseHcl } from './hcl';
+import { parseListener } from './listener';
+import { isObject, Section } from './section';
+import { parseBus, parseLocks, parseSeal, parseStorage } from './stanzas';
+
+export type ConfigFormat = 'hcl' | 'json';
+
+export const DEFAULT_LEASE_TTL_SECONDS = 768 * 3600;
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
+const SERVICE_NAMES: readonly ServiceName[] = [
+  'gateway',
+  'transit',
+  'database',
+  'cloud',
+  'auth-cloud',
+  'sync',
+  'snapshot',
+  'replication',
+];
+
+/** Reads a server configuration file; the format follows the extension (.hcl or .json). */
+export async function loadConfigFile(path: string): Promise<ServerConfig> {
+  const extension = extname(path).toLowerCase();
+  if (extension !== '.hcl' && extension !== '.json') {
+    throw new ConfigError(`${path}: configuration files must end in .hcl or .json`);
+  }
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`${path}: cannot read configuration file (${(err as NodeJS.ErrnoException).code ?? err})`);
+  }
+  return parseConfig(text, extension === '.hcl' ? 'hcl' : 'json', path);
+}
+
+/** Parses and validates a configuration; `sourceName` prefixes every error and warning. */
+export async function parseConfig(text: string, format: ConfigFormat, sourceName: string): Promise<ServerConfig> {
+  const raw = format === 'hcl' ? parseHcl(text, sourceName) : decodeJson(text, sourceName);
+  if (!isObject(raw)) throw new ConfigError(`${sourceName}: the configuration must be an object`);
+  return buildConfig(new Section(sourceName, raw), sourceName);
+}
+
+function decodeJson(text: string, sourceName: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw new ConfigError(`${sourceName}: invalid JSON: ${describeJsonError(text, (err as Error).message)}`);
+  }
+}
+
+/** The parser's message with a line and column, without the excerpt of the text it may quote
+ * (the file can hold passwords). */
+function describeJsonError(text: string, message: string): string {
+  const withoutExcerpt = message.replace(/, ".*" is not valid JSON$/s, '');
+  const position = /in JSON at position (\d+)/.exec(withoutExcerpt);
+  if (!position) return withoutExcerpt;
+  const before = text.slice(0, Number(position[1])).split('\n');
+  const where = `line ${before.length} column ${before[before.length - 1].length + 1}`;
+  return withoutExcerpt.replace(/in JSON at position \d+.*$/s, `at ${where}`);
+}
+
+async function buildConfig(top: Section, sourceName: string): Promise<ServerConfig> {
+  const warnings: string[] = [];
+  const stanza = (name: string) => blocksOf(name, top.raw(name), sourceName);
+
+  const listenerBlocks = stanza('listener');
+  if (listenerBlocks.length === 0) {
+    throw top.error('at least one listener stanza is required, e.g. listener "tcp" { address = "127.0.0.1:8200" }');
+  }
+  const listeners = [];
+  for (const [index, block] of listenerBlocks.entries()) {
+    listeners.push(await parseListener(block, `${sourceName}: listener "${block.type}" [${index}]`, warnings));
+  }
+
+  const storage = parseStorage(stanza('storage'), sourceName, warnings);
+  if (!storage) throw top.error('a storage stanza is required, e.g. storage "embedded" { path = "./data" }');
+  const bus = parseBus(stanza('bus'), sourceName, warnings);
+  const locks = parseLocks(stanza('locks'), sourceName, warnings);
+  const seal = parseSeal(stanza('seal'), sourceName, warnings) ?? { type: 'shamir' };
+
+  // 0 means the system default, as in Vault.
+  const defaultLeaseTtl = top.durationSeconds('default_lease_ttl') || DEFAULT_LEASE_TTL_SECONDS;
+  const maxLeaseTtl = top.durationSeconds('max_lease_ttl') || DEFAULT_LEASE_TTL_SECONDS;
+  if (defaultLeaseTtl > maxLeaseTtl) throw top.error('default_lease_ttl must not exceed max_lease_ttl');
+
+  const apiAddr = url(top, 'api_addr');
+  const clusterAddr = url(top, 'cluster_addr');
+  const services = serviceNames(top);
+  const config: ServerConfig = {
+    listeners,
+    storage,
+    ...(bus ? { bus } : {}),
+    ...(locks ? { locks } : {}),
+    seal,
+    ui: top.bool('ui', false),
+    ...(apiAddr !== undefined ? { apiAddr } : {}),
+    ...(clusterAddr !== undefined ? { clusterAddr } : {}),
+    logLevel: logLevel(top),
+    defaultLeaseTtl,
+    maxLeaseTtl,
+    ...(services ? { services } : {}),
+    warnings,
+  };
+  top.warnUnknown(warnings);
+  return config;
+}
+
+function url(section: Section, key: string): string | undefined {
+  const value = section.string(key);
+  if (value === undefined) return undefined;
+  if (!URL.canParse(value) || !['http:', 'https:'].includes(new URL(value).protocol)) {
+    throw section.error(`${key} must be a URL such as https://svc.example.com:8200`);
+  }
+  return value;
+}
+
+function logLevel(section: Section): ServerConfig['logLevel'] {
+  const value = (section.string('log_level') ?? 'info').trim().toLowerCase();
+  const level = value === 'warning' ? 'warn' : value;
+  const known = LOG_LEVELS.find((candidate) => candidate === level);
+  if (!known) throw section.error(`log_level must be one of ${LOG_LEVELS.join(', ')}`);
+  return known;
+}
+
+function serviceNames(section: Section): ServiceName[] | undefined {
+  const names = section.stringList('services');
+  if (names === undefined) return undefined;
+  const unknown = names.filter((name) => !(SERVICE_NAMES as readonly string[]).includes(name));
+  if (unknown.length > 0) {
+    throw section.error(`services: unknown service ${unknown.map((name) => `"${name}"`).join(', ')} (known: ${SERVICE_NAMES.join(', ')})`);
+  }
+  return [...new Set(names)] as ServiceName[];
+}

@@ -1,0 +1,121 @@
+import type { StorageConfig } from '@svc/storage';
+import type { ServerConfig } from './types';
+import type { Block } from './blocks';
+import { ConfigError } from './errors';
+import { Section } from './section';
+
+type BusConfig = NonNullable<ServerConfig['bus']>;
+type LocksConfig = NonNullable<ServerConfig['locks']>;
+
+/** Parsers of one stanza kind, keyed by block type; each reads its fields from a Section. */
+type TypeParsers<T> = Record<string, (section: Section) => T>;
+
+const SQL_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$/;
+// One subject token: a dot or a wildcard would let one cluster's subjects overlap another's.
+const SUBJECT_TOKEN = /^[A-Za-z0-9_-]+$/;
+
+const storageParsers: TypeParsers<StorageConfig> = {
+  postgresql: (section) => {
+    const options: StorageConfig['options'] = { connection_url: section.requiredString('connection_url') };
+    const table = section.string('table');
+    if (table !== undefined) {
+      if (!SQL_IDENTIFIER.test(table)) throw section.error('table must be a SQL identifier such as svc_store');
+      options.table = table;
+    }
+    const maxConnections = section.int('max_connections');
+    if (maxConnections !== undefined) {
+      if (maxConnections < 1) throw section.error('max_connections must be at least 1');
+      options.max_connections = maxConnections;
+    }
+    return { type: 'postgresql', options };
+  },
+  embedded: (section) => ({ type: 'embedded', options: { path: section.requiredString('path') } }),
+  inmem: () => ({ type: 'inmem', options: {} }),
+};
+
+const busParsers: TypeParsers<BusConfig> = {
+  nats: (section) => {
+    const servers = section.stringList('servers') ?? section.stringList('address') ?? [];
+    if (servers.length === 0) throw section.error('servers (or address) is required');
+    const user = section.string('user');
+    const password = section.string('password');
+    if (password !== undefined && user === undefined) throw section.error('password requires user');
+    const tls = {
+      caFile: section.string('tls_ca_file'),
+      certFile: section.string('tls_cert_file'),
+      keyFile: section.string('tls_key_file'),
+    };
+    if ((tls.certFile === undefined) !== (tls.keyFile === undefined)) {
+      throw section.error('tls_cert_file and tls_key_file must be given together');
+    }
+    return withoutUndefined({
+      type: 'nats' as const,
+      servers,
+      name: section.string('name'),
+      user,
+      password,
+      token: section.string('token'),
+      credsFile: section.string('creds_file'),
+      tls: Object.values(tls).some((file) => file !== undefined) ? withoutUndefined(tls) : undefined,
+      requestTimeoutMs: section.durationMs('request_timeout'),
+      subjectPrefix: subjectPrefix(section),
+    });
+  },
+};
+
+/** Unset means the bus users' default, "svc". */
+function subjectPrefix(section: Section): string | undefined {
+  const prefix = section.string('subject_prefix');
+  if (prefix !== undefined && !SUBJECT_TOKEN.test(prefix)) {
+    throw section.error('subject_prefix must be one or more letters, digits, "-" or "_", e.g. "svc-prod"');
+  }
+  return prefix;
+}
+
+const locksParsers: TypeParsers<LocksConfig> = {
+  redis: (section) => {
+    const db = section.int('db');
+    if (db !== undefined && db < 0) throw section.error('db must be 0 or more');
+    return withoutUndefined({
+      type: 'redis' as const,
+      address: section.requiredString('address'),
+      password: section.string('password'),
+      db,
+      tls: section.bool('tls', false),
+      keyPrefix: section.string('key_prefix'),
+    });
+  },
+};
+
+const sealParsers: TypeParsers<ServerConfig['seal']> = { shamir: () => ({ type: 'shamir' }) };
+
+export const parseStorage = stanzaParser('storage', storageParsers, 'unknown');
+export const parseBus = stanzaParser('bus', busParsers, 'unknown');
+export const parseLocks = stanzaParser('locks', locksParsers, 'unknown');
+export const parseSeal = stanzaParser('seal', sealParsers, 'unsupported');
+
+/** Reads the single block of a stanza (undefined when absent) with the parser for its type. */
+function stanzaParser<T>(stanza: string, parsers: TypeParsers<T>, unknownWord: string) {
+  return (blocks: Block[], sourceName: string, warnings: string[]): T | undefined => {
+    if (blocks.length > 1) {
+      const types = blocks.map((block) => `"${block.type}"`).join(', ');
+      throw new ConfigError(`${sourceName}: only one ${stanza} stanza is allowed (found ${types})`);
+    }
+    const [block] = blocks;
+    if (!block) return undefined;
+    const section = new Section(`${sourceName}: ${stanza} "${block.type}"`, block.body);
+    const parse = Object.hasOwn(parsers, block.type) ? parsers[block.type] : undefined;
+    if (!parse) {
+      const supported = Object.keys(parsers).join(', ');
+      throw new ConfigError(`${sourceName}: ${unknownWord} ${stanza} type "${block.type}" (supported: ${supported})`);
+    }
+    const result = parse(section);
+    section.warnUnknown(warnings);
+    return result;
+  };
+}
+
+/** Drops absent optional fields so the result carries only what the file set. */
+function withoutUndefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, field]) => field !== undefined)) as T;
+}

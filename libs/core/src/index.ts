@@ -1,0 +1,10 @@
+export { Core, type CoreOptions, type CoreState, type InitRequest, type Route } from './core';
+export { EngineRegistry, type EngineDefinition } from './engines';
+export { RequestPipeline, type HttpRequest, type HttpResult } from './http/pipeline';
+export { startHttpFrontend, type HttpFrontend } from './http/frontend';
+export { ResponseHeaderPolicy } from './http/headers';
+export { ListMethodRewriter } from './http/list-method';
+export { createSystemBackend } from './sys';
+export { MountTable, type MountEntry } from './mounts/mount-table';
+export { TokenStore, type TokenEntry } from './tokens/token-store';
+export { VERSION } from './version';

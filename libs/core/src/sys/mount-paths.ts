@@ -1,0 +1,197 @@
+import { parseDuration, type FieldData, type FieldMap, type PathDeclaration, type Response } from '@svc/framework';
+import { ServiceError } from '@svc/http';
+import type { Core } from '../core';
+import type { MountEntry, MountTable } from '../mounts/mount-table';
+
+const MOUNT_FIELDS: FieldMap = {
+  type: { type: 'string', required: true, description: 'Type of the engine or auth method, e.g. "kv" or "transit".' },
+  description: { type: 'string', default: '', description: 'Human-friendly description of the mount.' },
+  config: { type: 'map', default: {}, description: 'Mount configuration: default_lease_ttl, max_lease_ttl (durations).' },
+  options: { type: 'kv-pairs', default: {}, description: 'Engine options, e.g. {"version": "2"} for kv.' },
+  local: { type: 'bool', default: false, description: 'Mount is local to this cluster (not replicated).' },
+  seal_wrap: { type: 'bool', default: false, description: 'Seal-wrap the mount (accepted for compatibility).' },
+  plugin_version: { type: 'string', default: '', description: 'Plugin version to run.' },
+};
+
+const TUNE_FIELDS: FieldMap = {
+  default_lease_ttl: { type: 'duration', description: 'Default lease TTL of the mount.' },
+  max_lease_ttl: { type: 'duration', description: 'Maximum lease TTL of the mount.' },
+  description: { type: 'string', description: 'Human-friendly description of the mount.' },
+  options: { type: 'kv-pairs', description: 'Engine options to merge, e.g. {"version": "2"}.' },
+};
+
+/** How a mount is shown by sys/mounts and sys/auth. */
+export function describeMount(entry: MountEntry): Record<string, unknown> {
+  return {
+    type: entry.type,
+    description: entry.description,
+    accessor: entry.accessor,
+    uuid: entry.uuid,
+    config: { default_lease_ttl: entry.config.default_lease_ttl, max_lease_ttl: entry.config.max_lease_ttl, force_no_cache: false },
+    options: Object.keys(entry.options).length ? entry.options : null,
+    local: entry.local,
+    seal_wrap: entry.seal_wrap,
+    external_entropy_access: false,
+    plugin_version: entry.plugin_version,
+    running_plugin_version: entry.plugin_version || `v${entry.type}-builtin`,
+    deprecation_status: 'supported',
+  };
+}
+
+function durationField(name: string, value: unknown): number {
+  try {
+    return parseDuration(value);
+  } catch {
+    throw ServiceError.badRequest(`field "${name}": not a valid duration`);
+  }
+}
+
+/** Parses the `config` map of a mount request: lease TTLs are durations. */
+function mountConfig(f: FieldData): Partial<MountEntry['config']> {
+  const config = f.get<Record<string, unknown>>('config') ?? {};
+  const out: Partial<MountEntry['config']> = {};
+  for (const name of ['default_lease_ttl', 'max_lease_ttl'] as const) {
+    if (config[name] !== undefined && config[name] !== '') out[name] = durationField(`config.${name}`, config[name]);
+  }
+  return out;
+}
+
+/** sys/mounts and sys/auth share one shape; `prefix` is "mounts" or "auth". */
+function tablePaths(core: Core, prefix: 'mounts' | 'auth', table: () => MountTable): PathDeclaration[] {
+  const kind = prefix === 'mounts' ? 'secrets engine' : 'auth method';
+  const systemTtls = () => ({ default_lease_ttl: core.config.defaultLeaseTtl, max_lease_ttl: core.config.maxLeaseTtl });
+  const find = (path: string): MountEntry => {
+    const entry = table().get(path.endsWith('/') ? path : `${path}/`);
+    if (!entry) throw ServiceError.badRequest(`no ${kind} mounted at "${path}"`);
+    return entry;
+  };
+  const tuneView = (entry: MountEntry): Response => ({
+    data: {
+      default_lease_ttl: entry.config.default_lease_ttl || core.config.defaultLeaseTtl,
+      max_lease_ttl: entry.config.max_lease_ttl || core.config.maxLeaseTtl,
+      force_no_cache: false,
+      description: entry.description,
+      options: Object.keys(entry.options).length ? entry.options : null,
+    },
+  });
+
+  return [
+    {
+      pattern: prefix,
+      synopsis: `Lists the mounted ${kind}s.`,
+      operations: {
+        read: {
+          summary: `List the ${kind}s.`,
+          handler: async () => ({ data: Object.fromEntries(table().list().map((e) => [e.path, describeMount(e)])) }),
+        },
+      },
+    },
+    {
+      pattern: `${prefix}/*path/tune`,
+      synopsis: `Reads or tunes the configuration of a mounted ${kind}.`,
+      fields: TUNE_FIELDS,
+      operations: {
+        read: { summary: 'Read the mount tuning.', handler: async (_req, f) => tuneView(find(f.params.path)) },
+        update: {
+          summary: 'Tune the mount.',
+          handler: async (_req, f) => {
+            const config: Partial<MountEntry['config']> = {};
+            if (f.has('default_lease_ttl')) config.default_lease_ttl = f.get('default_lease_ttl');
+            if (f.has('max_lease_ttl')) config.max_lease_ttl = f.get('max_lease_ttl');
+            const entry = find(f.params.path);
+            await table().tune(entry.path, { config, description: f.get('description'), options: f.has('options') ? f.get('options') : undefined }, systemTtls());
+            return undefined;
+          },
+        },
+      },
+    },
+    {
+      pattern: `${prefix}/*path`,
+      synopsis: `Enables, reads or disables a ${kind} at a path.`,
+      fields: MOUNT_FIELDS,
+      operations: {
+        read: { summary: `Read the ${kind} at this path.`, handler: async (_req, f) => ({ data: describeMount(find(f.params.path)) }) },
+        update: {
+          summary: `Enable a ${kind} at this path.`,
+          handler: async (_req, f) => {
+            const type = f.get<string>('type');
+            const definition = core.options.engines.get(type);
+            const wanted = prefix === 'mounts' ? 'secret' : 'auth';
+            if (!definition || definition.table !== wanted || type === 'system' || type === 'token') {
+              throw ServiceError.badRequest(`unknown ${kind} type "${type}"`);
+            }
+            await table().mount(
+              {
+                path: f.params.path,
+                type,
+                description: f.get('description'),
+                config: mountConfig(f),
+                options: f.get('options'),
+                local: f.get('local'),
+                seal_wrap: f.get('seal_wrap'),
+                plugin_version: f.get('plugin_version'),
+              },
+              systemTtls(),
+            );
+            return undefined;
+          },
+        },
+        delete: {
+          summary: `Disable the ${kind} at this path; its data is deleted.`,
+          handler: async (_req, f) => {
+            const path = f.params.path.endsWith('/') ? f.params.path : `${f.params.path}/`;
+            if (!table().get(path)) return undefined; // Vault: disabling a missing mount succeeds
+            const entry = await table().unmount(path);
+            await core.purgeMountData(entry);
+            return undefined;
+          },
+        },
+      },
+    },
+  ];
+}
+
+/** sys/mounts, sys/auth (with tune) and sys/remount. */
+export function mountPaths(core: Core): PathDeclaration[] {
+  return [
+    ...tablePaths(core, 'mounts', () => core.secretMounts),
+    ...tablePaths(core, 'auth', () => core.authMounts),
+    {
+      pattern: 'remount',
+      synopsis: 'Moves a mount to a new path; its data moves with it.',
+      fields: {
+        from: { type: 'string', required: true, description: 'Current path of the mount.' },
+        to: { type: 'string', required: true, description: 'New path of the mount.' },
+      },
+      operations: {
+        update: {
+          summary: 'Move a mount.',
+          handler: async (_req, f) => {
+            const from = f.get<string>('from').replace(/^\/+/, '');
+            const to = f.get<string>('to').replace(/^\/+/, '');
+            const isAuth = from.startsWith('auth/');
+            if (isAuth !== to.startsWith('auth/')) throw ServiceError.badRequest('cannot move a mount between auth/ and secret engines');
+            const table = isAuth ? core.authMounts : core.secretMounts;
+            const strip = (p: string) => (isAuth ? p.slice('auth/'.length) : p);
+            await table.remount(strip(from), strip(to));
+            return { data: { migration_id: core.newMigrationId(from, to) } };
+          },
+        },
+      },
+    },
+    {
+      pattern: 'remount/status/:migration_id',
+      synopsis: 'Status of a mount move.',
+      operations: {
+        read: {
+          summary: 'Read the status of a mount move.',
+          handler: async (_req, f) => {
+            const info = core.migration(f.params.migration_id);
+            if (!info) throw ServiceError.notFound(`no mount migration "${f.params.migration_id}"`);
+            return { data: { migration_id: f.params.migration_id, migration_info: info } };
+          },
+        },
+      },
+    },
+  ];
+}

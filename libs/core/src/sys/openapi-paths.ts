@@ -1,0 +1,30 @@
+import { mergeOpenApi, openApiDocument, type OpenApiDocument, type PathDeclaration } from '@svc/framework';
+import type { Core } from '../core';
+import { VERSION } from '../version';
+
+/** sys/internal/specs/openapi: the whole API of this server, built from every mount's declarations. */
+export function openApiPaths(core: Core): PathDeclaration[] {
+  return [
+    {
+      pattern: 'internal/specs/openapi',
+      synopsis: 'The OpenAPI 3 document of every mounted path.',
+      operations: {
+        read: {
+          summary: 'Generate the OpenAPI document.',
+          handler: async (req) => {
+            const document = openApiDocument({ title: 'Secrets Service API', version: VERSION, description: 'HTTP API of Secrets Service' });
+            const operationIds = new Set<string>();
+            mergeOpenApi(document, core.system.help('').openapi, '/sys', operationIds);
+            for (const { mount, prefix } of core.allMounts()) {
+              if (mount.type === 'system' || !core.options.engines.get(mount.type)) continue;
+              // Each mount documents its own paths (in process or from its service over the bus).
+              const reply = await core.dispatch({ ...core.baseMessage(req), kind: 'help', mount, path: '', operation: 'help' });
+              if (reply.ok && reply.help) mergeOpenApi(document, reply.help.openapi as OpenApiDocument, `/${prefix}${mount.path}`, operationIds);
+            }
+            return { raw: document };
+          },
+        },
+      },
+    },
+  ];
+}

@@ -1,0 +1,177 @@
+import type { PathDeclaration, Response } from '@svc/framework';
+import { ServiceError } from '@svc/http';
+import type { Core } from '../core';
+import { VERSION } from '../version';
+
+/** sys/init, sys/unseal, sys/seal-status, sys/seal, sys/health, sys/leader, sys/key-status, sys/rotate. */
+export function sealPaths(core: Core): PathDeclaration[] {
+  const sealStatus = async (): Promise<Response> => ({
+    // A replica may hold the keyring through a peer's unseal, so the barrier is the authority.
+    raw: { ...(await core.seal.status()), sealed: core.state !== 'unsealed' },
+  });
+
+  return [
+    {
+      pattern: 'init',
+      synopsis: 'Initializes a new service: creates the unseal key shares and the root token.',
+      description: 'Only possible once. With `pgp_keys`, each share is returned encrypted to the matching PGP key.',
+      fields: {
+        secret_shares: { type: 'int', required: true, description: 'Number of key shares to split the unseal key into.' },
+        secret_threshold: { type: 'int', required: true, description: 'Number of shares required to unseal.' },
+        pgp_keys: { type: 'comma-string-list', description: 'Base64 PGP public keys, one per share, to encrypt the shares with.' },
+        root_token_pgp_key: { type: 'string', description: 'Base64 PGP public key to encrypt the root token with.' },
+        stored_shares: { type: 'int', description: 'Must be 0 or absent: shares cannot be stored by a Shamir seal.' },
+      },
+      operations: {
+        read: { summary: 'Whether the service is initialized.', unauthenticated: true, handler: async () => ({ raw: { initialized: core.state !== 'uninitialized' } }) },
+        update: {
+          summary: 'Initialize the service.',
+          unauthenticated: true,
+          handler: async (_req, f) => {
+            if ((f.get<number>('stored_shares') ?? 0) > 0) throw ServiceError.badRequest('stored_shares is not supported by the shamir seal');
+            const result = await core.initialize({
+              secret_shares: f.get('secret_shares'),
+              secret_threshold: f.get('secret_threshold'),
+              pgp_keys: f.has('pgp_keys') ? f.get('pgp_keys') : undefined,
+              root_token_pgp_key: f.get<string>('root_token_pgp_key') || undefined,
+            });
+            return { raw: result };
+          },
+        },
+      },
+    },
+    {
+      pattern: 'unseal',
+      synopsis: 'Submits one unseal key share; the threshold-th share unseals the service.',
+      fields: {
+        key: { type: 'string', sensitive: true, description: 'One unseal key share (hex or base64).' },
+        reset: { type: 'bool', default: false, description: 'Discard the shares submitted so far.' },
+        migrate: { type: 'bool', default: false, description: 'Seal migration is not supported; must be false.' },
+      },
+      operations: {
+        update: {
+          summary: 'Submit an unseal key share.',
+          unauthenticated: true,
+          handler: async (_req, f) => {
+            if (f.get('migrate')) throw ServiceError.badRequest('seal migration is not supported');
+            const reset = f.get<boolean>('reset');
+            if (!reset && !f.get<string>('key')) throw ServiceError.badRequest('missing required field "key"');
+            await core.submitUnsealKey(f.get('key'), reset);
+            return sealStatus();
+          },
+        },
+      },
+    },
+    {
+      pattern: 'seal-status',
+      synopsis: 'Seal state, threshold and unseal progress.',
+      operations: { read: { summary: 'Read the seal status.', unauthenticated: true, handler: sealStatus } },
+    },
+    {
+      pattern: 'seal',
+      synopsis: 'Seals the service: key material is dropped from memory in every process.',
+      operations: {
+        update: {
+          summary: 'Seal the service.',
+          sudo: true,
+          rootNamespace: true,
+          handler: async () => {
+            await core.sealNow();
+            return undefined;
+          },
+        },
+      },
+    },
+    {
+      pattern: 'health',
+      synopsis: 'Health of this node, with the status code chosen by its state.',
+      description: 'Query parameters override the status codes returned in each state.',
+      fields: {
+        standbyok: { type: 'bool', default: false, description: 'Return the active code for a standby node.' },
+        perfstandbyok: { type: 'bool', default: false, description: 'Return the active code for a performance standby.' },
+        activecode: { type: 'int', default: 200, description: 'Status code when active.' },
+        standbycode: { type: 'int', default: 429, description: 'Status code when standby.' },
+        drsecondarycode: { type: 'int', default: 472, description: 'Status code for a disaster-recovery secondary.' },
+        performancestandbycode: { type: 'int', default: 473, description: 'Status code for a performance standby.' },
+        sealedcode: { type: 'int', default: 503, description: 'Status code when sealed.' },
+        uninitcode: { type: 'int', default: 501, description: 'Status code when not initialized.' },
+      },
+      operations: {
+        read: {
+          summary: 'Health of this node.',
+          unauthenticated: true,
+          handler: async (_req, f) => {
+            const state = core.state;
+            const status =
+              state === 'uninitialized' ? f.get<number>('uninitcode') : state === 'sealed' ? f.get<number>('sealedcode') : f.get<number>('activecode');
+            if (status < 100 || status > 599) throw ServiceError.badRequest(`invalid status code ${status}`);
+            return {
+              status,
+              raw: {
+                initialized: state !== 'uninitialized',
+                sealed: state !== 'unsealed',
+                standby: false,
+                performance_standby: false,
+                replication_performance_mode: 'disabled',
+                replication_dr_mode: 'disabled',
+                server_time_utc: Math.floor(Date.now() / 1000),
+                version: VERSION,
+                cluster_name: core.clusterName,
+                cluster_id: core.clusterId,
+              },
+            };
+          },
+        },
+      },
+    },
+    {
+      pattern: 'leader',
+      synopsis: 'High-availability status of this node.',
+      operations: {
+        read: {
+          summary: 'Read the leader status.',
+          unauthenticated: true,
+          handler: async () => ({
+            raw: {
+              ha_enabled: core.options.bus.kind === 'nats',
+              is_self: true,
+              active_time: core.activeSince?.toISOString() ?? '0001-01-01T00:00:00Z',
+              leader_address: core.config.apiAddr ?? '',
+              leader_cluster_address: core.config.clusterAddr ?? '',
+              performance_standby: false,
+              performance_standby_last_remote_wal: 0,
+            },
+          }),
+        },
+      },
+    },
+    {
+      pattern: 'key-status',
+      synopsis: 'The active encryption key term of the barrier.',
+      operations: {
+        read: {
+          summary: 'Read the key status.',
+          handler: async () => {
+            const active = core.barrier.keyring.active();
+            return { data: { term: active.term, install_time: active.installedAt } };
+          },
+        },
+      },
+    },
+    {
+      pattern: 'rotate',
+      synopsis: 'Adds a new encryption key term; new writes use it, older data stays readable.',
+      operations: {
+        update: {
+          summary: 'Rotate the barrier key.',
+          sudo: true,
+          rootNamespace: true,
+          handler: async () => {
+            await core.rotateKeyring();
+            return undefined;
+          },
+        },
+      },
+    },
+  ];
+}

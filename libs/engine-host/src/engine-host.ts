@@ -1,0 +1,121 @@
+import type { Backend, MountInfo, PathOperation, Request } from '@svc/framework';
+import type { Logger } from 'pino';
+import type { Bus, Subscription } from '@svc/bus';
+import type { LockManager } from '@svc/locks';
+import { decodeJson, encodeJson } from '@svc/bus';
+import { toErrorBody, ServiceError } from '@svc/http';
+import { createView, type Barrier, type StorageView } from '@svc/storage';
+import { serviceQueue, serviceSubject, type EngineReply, type EngineRequest } from './protocol';
+
+/** What a backend may use besides its mount's storage: locks for one-replica jobs, a logger. */
+export interface EngineContext {
+  locks: LockManager;
+  logger: Logger;
+}
+
+export type BackendFactory = (mount: MountInfo, context: EngineContext) => Backend;
+
+/** Where a mount's data lives inside the barrier: a mount sees nothing else. */
+export function mountStoragePrefix(mount: Pick<MountInfo, 'uuid'>): string {
+  return `logical/${mount.uuid}/`;
+}
+
+/**
+ * Runs the backends of one service (or the gateway's core engines) for every mount of their
+ * types. Backends are created once per mount and kept; storage views are scoped to the mount.
+ */
+export class EngineHost {
+  private readonly mounts = new Map<string, { backend: Backend; storage: StorageView }>();
+
+  constructor(
+    readonly service: string,
+    private readonly factories: Record<string, BackendFactory>,
+    private readonly barrier: Barrier,
+    private readonly context: EngineContext,
+    /** The gateway's own host serves sys/ while sealed; a service has nothing to offer then. */
+    private readonly requireUnsealed = true,
+  ) {}
+
+  types(): string[] {
+    return Object.keys(this.factories);
+  }
+
+  async handle(message: EngineRequest): Promise<EngineReply> {
+    try {
+      if (this.requireUnsealed && this.barrier.sealed) throw ServiceError.unavailable(`service ${this.service} is sealed`);
+      const { backend, storage } = this.forMount(message.mount);
+      if (message.kind === 'operation') enforceOperationFlags(backend, message);
+      const req: Request = {
+        requestId: message.requestId,
+        operation: message.operation,
+        path: message.path,
+        data: message.data,
+        headers: message.headers,
+        mount: message.mount,
+        storage,
+        caller: message.caller,
+        capabilities: new Set(message.capabilities),
+        remoteAddress: message.remoteAddress,
+        contentType: message.contentType,
+      };
+      switch (message.kind) {
+        case 'operation':
+          return { ok: true, response: await backend.handle(req) };
+        case 'help':
+          return { ok: true, help: backend.help(message.path) };
+        case 'renew':
+          return { ok: true, response: await backend.renewSecret(req, message.secretType, message.internalData) };
+        case 'periodic':
+          await backend.periodic(req);
+          return { ok: true };
+        case 'revoke':
+          await backend.revokeSecret(req, message.secretType, message.internalData);
+          return { ok: true };
+      }
+    } catch (err) {
+      return { ok: false, ...toErrorBody(err) };
+    }
+  }
+
+  /** Drops the cached backend of a mount that was disabled or moved. */
+  forget(uuid: string): void {
+    this.mounts.delete(uuid);
+  }
+
+  /** Serves this host's subject on the bus, load-balanced across replicas of the service. */
+  serve(bus: Bus, subjectPrefix?: string): Subscription {
+    return bus.serve(serviceSubject(this.service, subjectPrefix), serviceQueue(this.service, subjectPrefix), async (msg) => ({
+      payload: encodeJson(await this.handle(decodeJson<EngineRequest>(msg.payload))),
+      headers: {},
+    }));
+  }
+
+  /** Registers a backend that is not built per mount (the gateway's sys/ backend). */
+  register(mount: MountInfo, backend: Backend): void {
+    this.mounts.set(mount.uuid, { backend, storage: createView(this.barrier, mountStoragePrefix(mount)) });
+  }
+
+  private forMount(mount: MountInfo): { backend: Backend; storage: StorageView } {
+    let entry = this.mounts.get(mount.uuid);
+    if (!entry) {
+      const factory = this.factories[mount.type];
+      if (!factory) throw ServiceError.badRequest(`service ${this.service} does not serve mount type "${mount.type}"`);
+      entry = { backend: factory(mount, this.context), storage: createView(this.barrier, mountStoragePrefix(mount)) };
+      this.mounts.set(mount.uuid, entry);
+    }
+    return entry;
+  }
+}
+
+/** Sudo, root-namespace and unauthenticated markings of the operation being called. */
+function enforceOperationFlags(backend: Backend, message: EngineRequest): void {
+  const info = backend.operationInfo(message.path, message.operation as PathOperation);
+  if (!info) return; // the backend answers 404 or 405 itself
+  if (!message.caller && !info.unauthenticated) throw ServiceError.forbidden();
+  if (info.sudo && !message.capabilities.includes('sudo') && !message.capabilities.includes('root')) {
+    throw ServiceError.forbidden('permission denied: this operation requires the sudo capability');
+  }
+  if (info.rootNamespace && message.mount.namespace !== '') {
+    throw ServiceError.badRequest('this operation can only be called from the root namespace');
+  }
+}

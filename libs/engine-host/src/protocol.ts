@@ -1,0 +1,37 @@
+import type { Capability, Caller, MountInfo, Operation, Response } from '@svc/framework';
+
+/**
+ * The message contract between the gateway and an engine service. The same objects travel as JSON
+ * over NATS in the distributed topology and as plain objects in the all-in-one process.
+ */
+export type EngineRequest =
+  | ({ kind: 'operation' } & OperationFields)
+  | ({ kind: 'help' } & OperationFields)
+  | ({ kind: 'periodic' } & OperationFields)
+  | ({ kind: 'renew' | 'revoke'; secretType: string; internalData: Record<string, unknown> } & OperationFields);
+
+export interface OperationFields {
+  requestId: string;
+  mount: MountInfo;
+  operation: Operation;
+  path: string;
+  data: Record<string, unknown>;
+  headers: Record<string, string | string[] | undefined>;
+  caller?: Caller;
+  capabilities: Capability[];
+  remoteAddress?: string;
+  contentType?: string;
+}
+
+export type EngineReply =
+  | { ok: true; response?: Response; help?: { help: string; openapi: unknown } }
+  | { ok: false; status: number; errors: string[] };
+
+/** Subjects carry the cluster's prefix (bus `subject_prefix`) so clusters sharing NATS stay apart. */
+export function serviceSubject(service: string, prefix = 'svc'): string {
+  return `${prefix}.${service}.request`;
+}
+
+export function serviceQueue(service: string, prefix = 'svc'): string {
+  return `${prefix}.${service}`;
+}

@@ -1,0 +1,165 @@
+import { ServiceError, UNSUPPORTED_PATH } from '@svc/http';
+import { createFieldData, unknownFields, unknownFieldsWarning } from './fields';
+import { mountHelp, pathHelp, pathsIndex } from './help';
+import { addRoutes, openApiDocument, type DocumentedRoute, type OpenApiDocument } from './openapi';
+import { isWrite, resolveOperation, type PathOperation, type ResolvedOperation } from './operations';
+import { compilePattern, relativeTemplate, type CompiledPattern } from './pattern';
+import type {
+  BackendDeclaration,
+  Capability,
+  FieldData,
+  PathDeclaration,
+  Request,
+  Response,
+  SecretType,
+} from './types';
+
+export interface HelpResponse {
+  help: string;
+  openapi: OpenApiDocument;
+}
+
+interface Route {
+  declaration: PathDeclaration;
+  pattern: CompiledPattern;
+}
+
+interface MatchedRoute extends Route {
+  params: Record<string, string>;
+}
+
+/** Whether the capability set grants `operation`; `deny` wins, `root` grants everything. */
+export function permits(capabilities: ReadonlySet<Capability>, operation: PathOperation): boolean {
+  if (capabilities.has('deny')) return false;
+  return capabilities.has('root') || capabilities.has(operation);
+}
+
+/** A mounted backend: routes requests to the first declaration whose pattern matches. */
+export class Backend {
+  private readonly routes: Route[];
+
+  constructor(readonly declaration: BackendDeclaration) {
+    // Compiling up front turns a malformed pattern into a startup error, not a request-time one.
+    this.routes = declaration.paths.map((path) => ({ declaration: path, pattern: compilePattern(path.pattern) }));
+  }
+
+  get type(): string {
+    return this.declaration.type;
+  }
+
+  async handle(req: Request): Promise<Response | undefined> {
+    if (req.operation === 'help') return { raw: this.help(req.path) };
+    const route = this.match(req.path);
+    if (!route) throw ServiceError.notFound(UNSUPPORTED_PATH);
+    const { declaration, params } = route;
+    const requested = req.operation;
+
+    const declared = resolveOperation(declaration, requested);
+    if (!declared) throw ServiceError.methodNotAllowed();
+    // Refuse a write outright when neither capability could allow it, before looking at data.
+    if (isWrite(requested) && !permits(req.capabilities, 'create') && !permits(req.capabilities, 'update')) {
+      throw ServiceError.forbidden();
+    }
+    const fields = createFieldData(declaration.fields ?? {}, req.data, params, {
+      enforceRequired: isWrite(requested),
+    });
+    const operation = isWrite(requested) ? await this.writeOperation(declaration, req, fields) : requested;
+    // create and update stand in for each other, so the resolved write is always served
+    const served = resolveOperation(declaration, operation) ?? declared;
+
+    const response = await served.handler({ ...req, operation }, fields);
+    const ignored = declaration.acceptsAnyFields ? [] : unknownFields(declaration.fields ?? {}, req.data, params);
+    return ignored.length === 0 ? response : withWarning(response, unknownFieldsWarning(ignored));
+  }
+
+  /** Create or update, per the existence check; the caller must hold that capability. */
+  private async writeOperation(
+    declaration: PathDeclaration,
+    req: Request,
+    fields: FieldData,
+  ): Promise<'create' | 'update'> {
+    let operation: 'create' | 'update';
+    if (declaration.existenceCheck) operation = (await declaration.existenceCheck(req, fields)) ? 'update' : 'create';
+    else operation = declaration.operations.create && !declaration.operations.update ? 'create' : 'update';
+    if (!permits(req.capabilities, operation)) throw ServiceError.forbidden();
+    return operation;
+  }
+
+  /**
+   * The declared operation that would serve `operation` on `path`, with its flags, so the gateway can
+   * check sudo, root-namespace and unauthenticated access before dispatching. Null when the path does
+   * not match or the operation is not declared.
+   */
+  operationInfo(path: string, operation: PathOperation): ResolvedOperation | null {
+    const route = this.match(path);
+    return route ? resolveOperation(route.declaration, operation) : null;
+  }
+
+  /** Runs the backend's periodic function, if it declares one. */
+  async periodic(req: Request): Promise<void> {
+    await this.declaration.periodic?.(req);
+  }
+
+  async renewSecret(req: Request, type: string, internalData: Record<string, unknown>): Promise<Response | undefined> {
+    const secret = this.secretType(type);
+    if (!secret.renew) throw ServiceError.badRequest(`secret type "${type}" is not renewable`);
+    return secret.renew(req, internalData);
+  }
+
+  async revokeSecret(req: Request, type: string, internalData: Record<string, unknown>): Promise<void> {
+    await this.secretType(type).revoke(req, internalData);
+  }
+
+  private secretType(type: string): SecretType {
+    const secret = Object.hasOwn(this.declaration.secrets ?? {}, type) ? this.declaration.secrets?.[type] : undefined;
+    if (!secret) throw ServiceError.badRequest(`unknown secret type "${type}"`);
+    return secret;
+  }
+
+  /**
+   * Help for a path relative to the mount: markdown text (the mount's help at the root, the matching
+   * declaration's help, or an index of the paths below) and an OpenAPI document of the paths at or
+   * below it, relative to it.
+   */
+  help(relativePath: string): HelpResponse {
+    const path = relativePath.replace(/^\/+/, '');
+    const routes = this.describeRoutes(path);
+    const matched = this.match(path);
+    if (path !== '' && !matched && routes.length === 0) throw ServiceError.notFound(UNSUPPORTED_PATH);
+
+    const below = [...new Set(routes.map((route) => route.declaration))];
+    let help: string;
+    if (path === '') help = mountHelp(this.declaration);
+    else if (matched) help = pathHelp(matched.declaration);
+    else help = pathsIndex(`Paths under \`${path}\``, below);
+    const openapi = openApiDocument({ title: path === '' ? this.type : `${this.type}: ${path}`, version: '1' });
+    addRoutes(openapi, routes, { prefix: '', tag: this.type, operationIds: new Set() });
+    return { help, openapi };
+  }
+
+  /** Every pattern variant at or below `relativePath`, with its template relative to that path. */
+  describeRoutes(relativePath: string): DocumentedRoute[] {
+    return this.routes.flatMap(({ declaration, pattern }) =>
+      pattern.variants.flatMap((variant) => {
+        const placed = relativeTemplate(variant, relativePath);
+        if (!placed) return [];
+        const pathParams = variant.flatMap((segment) =>
+          segment.kind !== 'literal' && !placed.bound.includes(segment.name) ? [segment.name] : [],
+        );
+        return [{ path: placed.path, declaration, pathParams, capturedParams: pattern.paramNames }];
+      }),
+    );
+  }
+
+  private match(path: string): MatchedRoute | undefined {
+    for (const route of this.routes) {
+      const params = route.pattern.match(path);
+      if (params) return { ...route, params };
+    }
+    return undefined;
+  }
+}
+
+function withWarning(response: Response | undefined, warning: string): Response {
+  return { ...response, warnings: [...(response?.warnings ?? []), warning] };
+}

@@ -1,0 +1,42 @@
+export * from './types';
+export {
+  parseDuration,
+  createFieldData,
+  unknownFields,
+  unknownFieldsWarning,
+  type FieldDataOptions,
+} from './fields';
+export {
+  compilePattern,
+  openApiTemplates,
+  relativeTemplate,
+  type CompiledPattern,
+  type PatternSegment,
+  type RelativeTemplate,
+} from './pattern';
+export { Backend, permits, type HelpResponse } from './backend';
+export {
+  isWrite,
+  resolveOperation,
+  declaredOperations,
+  PATH_OPERATIONS,
+  type PathOperation,
+  type ResolvedOperation,
+} from './operations';
+export {
+  buildOpenApi,
+  mergeOpenApi,
+  openApiDocument,
+  fieldSchema,
+  HTTP_METHODS,
+  type HttpMethod,
+  type DocumentedRoute,
+  type OpenApiDocument,
+  type OpenApiInfo,
+  type OperationObject,
+  type ParameterObject,
+  type PathItemObject,
+  type SchemaObject,
+} from './openapi';
+export { fieldsTable, pathHelp, mountHelp } from './help';
+export { listResponse } from './responses';

@@ -1,0 +1,186 @@
+/**
+ * The contract between the framework, the core and every engine. A backend is a list of path
+ * declarations; everything else (parsing, coercion, validation, help, OpenAPI) derives from them.
+ */
+import type { StorageView } from '@svc/storage';
+
+/** Field types a path can declare. Coercion rules are in fields.ts. */
+export type FieldType =
+  | 'string'
+  | 'int'
+  | 'bool'
+  | 'duration' // integer seconds or "30m", "24h", "1h30m"; coerced to integer seconds
+  | 'comma-string-list' // JSON array or "a,b,c"; coerced to string[]
+  | 'comma-int-list' // JSON array of ints or "1,2,3"; coerced to number[]
+  | 'list' // JSON array, elements untouched
+  | 'map' // JSON object
+  | 'kv-pairs' // JSON object of string values, or ["k=v", ...]; coerced to Record<string,string>
+  | 'name' // string restricted to [A-Za-z0-9_.-]+ (no '/')
+  | 'time' // RFC 3339 string or unix seconds; coerced to a Date
+  | 'header'; // map of string -> string[]
+
+export interface FieldSchema {
+  type: FieldType;
+  description: string;
+  default?: unknown;
+  /** Enforced on create and update requests: absent -> 400 `missing required field "<name>"`. */
+  required?: boolean;
+  /** Allowed values for string fields. */
+  allowed?: readonly string[];
+  /** Value never echoed in warnings or errors. */
+  sensitive?: boolean;
+  /** Hidden from help/OpenAPI (deprecated aliases). */
+  deprecated?: boolean;
+}
+
+export type FieldMap = Record<string, FieldSchema>;
+
+/** Logical operations. HTTP verbs map onto these in the gateway. */
+export type Operation = 'create' | 'read' | 'update' | 'patch' | 'delete' | 'list' | 'help';
+
+/** Capabilities a policy can grant; the gateway computes the set for the request path. */
+export type Capability = 'create' | 'read' | 'update' | 'patch' | 'delete' | 'list' | 'sudo' | 'deny' | 'root';
+
+export interface MountInfo {
+  /** Path of the mount inside its namespace, ending in '/', e.g. "secret/" or "auth/token/". */
+  path: string;
+  type: string;
+  uuid: string;
+  accessor: string;
+  /** Namespace path ("" for root, otherwise "a/b/"). */
+  namespace: string;
+  description: string;
+  config: {
+    default_lease_ttl: number;
+    max_lease_ttl: number;
+    [key: string]: unknown;
+  };
+  options: Record<string, string>;
+  local: boolean;
+  seal_wrap: boolean;
+}
+
+/** Who is calling. Filled by the gateway after token lookup. */
+export interface Caller {
+  tokenAccessor: string;
+  tokenId?: string; // only present for core handlers that need it (e.g. token lookup-self)
+  policies: string[];
+  entityId: string;
+  displayName: string;
+  namespace: string;
+  /** Token metadata, visible to handlers (e.g. for templating). */
+  meta: Record<string, string>;
+}
+
+export interface Request {
+  requestId: string;
+  operation: Operation;
+  /** Path relative to the mount, without leading '/'. */
+  path: string;
+  /** Raw request data: JSON body merged with query parameters (GET) before coercion. */
+  data: Record<string, unknown>;
+  /** HTTP headers (lower-cased names). Sensitive headers are stripped by the gateway. */
+  headers: Record<string, string | string[] | undefined>;
+  mount: MountInfo;
+  storage: StorageView;
+  caller?: Caller;
+  /** Capabilities granted on this path; handlers use them for create-vs-update decisions. */
+  capabilities: ReadonlySet<Capability>;
+  /** The connection's remote address (for audit and login methods). */
+  remoteAddress?: string;
+  /** Content type of the body, used by PATCH (merge-patch). */
+  contentType?: string;
+}
+
+/** What a handler returns; `undefined` means "nothing to return" (204). */
+export interface Response {
+  data?: Record<string, unknown> | null;
+  warnings?: string[];
+  /** A lease-bearing secret: the core registers a lease and returns lease_id. */
+  secret?: SecretResponse;
+  /** Authentication result (login endpoints and token creation). */
+  auth?: Record<string, unknown>;
+  /** Overrides the status code (e.g. sys/health). */
+  status?: number;
+  /** Raw response body instead of the envelope (e.g. sys/health, seal-status return bare objects). */
+  raw?: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface SecretResponse {
+  /** Name of the secret type declared in the backend's `secrets` map. */
+  type: string;
+  /** Data kept with the lease and handed back on renew/revoke; never returned to clients. */
+  internalData: Record<string, unknown>;
+  ttl: number;
+  maxTtl?: number;
+  renewable: boolean;
+}
+
+/** Coerced, validated request fields. */
+export interface FieldData {
+  /** Coerced value, or the declared default when absent. */
+  get<T = unknown>(name: string): T;
+  /** Whether the client sent the field (after coercion). */
+  has(name: string): boolean;
+  /** Raw request data (for pass-through maps such as KV v1 writes). */
+  raw: Record<string, unknown>;
+  /** Path parameters captured by the pattern. */
+  params: Record<string, string>;
+}
+
+export type OperationHandler = (req: Request, fields: FieldData) => Promise<Response | undefined>;
+
+export interface OperationDeclaration {
+  handler: OperationHandler;
+  summary: string;
+  description?: string;
+  /** Requires the `sudo` capability in addition to the path capability. */
+  sudo?: boolean;
+  /** Callable only from the root namespace. */
+  rootNamespace?: boolean;
+  /** Callable without a token (e.g. login, sys/health). */
+  unauthenticated?: boolean;
+  /** Data comes from the query string (GET) as well as the body. */
+  forwardQuery?: boolean;
+}
+
+export interface PathDeclaration {
+  /**
+   * Pattern relative to the mount. Segments: literal, `:name` (one segment, not ending in '.'),
+   * `*name` (the rest, one or more segments). A trailing `?` on the last parameter makes it optional,
+   * e.g. `random/:bytes?` or `sign/:name/:algorithm?`.
+   */
+  pattern: string;
+  fields?: FieldMap;
+  operations: Partial<Record<Exclude<Operation, 'help'>, OperationDeclaration | OperationHandler>>;
+  /** Decides create vs update for POST/PUT; without it a write is an update. */
+  existenceCheck?: (req: Request, fields: FieldData) => Promise<boolean>;
+  /** Markdown, one line. */
+  synopsis: string;
+  /** Markdown, longer description. */
+  description?: string;
+  /** Unknown fields produce a warning unless this is set (pass-through bodies, e.g. KV v1). */
+  acceptsAnyFields?: boolean;
+}
+
+/** A lease-bearing secret type: the core calls these on renew and on revoke/expiry. */
+export interface SecretType {
+  description: string;
+  renew?: (req: Request, internalData: Record<string, unknown>) => Promise<Response | undefined>;
+  revoke: (req: Request, internalData: Record<string, unknown>) => Promise<void>;
+}
+
+export interface BackendDeclaration {
+  /** Mount type, e.g. "kv", "transit". */
+  type: string;
+  /** Markdown help for the mount root. */
+  help: string;
+  paths: PathDeclaration[];
+  secrets?: Record<string, SecretType>;
+  /**
+   * Background work (rotations, tidy). The core calls it for every mount about once a minute, on
+   * exactly one replica at a time, with a request whose storage is the mount's view.
+   */
+  periodic?: (req: Request) => Promise<void>;
+}

@@ -1,0 +1,51 @@
+/** The JSON shapes of Document 1: response envelope, wrap info, auth block. */
+
+export interface WrapInfo {
+  token: string;
+  accessor: string;
+  ttl: number;
+  creation_time: string;
+  creation_path: string;
+  wrapped_accessor?: string;
+}
+
+export interface AuthBlock {
+  client_token: string;
+  accessor: string;
+  policies: string[];
+  token_policies: string[];
+  identity_policies?: string[];
+  metadata: Record<string, string> | null;
+  lease_duration: number;
+  renewable: boolean;
+  entity_id: string;
+  token_type: string;
+  orphan: boolean;
+  num_uses: number;
+}
+
+export interface Envelope {
+  request_id: string;
+  lease_id: string;
+  renewable: boolean;
+  lease_duration: number;
+  data: Record<string, unknown> | null;
+  wrap_info: WrapInfo | null;
+  warnings: string[] | null;
+  auth: AuthBlock | null;
+  mount_type?: string;
+}
+
+export function envelope(requestId: string, fields: Partial<Envelope>): Envelope {
+  return {
+    request_id: requestId,
+    lease_id: fields.lease_id ?? '',
+    renewable: fields.renewable ?? false,
+    lease_duration: fields.lease_duration ?? 0,
+    data: fields.data ?? null,
+    wrap_info: fields.wrap_info ?? null,
+    warnings: fields.warnings && fields.warnings.length > 0 ? fields.warnings : null,
+    auth: fields.auth ?? null,
+    ...(fields.mount_type !== undefined ? { mount_type: fields.mount_type } : {}),
+  };
+}

@@ -1,0 +1,152 @@
+/**
+ * Keyring hand-off between gateways (which unseal) and engine services (which only encrypt and
+ * decrypt). The bus is a trust boundary: whoever can publish on it can make services drop their
+ * keyring, and whoever can serve `svc.keyring.request` can hand services a keyring of its choosing.
+ * In distributed mode NATS must therefore require authentication (and TLS) for every client. The
+ * keyring itself never crosses the bus in clear: it is sealed to each receiver's ephemeral key.
+ */
+import { BusUnavailableError, decodeJson, encodeJson, requestJson, type Bus, type BusMessage, type Subscription } from '@svc/bus';
+import type { Keyring } from '@svc/storage';
+import { generateTransferKeyPair, openSealedKeyring, sealKeyringFor, type SealedKeyring } from './transfer';
+
+export interface KeyringSubjects {
+  /** Request-reply, served by unsealed gateways in one queue group: `{ publicKey }` -> SealedKeyring. */
+  request: string;
+  /** Broadcast by a gateway after unseal or rotation: receivers then request the keyring. */
+  announce: string;
+  /** Broadcast on seal: every receiver drops its keyring. */
+  seal: string;
+}
+
+/** `<prefix>.keyring.*`; a distinct prefix isolates clusters (or test runs) sharing one NATS. */
+export function keyringSubjects(prefix = 'svc'): KeyringSubjects {
+  return { request: `${prefix}.keyring.request`, announce: `${prefix}.keyring.announce`, seal: `${prefix}.keyring.seal` };
+}
+
+export const KEYRING_SUBJECTS = keyringSubjects();
+
+export interface KeyringBusOptions {
+  /** Subject prefix, `svc` by default. */
+  subjectPrefix?: string;
+}
+
+export const KEYRING_QUEUE_GROUP = 'gateway';
+
+interface KeyringRequest {
+  publicKey: string;
+}
+
+const NO_PAYLOAD = new Uint8Array();
+
+/** Gateway side. A sealed gateway does not subscribe, so requests reach only unsealed peers. */
+export class KeyringDistributor {
+  private keyring?: Keyring;
+  private serving?: Subscription;
+  private readonly subjects: KeyringSubjects;
+
+  constructor(
+    private readonly bus: Bus,
+    options: KeyringBusOptions = {},
+  ) {
+    this.subjects = keyringSubjects(options.subjectPrefix);
+  }
+
+  /** After unseal or rotation: serve this keyring and tell receivers to fetch it. */
+  async publish(keyring: Keyring): Promise<void> {
+    this.keyring = keyring;
+    this.serving ??= this.bus.serve(this.subjects.request, KEYRING_QUEUE_GROUP, async (msg) => this.answer(msg));
+    await this.bus.publish(this.subjects.announce, NO_PAYLOAD);
+  }
+
+  /** On seal: stop serving and make every receiver drop its keyring. */
+  async seal(): Promise<void> {
+    this.close();
+    await this.bus.publish(this.subjects.seal, NO_PAYLOAD);
+  }
+
+  close(): void {
+    this.keyring = undefined;
+    this.serving?.unsubscribe();
+    this.serving = undefined;
+  }
+
+  private answer(msg: BusMessage): BusMessage {
+    if (!this.keyring) throw new Error('gateway is sealed');
+    const { publicKey } = decodeJson<Partial<KeyringRequest>>(msg.payload);
+    if (typeof publicKey !== 'string') throw new Error('keyring request must carry a publicKey string');
+    return { payload: encodeJson(sealKeyringFor(publicKey, this.keyring)), headers: {} };
+  }
+}
+
+export interface KeyringReceiverOptions extends KeyringBusOptions {
+  requestTimeoutMs?: number;
+  /** Failures other than "no gateway answered" (which is normal until one is unsealed). */
+  onError?: (err: unknown) => void;
+}
+
+export type KeyringListener = (keyring: Keyring | undefined) => void;
+
+/** Service side: holds the keyring while some gateway is unsealed, and nothing otherwise. */
+export class KeyringReceiver {
+  private readonly transferKeys = generateTransferKeyPair();
+  private readonly subjects: KeyringSubjects;
+  private readonly listeners = new Set<KeyringListener>();
+  private subscriptions: Subscription[] = [];
+  private current?: Keyring;
+  /** Bumped by every fetch and every seal, so a late reply never overrides a newer event. */
+  private generation = 0;
+
+  constructor(
+    private readonly bus: Bus,
+    private readonly options: KeyringReceiverOptions = {},
+  ) {
+    this.subjects = keyringSubjects(options.subjectPrefix);
+  }
+
+  get keyring(): Keyring | undefined {
+    return this.current;
+  }
+
+  /** Called with the new keyring, or undefined when sealed. Returns an unsubscribe function. */
+  onChange(listener: KeyringListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Listens for announcements and asks once now; resolves when that first request has settled. */
+  async start(): Promise<void> {
+    this.subscriptions.push(
+      this.bus.subscribe(this.subjects.announce, () => void this.fetch()),
+      this.bus.subscribe(this.subjects.seal, () => {
+        this.generation++;
+        this.update(undefined);
+      }),
+    );
+    await this.fetch();
+  }
+
+  close(): void {
+    this.subscriptions.forEach((s) => s.unsubscribe());
+    this.subscriptions = [];
+  }
+
+  private async fetch(): Promise<void> {
+    const generation = ++this.generation;
+    try {
+      const request: KeyringRequest = { publicKey: this.transferKeys.publicKey };
+      const sealed = await requestJson<SealedKeyring>(this.bus, this.subjects.request, request, {
+        timeoutMs: this.options.requestTimeoutMs,
+      });
+      const keyring = openSealedKeyring(this.transferKeys.privateKey, sealed);
+      if (generation === this.generation) this.update(keyring);
+    } catch (err) {
+      if (!(err instanceof BusUnavailableError)) this.options.onError?.(err);
+    }
+  }
+
+  private update(keyring: Keyring | undefined): void {
+    if (keyring === this.current) return;
+    this.current = keyring;
+    this.listeners.forEach((listener) => listener(keyring));
+  }
+}

@@ -1,0 +1,143 @@
+import { devConfig, loadConfigFile, type ServerConfig, type ServiceName } from '@svc/config';
+import { startGateway, startService, type RunningProcess } from './processes';
+
+export interface ServerFlags {
+  dev: boolean;
+  devRootTokenId?: string;
+  devListenAddress?: string;
+  devKvV1: boolean;
+  config?: string;
+  service?: ServiceName | 'all';
+}
+
+const SERVICES: readonly string[] = ['gateway', 'transit', 'database', 'cloud', 'auth-cloud', 'sync', 'snapshot', 'replication'];
+
+export const SERVER_USAGE = `Usage: svc server [options]
+
+  -dev                          All-in-one development server: in-memory storage, initialized
+                                with one unseal key and unsealed; prints the root token.
+  -dev-root-token-id=ID         Root token of the dev server (default: random).
+  -dev-listen-address=HOST:PORT Address of the dev server (default 127.0.0.1:8200).
+  -dev-kv-v1                    Mount secret/ as kv version 1 (default 2 in dev mode).
+  -config=FILE                  Server configuration (HCL or JSON).
+  -service=NAME                 Run one app of the distributed topology: gateway, transit,
+                                database, ... (default: everything in this process).
+`;
+
+/** Parses `svc server` flags (Vault style: -flag, -flag=value, -flag value). */
+export function parseServerFlags(argv: string[]): ServerFlags {
+  const flags: ServerFlags = { dev: false, devKvV1: false };
+  for (let i = 0; i < argv.length; i++) {
+    const match = /^--?([a-z0-9-]+)(?:=(.*))?$/.exec(argv[i]);
+    if (!match) throw new Error(`unexpected argument "${argv[i]}"`);
+    const [, name, inline] = match;
+    const value = (): string => {
+      if (inline !== undefined) return inline;
+      const next = argv[++i];
+      if (next === undefined) throw new Error(`flag -${name} needs a value`);
+      return next;
+    };
+    switch (name) {
+      case 'dev':
+        flags.dev = inline === undefined || inline === 'true';
+        break;
+      case 'dev-kv-v1':
+        flags.devKvV1 = inline === undefined || inline === 'true';
+        break;
+      case 'dev-root-token-id':
+        flags.devRootTokenId = value();
+        break;
+      case 'dev-listen-address':
+        flags.devListenAddress = value();
+        break;
+      case 'config':
+        flags.config = value();
+        break;
+      case 'service': {
+        const service = value();
+        if (service !== 'all' && !SERVICES.includes(service)) throw new Error(`unknown service "${service}"; expected one of ${SERVICES.join(', ')}`);
+        flags.service = service as ServiceName | 'all';
+        break;
+      }
+      default:
+        throw new Error(`unknown flag -${name}`);
+    }
+  }
+  if (!flags.dev && !flags.config) throw new Error('either -dev or -config=FILE is required');
+  return flags;
+}
+
+export interface DevCredentials {
+  address: string;
+  unsealKey: string;
+  rootToken: string;
+}
+
+/** Starts what the flags ask for; the dev server also returns its credentials. */
+export async function startServer(flags: ServerFlags): Promise<{ process: RunningProcess; dev?: DevCredentials }> {
+  if (flags.dev) return startDevServer(flags);
+  const config: ServerConfig = await loadConfigFile(flags.config!);
+  const service = flags.service ?? 'all';
+  if (service !== 'all' && service !== 'gateway') return { process: await startService(config, service) };
+  return { process: await startGateway(config, { distributed: service === 'gateway' }) };
+}
+
+async function startDevServer(flags: ServerFlags): Promise<{ process: RunningProcess; dev: DevCredentials }> {
+  const config = devConfig({ listenAddress: flags.devListenAddress });
+  let init: { keys: string[]; keys_base64: string[]; root_token: string } | undefined;
+  // Initialized and unsealed before the listener opens, so no client ever sees it sealed.
+  const running = await startGateway(config, {
+    distributed: false,
+    defaultKvVersion: flags.devKvV1 ? '1' : '2',
+    beforeListen: async (core) => {
+      init = await core.initialize({ secret_shares: 1, secret_threshold: 1, rootTokenId: flags.devRootTokenId });
+      await core.submitUnsealKey(init.keys[0], false);
+    },
+  });
+  if (!init) throw new Error('dev server was not initialized');
+  return {
+    process: running,
+    dev: { address: `http://${running.addresses[0]}`, unsealKey: init.keys_base64[0], rootToken: init.root_token },
+  };
+}
+
+/** `svc server`: runs until SIGINT or SIGTERM. */
+export async function runServerCommand(argv: string[], io: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream }): Promise<number> {
+  let flags: ServerFlags;
+  try {
+    flags = parseServerFlags(argv);
+  } catch (err) {
+    io.stderr.write(`Error: ${(err as Error).message}\n\n${SERVER_USAGE}`);
+    return 1;
+  }
+  let started: Awaited<ReturnType<typeof startServer>>;
+  try {
+    started = await startServer(flags);
+  } catch (err) {
+    io.stderr.write(`Error starting the server: ${(err as Error).message}\n`);
+    return 1;
+  }
+  if (started.dev) io.stderr.write(devBanner(started.dev));
+  await new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  await started.process.stop();
+  return 0;
+}
+
+function devBanner(dev: DevCredentials): string {
+  return `
+==> Secrets Service dev server started. Do not run a dev server in production:
+    it keeps everything in memory and starts unsealed.
+
+    export SVC_ADDR='${dev.address}'
+
+The unseal key and root token are shown below; keep them to unseal and authenticate.
+
+Unseal Key: ${dev.unsealKey}
+Root Token: ${dev.rootToken}
+
+`;
+}

@@ -1,0 +1,118 @@
+import type { Logger } from 'pino';
+import { createBus, type Bus } from '@svc/bus';
+import type { ServerConfig, ServiceName } from '@svc/config';
+import { Core, RequestPipeline, createSystemBackend, startHttpFrontend, type HttpFrontend } from '@svc/core';
+import { EngineHost } from '@svc/engine-host';
+import { createLockManager, type LockManager } from '@svc/locks';
+import { KeyringReceiver } from '@svc/seal';
+import { Barrier, createPhysical } from '@svc/storage';
+import { engineRegistry, SERVICE_ENGINES } from './engines';
+import { createLogger } from './logger';
+
+export interface RunningProcess {
+  logger: Logger;
+  /** Addresses the HTTP listeners bound (gateway only). */
+  addresses: string[];
+  core?: Core;
+  stop(): Promise<void>;
+}
+
+interface Shared {
+  bus: Bus;
+  locks: LockManager;
+}
+
+async function connectShared(config: ServerConfig, service: string): Promise<Shared> {
+  const bus = await createBus(config.bus ? { ...config.bus, name: `svc-${service}` } : undefined);
+  const locks = createLockManager(config.locks);
+  return { bus, locks };
+}
+
+/** Services named by the config that this process hosts itself (all-in-one). */
+function hostedServices(config: ServerConfig, distributed: boolean): ServiceName[] {
+  if (distributed) return [];
+  const wanted = config.services ?? (Object.keys(SERVICE_ENGINES) as ServiceName[]);
+  return wanted.filter((name) => name !== 'gateway' && SERVICE_ENGINES[name]);
+}
+
+/**
+ * The gateway: HTTP listeners, the core, and (all-in-one) the engine services in the same process,
+ * reached without serialization. `distributed` leaves the services to their own processes.
+ */
+export async function startGateway(
+  config: ServerConfig,
+  options: { distributed: boolean; defaultKvVersion?: '1' | '2'; beforeListen?: (core: Core) => Promise<void> },
+): Promise<RunningProcess> {
+  const logger = createLogger(config, 'gateway');
+  const shared = await connectShared(config, 'gateway');
+  const physical = createPhysical(config.storage);
+  const localServices = new Map<string, EngineHost>();
+  const core = new Core({
+    config,
+    physical,
+    ...shared,
+    logger,
+    engines: engineRegistry(),
+    localServices,
+    systemBackend: createSystemBackend,
+    defaultKvVersion: options.defaultKvVersion,
+  });
+  for (const service of hostedServices(config, options.distributed)) {
+    localServices.set(service, new EngineHost(service, SERVICE_ENGINES[service]!, core.barrier, { locks: shared.locks, logger }));
+  }
+  await core.start();
+  await options.beforeListen?.(core);
+  const frontend: HttpFrontend = await startHttpFrontend(new RequestPipeline(core, logger), config.listeners);
+  const addresses = frontend.listeners.map((l) => l.address);
+  logger.info({ addresses, storage: physical.kind, bus: shared.bus.kind, locks: shared.locks.kind }, 'gateway started');
+  return {
+    logger,
+    addresses,
+    core,
+    stop: async () => {
+      await frontend.close();
+      await core.stop();
+      await shared.bus.close();
+      await shared.locks.close();
+    },
+  };
+}
+
+/**
+ * An engine service on its own: it serves its subject on the bus with storage of its own, and
+ * holds the keyring only while some gateway is unsealed.
+ */
+export async function startService(config: ServerConfig, service: ServiceName): Promise<RunningProcess> {
+  const factories = SERVICE_ENGINES[service];
+  if (!factories) throw new Error(`unknown service "${service}"`);
+  if (!config.bus) throw new Error(`service "${service}" needs a bus "nats" stanza in its configuration`);
+  const logger = createLogger(config, service);
+  const shared = await connectShared(config, service);
+  const physical = createPhysical(config.storage);
+  await physical.open();
+  const barrier = new Barrier(physical);
+  const receiver = new KeyringReceiver(shared.bus, {
+    subjectPrefix: config.bus.subjectPrefix,
+    onError: () => logger.warn('keyring request failed; retrying on the next announcement'),
+  });
+  receiver.onChange((keyring) => {
+    if (keyring) barrier.unseal(keyring);
+    else barrier.seal();
+    logger.info({ sealed: !keyring }, keyring ? 'keyring received' : 'keyring dropped');
+  });
+  await receiver.start();
+  const host = new EngineHost(service, factories, barrier, { locks: shared.locks, logger });
+  const subscription = host.serve(shared.bus, config.bus.subjectPrefix);
+  logger.info({ service, storage: physical.kind }, 'service started');
+  return {
+    logger,
+    addresses: [],
+    stop: async () => {
+      subscription.unsubscribe();
+      receiver.close();
+      await shared.bus.close();
+      await shared.locks.close();
+      await physical.close();
+    },
+  };
+}

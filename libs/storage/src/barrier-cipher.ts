@@ -1,0 +1,63 @@
+import { createCipheriv, createDecipheriv, createSecretKey, type KeyObject, randomBytes } from 'node:crypto';
+import type { Keyring, KeyTerm } from './keyring';
+
+/**
+ * Layout of every value the barrier writes:
+ *
+ *   | term: 4 bytes, big-endian | nonce: 12 random bytes | ciphertext | GCM tag: 16 bytes |
+ *
+ * AES-256-GCM under the keyring term named in the header; the value's storage key (its full
+ * path, UTF-8) is the associated data, so a value copied to another key fails to authenticate.
+ */
+const TERM_BYTES = 4;
+const NONCE_BYTES = 12;
+const TAG_BYTES = 16;
+const HEADER_BYTES = TERM_BYTES + NONCE_BYTES;
+
+/** Encrypts and decrypts values with one keyring; AES keys are imported once per term. */
+export class BarrierCipher {
+  private readonly keyObjects = new Map<number, KeyObject>();
+
+  constructor(readonly keyring: Keyring) {}
+
+  encrypt(path: string, plaintext: Buffer): Buffer {
+    const active = this.keyring.active();
+    const header = Buffer.allocUnsafe(HEADER_BYTES);
+    header.writeUInt32BE(active.term, 0);
+    randomBytes(NONCE_BYTES).copy(header, TERM_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', this.keyOf(active), header.subarray(TERM_BYTES));
+    cipher.setAAD(Buffer.from(path, 'utf8'));
+    return Buffer.concat([header, cipher.update(plaintext), cipher.final(), cipher.getAuthTag()]);
+  }
+
+  decrypt(path: string, blob: Buffer): Buffer {
+    if (blob.length < HEADER_BYTES + TAG_BYTES) {
+      throw new Error(`barrier: value at ${JSON.stringify(path)} is truncated (${blob.length} bytes)`);
+    }
+    const termNumber = blob.readUInt32BE(0);
+    const term = this.keyring.term(termNumber);
+    if (!term) {
+      throw new Error(`barrier: value at ${JSON.stringify(path)} is encrypted under unknown keyring term ${termNumber}`);
+    }
+    const decipher = createDecipheriv('aes-256-gcm', this.keyOf(term), blob.subarray(TERM_BYTES, HEADER_BYTES));
+    decipher.setAAD(Buffer.from(path, 'utf8'));
+    decipher.setAuthTag(blob.subarray(blob.length - TAG_BYTES));
+    const body = decipher.update(blob.subarray(HEADER_BYTES, blob.length - TAG_BYTES));
+    try {
+      return Buffer.concat([body, decipher.final()]);
+    } catch {
+      throw new Error(
+        `barrier: value at ${JSON.stringify(path)} failed authentication (altered, or written under another key)`,
+      );
+    }
+  }
+
+  private keyOf(term: KeyTerm): KeyObject {
+    let key = this.keyObjects.get(term.term);
+    if (!key) {
+      key = createSecretKey(term.key);
+      this.keyObjects.set(term.term, key);
+    }
+    return key;
+  }
+}

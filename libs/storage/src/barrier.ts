@@ -1,0 +1,132 @@
+import { SEALED_MESSAGE, ServiceError } from '@svc/http';
+import { BarrierCipher } from './barrier-cipher';
+import type { Keyring } from './keyring';
+import type { KeyValueStore, Transaction, TransactionalStore, WriteEvent } from './types';
+
+export type WriteListener = (event: WriteEvent) => void;
+
+/** Encrypting operations over a physical store or one of its transactions. */
+class EncryptedOperations<Inner extends KeyValueStore> implements KeyValueStore {
+  constructor(
+    protected readonly inner: Inner,
+    protected readonly cipher: () => BarrierCipher,
+    private readonly written: (event: WriteEvent) => void,
+  ) {}
+
+  async get(key: string): Promise<Buffer | null> {
+    const cipher = this.cipher();
+    const blob = await this.inner.get(key);
+    return blob === null ? null : cipher.decrypt(key, blob);
+  }
+
+  async put(key: string, value: Buffer): Promise<void> {
+    await this.inner.put(key, this.cipher().encrypt(key, value));
+    this.written({ op: 'put', key });
+  }
+
+  async delete(key: string): Promise<void> {
+    this.cipher();
+    await this.inner.delete(key);
+    this.written({ op: 'delete', key });
+  }
+
+  async list(prefix: string): Promise<string[]> {
+    this.cipher();
+    return this.inner.list(prefix);
+  }
+}
+
+class EncryptedTransaction extends EncryptedOperations<Transaction> implements Transaction {
+  async lock(key: string): Promise<void> {
+    this.cipher();
+    return this.inner.lock(key);
+  }
+}
+
+/**
+ * The encryption barrier over a physical store (see barrier-cipher.ts for the value layout).
+ * Sealed, every operation answers 503. Every committed write is reported to the `onWrite`
+ * listeners from one place (`notify`): single writes once stored, transaction writes in order
+ * once the transaction has committed, none for a rolled-back transaction.
+ */
+export class Barrier implements TransactionalStore {
+  private cipher: BarrierCipher | undefined;
+  private readonly listeners = new Set<WriteListener>();
+  private readonly direct: EncryptedOperations<KeyValueStore>;
+  private readonly requireCipher = (): BarrierCipher => {
+    if (!this.cipher) throw ServiceError.unavailable(SEALED_MESSAGE);
+    return this.cipher;
+  };
+
+  constructor(private readonly physical: TransactionalStore) {
+    this.direct = new EncryptedOperations(physical, this.requireCipher, (event) => this.notify([event]));
+  }
+
+  get sealed(): boolean {
+    return this.cipher === undefined;
+  }
+
+  /** The keyring in use; 503 while sealed. */
+  get keyring(): Keyring {
+    return this.requireCipher().keyring;
+  }
+
+  /** Installs the keyring; called again with a rotated keyring, new writes use its new term. */
+  unseal(keyring: Keyring): void {
+    this.cipher = new BarrierCipher(keyring);
+  }
+
+  seal(): void {
+    this.cipher = undefined;
+  }
+
+  /**
+   * Listeners run synchronously after each committed write and must not throw: if one does, the
+   * others still run and the first error reaches the writer (whose write has happened).
+   * Returns the function that removes the listener.
+   */
+  onWrite(listener: WriteListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async get(key: string): Promise<Buffer | null> {
+    return this.direct.get(key);
+  }
+
+  async put(key: string, value: Buffer): Promise<void> {
+    return this.direct.put(key, value);
+  }
+
+  async delete(key: string): Promise<void> {
+    return this.direct.delete(key);
+  }
+
+  async list(prefix: string): Promise<string[]> {
+    return this.direct.list(prefix);
+  }
+
+  async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+    this.requireCipher();
+    const events: WriteEvent[] = [];
+    const result = await this.physical.transaction((tx) =>
+      fn(new EncryptedTransaction(tx, this.requireCipher, (event) => events.push(event))),
+    );
+    this.notify(events);
+    return result;
+  }
+
+  private notify(events: WriteEvent[]): void {
+    let failure: unknown;
+    for (const event of events) {
+      for (const listener of this.listeners) {
+        try {
+          listener(event);
+        } catch (error) {
+          failure ??= error;
+        }
+      }
+    }
+    if (failure !== undefined) throw failure;
+  }
+}

@@ -1,0 +1,135 @@
+import { DataSource, MigrationExecutor, type DataSourceOptions } from 'typeorm';
+import type { Physical, Transaction } from '../types';
+import { storeMigrations } from './migrations';
+import { type Row, SqlOperations } from './operations';
+import { type Statement, type StoreStatements, storeStatements } from './statements';
+
+export type PostgresDataSourceOptions = Extract<DataSourceOptions, { type: 'postgres' }>;
+
+/** What both the pg pool (and its clients) and typeorm-pglite's pool answer to. */
+export interface SqlConnection {
+  query(query: string | { name: string; text: string; values: unknown[] }, values?: unknown[]): Promise<{ rows: Row[] }>;
+}
+
+/**
+ * One SQL code path for PostgreSQL and the embedded store: the same TypeORM data source
+ * (postgres dialect), migrations and statements; subclasses choose the driver. Single
+ * operations go straight to the driver's pool; transactions hold one connection through a
+ * TypeORM query runner.
+ */
+export abstract class SqlPhysical implements Physical {
+  abstract readonly kind: 'postgresql' | 'embedded';
+  private connected: { dataSource: DataSource; direct: SqlOperations } | undefined;
+  private readonly statements: StoreStatements;
+
+  protected constructor(private readonly table: string) {
+    this.statements = storeStatements(table);
+  }
+
+  /** Driver-specific data source options (connection URL and pool, or the PGlite driver). */
+  protected abstract connectionOptions(): Partial<PostgresDataSourceOptions>;
+
+  /** Sends one statement over a connection of this backend's driver. */
+  protected abstract runOn(connection: SqlConnection, statement: Statement, values: unknown[]): Promise<Row[]>;
+
+  /** Runs one operation or transaction; a backend with a single connection serialises here. */
+  protected exclusive<T>(work: () => Promise<T>): Promise<T> {
+    return work();
+  }
+
+  async open(): Promise<void> {
+    if (this.connected) throw new Error(`${this.kind} storage is already open`);
+    const dataSource = new DataSource({
+      type: 'postgres',
+      ...this.connectionOptions(),
+      migrations: storeMigrations(this.table),
+      migrationsTableName: `${this.table}_migrations`,
+      logging: false,
+    } as PostgresDataSourceOptions);
+    await dataSource.initialize();
+    try {
+      await this.migrate(dataSource);
+    } catch (error) {
+      await dataSource.destroy();
+      throw error;
+    }
+    const pool = (dataSource.driver as unknown as { master: SqlConnection }).master;
+    const direct = new SqlOperations(this.statements, (statement, values) =>
+      this.exclusive(() => this.runOn(pool, statement, values)),
+    );
+    this.connected = { dataSource, direct };
+  }
+
+  async close(): Promise<void> {
+    const connected = this.connected;
+    this.connected = undefined;
+    await connected?.dataSource.destroy();
+  }
+
+  async get(key: string): Promise<Buffer | null> {
+    return this.operations().get(key);
+  }
+
+  async put(key: string, value: Buffer): Promise<void> {
+    return this.operations().put(key, value);
+  }
+
+  async delete(key: string): Promise<void> {
+    return this.operations().delete(key);
+  }
+
+  async list(prefix: string): Promise<string[]> {
+    return this.operations().list(prefix);
+  }
+
+  async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+    const { dataSource } = this.connection();
+    return this.exclusive(async () => {
+      const runner = dataSource.createQueryRunner();
+      try {
+        const connection = (await runner.connect()) as SqlConnection;
+        await runner.startTransaction();
+        const tx = new SqlOperations(this.statements, (statement, values) => this.runOn(connection, statement, values));
+        try {
+          const result = await fn(tx);
+          await runner.commitTransaction();
+          return result;
+        } catch (error) {
+          // The caller's error is the one to report; a failed rollback means the connection is
+          // gone, and the server aborts the transaction then anyway.
+          if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+          throw error;
+        } finally {
+          tx.finish();
+        }
+      } finally {
+        await runner.release();
+      }
+    });
+  }
+
+  /** Replicas may start together: a session advisory lock lets one of them migrate at a time. */
+  private async migrate(dataSource: DataSource): Promise<void> {
+    const runner = dataSource.createQueryRunner();
+    const lockKey = [`svc-storage-migrate ${this.table}`];
+    try {
+      await runner.query('SELECT pg_advisory_lock(hashtextextended($1::text, 0))', lockKey);
+      try {
+        await new MigrationExecutor(dataSource, runner).executePendingMigrations();
+      } finally {
+        await runner.query('SELECT pg_advisory_unlock(hashtextextended($1::text, 0))', lockKey);
+      }
+    } finally {
+      await runner.release();
+    }
+  }
+
+  private connection(): { dataSource: DataSource; direct: SqlOperations } {
+    if (!this.connected) throw new Error(`${this.kind} storage is not open`);
+    return this.connected;
+  }
+
+  private operations(): SqlOperations {
+    return this.connection().direct;
+  }
+}

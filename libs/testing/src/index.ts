@@ -1,0 +1,4 @@
+export * from './processes';
+export * from './topology';
+export * from './http';
+export * from './openapi';

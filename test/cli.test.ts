@@ -1,0 +1,98 @@
+/**
+ * The `svc` binary against a real server: status, operator init/unseal/seal, and the secret
+ * commands, configured through SVC_ADDR, SVC_TOKEN and SVC_NAMESPACE as a user would.
+ */
+import { spawn } from 'node:child_process';
+import { SVC_BIN, eventually, startServerProcess, startTopology, type ServerProcess, type Topology } from '@svc/testing';
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function svc(args: string[], env: Record<string, string>, stdin = ''): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [SVC_BIN, ...args], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    child.stdin.end(stdin);
+  });
+}
+
+describe('svc CLI against a server', () => {
+  let topology: Topology;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    topology = await startTopology('all-in-one');
+    env = { SVC_ADDR: topology.urls[0] };
+  }, 60_000);
+
+  afterAll(() => topology?.stop());
+
+  test('status, operator init, unseal, secret commands and seal', async () => {
+    const uninitialized = await svc(['status'], env);
+    expect(uninitialized.code).toBe(2);
+    expect(uninitialized.stdout).toMatch(/Initialized\s+false/);
+
+    const init = await svc(['operator', 'init', '-key-shares=3', '-key-threshold=2', '-format=json'], env);
+    expect(init.code).toBe(0);
+    const { unseal_keys_b64: keys, root_token: rootToken } = JSON.parse(init.stdout) as { unseal_keys_b64: string[]; root_token: string };
+    expect(keys).toHaveLength(3);
+
+    expect((await svc(['operator', 'unseal', keys[0]], env)).stdout).toMatch(/Unseal Progress\s+1\/2/);
+    expect((await svc(['operator', 'unseal'], env, `${keys[2]}\n`)).code).toBe(0);
+    const unsealed = await svc(['status'], env);
+    expect(unsealed.code).toBe(0);
+    expect(unsealed.stdout).toMatch(/Sealed\s+false/);
+
+    const authed = { ...env, SVC_TOKEN: rootToken };
+    expect((await svc(['read', 'secret/app'], authed)).code).toBe(2);
+    const write = await svc(['write', 'secret/app', 'user=alice', 'password=wonder'], authed);
+    expect(write.code).toBe(0);
+    const read = await svc(['read', '-format=json', 'secret/app'], authed);
+    expect(JSON.parse(read.stdout).data).toEqual({ user: 'alice', password: 'wonder' });
+    expect((await svc(['read', 'secret/app'], authed)).stdout).toMatch(/user\s+alice/);
+    await svc(['write', 'secret/dir/nested', 'a=1'], authed);
+    const list = await svc(['list', '-format=json', 'secret/'], authed);
+    expect(JSON.parse(list.stdout)).toEqual(['app', 'dir/']);
+    expect((await svc(['delete', 'secret/app'], authed)).code).toBe(0);
+    expect((await svc(['read', 'secret/app'], authed)).code).toBe(2);
+
+    const denied = await svc(['read', 'secret/dir/nested'], { ...env, SVC_TOKEN: 'wrong' });
+    expect(denied.code).toBe(2);
+    expect(denied.stderr).toMatch(/permission denied/);
+    expect(denied.stderr).not.toContain('wrong');
+
+    expect((await svc(['operator', 'seal'], authed)).code).toBe(0);
+    expect((await svc(['status'], env)).code).toBe(2);
+  });
+});
+
+describe('svc server -dev', () => {
+  let dev: ServerProcess;
+
+  afterEach(() => dev?.stop());
+
+  test('starts initialized and unsealed with the given root token and kv version 2 at secret/', async () => {
+    dev = await startServerProcess('dev', ['-dev', '-dev-root-token-id=dev-root', '-dev-listen-address=127.0.0.1:0']);
+    const env = { SVC_ADDR: `http://${dev.addresses[0]}`, SVC_TOKEN: 'dev-root' };
+    await eventually(async () => dev.logs.some((line) => line.includes('Root Token: dev-root')));
+    expect(dev.logs.join('\n')).toMatch(/Unseal Key: \S+/);
+    expect((await svc(['status'], env)).code).toBe(0);
+    const mounts = await svc(['read', '-format=json', 'sys/mounts'], env);
+    expect(JSON.parse(mounts.stdout).data['secret/'].options).toEqual({ version: '2' });
+  });
+
+  test('-dev-kv-v1 mounts secret/ as kv version 1', async () => {
+    dev = await startServerProcess('dev', ['-dev', '-dev-kv-v1', '-dev-root-token-id=dev-root', '-dev-listen-address=127.0.0.1:0']);
+    const env = { SVC_ADDR: `http://${dev.addresses[0]}`, SVC_TOKEN: 'dev-root' };
+    const mounts = await svc(['read', '-format=json', 'sys/mounts'], env);
+    expect(JSON.parse(mounts.stdout).data['secret/'].options).toEqual({ version: '1' });
+  });
+});
