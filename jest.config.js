@@ -7,6 +7,8 @@ const shared = {
   moduleNameMapper: { '^@svc/(.*)$': '<rootDir>/libs/$1/src/index.ts' },
 };
 module.exports = {
+  // End-to-end tests start real processes; unit tests are far below this.
+  testTimeout: 120_000,
   projects: [
     { ...shared, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs}/**/*.spec.ts'] },
     { ...shared, displayName: 'e2e', testMatch: ['<rootDir>/test/**/*.test.ts'], slowTestThreshold: 30 },

@@ -396,9 +396,14 @@ describe('JSON', () => {
   });
 });
 
+describe('a configuration without listeners (engine services)', () => {
+  it('parses, with no listeners', async () => {
+    expect((await parseConfig('storage "inmem" {}', 'hcl', 'service.hcl')).listeners).toEqual([]);
+  });
+});
+
 describe('validation errors', () => {
   const cases: Array<[string, string, string | RegExp]> = [
-    ['no listener', 'storage "inmem" {}', 'config.hcl: at least one listener stanza is required'],
     ['no storage', 'listener "tcp" { tls_disable = true }', 'config.hcl: a storage stanza is required'],
     [
       'missing certificate',
@@ -540,8 +545,8 @@ describe('loadConfigFile', () => {
 
   it('names the file in its errors', async () => {
     const path = join(dir, 'broken.hcl');
-    await writeFile(path, 'storage "inmem" {}\n');
-    await expectConfigError(loadConfigFile(path), `${path}: at least one listener stanza is required`);
+    await writeFile(path, 'listener "tcp" { tls_disable = true }\n');
+    await expectConfigError(loadConfigFile(path), `${path}: a storage stanza is required`);
     await expectConfigError(loadConfigFile(join(dir, 'server.yaml')), 'configuration files must end in .hcl or .json');
     await expectConfigError(loadConfigFile(join(dir, 'missing.hcl')), 'cannot read configuration file (ENOENT)');
   });

@@ -68,10 +68,8 @@ async function buildConfig(top: Section, sourceName: string): Promise<ServerConf
   const warnings: string[] = [];
   const stanza = (name: string) => blocksOf(name, top.raw(name), sourceName);
 
+  // Engine services have no listener; the gateway checks it has one when it starts.
   const listenerBlocks = stanza('listener');
-  if (listenerBlocks.length === 0) {
-    throw top.error('at least one listener stanza is required, e.g. listener "tcp" { address = "127.0.0.1:8200" }');
-  }
   const listeners = [];
   for (const [index, block] of listenerBlocks.entries()) {
     listeners.push(await parseListener(block, `${sourceName}: listener "${block.type}" [${index}]`, warnings));

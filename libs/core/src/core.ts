@@ -12,11 +12,21 @@ import { Barrier, createView, type Keyring, type Physical, type StorageView } fr
 import type { EngineRegistry } from './engines';
 import { SYSTEM_MOUNT } from './mounts/system-mount';
 import { describeRequestError } from './http/request-errors';
+import { ReplicaSync } from './cluster/replica-sync';
 import { BUILD_DATE, VERSION } from './version';
 import { MountTable, type MountEntry } from './mounts/mount-table';
-import { TokenStore } from './tokens/token-store';
+import { TokenStore, nowSeconds } from './tokens/token-store';
 
 const PERIODIC_INTERVAL_MS = 60_000;
+const MOUNTS_KEY = 'core/mounts';
+const AUTH_MOUNTS_KEY = 'core/auth';
+/** Not a barrier key: marks a keyring rotation for the replicas. */
+const KEYRING_CHANGED = 'core/keyring';
+
+/** Storage keys whose contents gateway replicas cache in memory. */
+function isCachedKey(key: string): boolean {
+  return key === MOUNTS_KEY || key === AUTH_MOUNTS_KEY || key === KEYRING_CHANGED;
+}
 
 export type CoreState = 'uninitialized' | 'sealed' | 'unsealed';
 
@@ -66,6 +76,8 @@ export class Core {
   private readonly distributor: KeyringDistributor;
   /** Replicas share storage and one keyring: a peer's unseal (or seal) reaches this one too. */
   private readonly peers: KeyringReceiver;
+  /** Keeps the caches of gateway replicas in step with writes made through any of them. */
+  readonly replicas: ReplicaSync;
   private initialized = false;
   /** Identity of this cluster, created on first unseal. */
   clusterName = '';
@@ -73,6 +85,7 @@ export class Core {
   activeSince?: Date;
   private readonly migrations = new Map<string, Record<string, string>>();
   private periodic?: NodeJS.Timeout;
+  private peerTransitions: Promise<void> = Promise.resolve();
 
   constructor(readonly options: CoreOptions) {
     this.seal = new ShamirSeal(options.physical, { version: VERSION, buildDate: BUILD_DATE });
@@ -88,6 +101,8 @@ export class Core {
       subjectPrefix,
       onError: (err) => this.logger.warn({ err: describeRequestError(err) }, 'keyring request from peer failed'),
     });
+    this.replicas = new ReplicaSync(options.bus, subjectPrefix ?? 'svc', isCachedKey, (keys) => this.reloadCaches(keys));
+    this.barrier.onWrite((event) => this.replicas.noteWrite(event.key));
     this.system = options.systemBackend(this);
     this.coreEngines.register(SYSTEM_MOUNT, this.system);
   }
@@ -108,12 +123,41 @@ export class Core {
   async start(): Promise<void> {
     await this.options.physical.open();
     this.initialized = (await this.seal.status()).initialized;
-    this.peers.onChange((keyring) => void this.followPeers(keyring));
+    this.peers.onChange((keyring) => {
+      // Applied in order, one at a time; a failure is logged, the next announcement retries.
+      this.peerTransitions = this.peerTransitions
+        .then(() => this.followPeers(keyring))
+        .catch((err: unknown) => this.logger.warn({ err: describeRequestError(err) }, 'following a peer seal change failed'));
+    });
     await this.peers.start();
+    this.replicas.start();
+  }
+
+  /**
+   * A peer rotated the keyring. This replica stops serving its now stale keyring, then asks the
+   * others until one with the new term answers (stale peers may still answer for a moment).
+   */
+  private async fetchRotatedKeyring(): Promise<void> {
+    const term = this.barrier.keyring.activeTerm;
+    this.distributor.close();
+    for (let attempt = 0; attempt < 20 && !this.barrier.sealed && this.barrier.keyring.activeTerm <= term; attempt++) {
+      await this.peers.refresh();
+      await this.peerTransitions;
+    }
+    if (!this.barrier.sealed) await this.distributor.publish(this.barrier.keyring);
+  }
+
+  /** Another replica changed cached state: read it again. */
+  private async reloadCaches(keys: string[]): Promise<void> {
+    if (this.barrier.sealed) return;
+    if (keys.includes(KEYRING_CHANGED)) await this.fetchRotatedKeyring();
+    if (keys.includes(MOUNTS_KEY)) await this.secretMounts.load();
+    if (keys.includes(AUTH_MOUNTS_KEY)) await this.authMounts.load();
   }
 
   async stop(): Promise<void> {
     clearInterval(this.periodic);
+    this.replicas.stop();
     this.peers.close();
     this.distributor.close();
     await this.options.physical.close();
@@ -123,6 +167,9 @@ export class Core {
     if (keyring && this.barrier.sealed) {
       this.initialized = true;
       await this.unsealWith(keyring);
+    } else if (keyring && keyring.activeTerm > this.barrier.keyring.activeTerm) {
+      this.barrier.unseal(keyring); // a peer rotated: new writes use the new term here too
+      await this.distributor.publish(keyring);
     } else if (!keyring && !this.barrier.sealed) {
       await this.sealLocally();
     }
@@ -133,10 +180,10 @@ export class Core {
     if (this.initialized) throw ServiceError.badRequest('Service is already initialized');
     const result = await this.seal.initialize(req);
     this.initialized = true;
-    await this.unsealWith(result.keyring);
+    // Unsealed only long enough to write the root token and default mounts; peers are not told.
+    await this.unsealWith(result.keyring, false);
     const root = await this.createRootToken(req.rootTokenId);
-    // Vault leaves the node unsealed only in dev mode; a real init leaves it sealed.
-    await this.sealNow();
+    await this.sealLocally();
     const rootToken = req.root_token_pgp_key ? await encryptRootToken(req.root_token_pgp_key, root) : root;
     return { keys: result.keys, keys_base64: result.keys_base64, root_token: rootToken };
   }
@@ -149,7 +196,8 @@ export class Core {
     if (outcome.keyring) await this.unsealWith(outcome.keyring);
   }
 
-  async unsealWith(keyring: Keyring): Promise<void> {
+  /** Opens the barrier and loads cached state; `announce` hands the keyring to services and peers. */
+  async unsealWith(keyring: Keyring, announce = true): Promise<void> {
     this.barrier.unseal(keyring);
     await this.tokens.load();
     await this.secretMounts.load();
@@ -157,6 +205,7 @@ export class Core {
     if (this.secretMounts.size === 0) await this.createDefaultMounts();
     await this.loadClusterIdentity();
     this.activeSince = new Date();
+    if (!announce) return;
     this.periodic ??= setInterval(() => void this.runPeriodicFunctions(), PERIODIC_INTERVAL_MS).unref();
     await this.distributor.publish(keyring);
     this.logger.info({ term: keyring.activeTerm }, 'unsealed');
@@ -171,6 +220,7 @@ export class Core {
   private async sealLocally(): Promise<void> {
     clearInterval(this.periodic);
     this.periodic = undefined;
+    this.distributor.close(); // a sealed replica must not hand out its old keyring
     await this.seal.seal();
     this.barrier.seal();
     this.logger.info('sealed');
@@ -182,12 +232,32 @@ export class Core {
     await this.seal.persistKeyring(next);
     this.barrier.unseal(next);
     await this.distributor.publish(next);
+    // Replicas fetch the new term before this call returns (the pipeline flushes).
+    this.replicas.noteWrite(KEYRING_CHANGED);
     return next;
   }
 
   async createRootToken(id?: string): Promise<string> {
+    const now = nowSeconds();
     const { id: token } = await this.tokens.create(
-      { policies: ['root'], namespace: '', displayName: 'root', meta: {}, ttl: 0, type: 'service' },
+      {
+        parent: '',
+        policies: ['root'],
+        meta: null,
+        displayName: 'root',
+        numUses: 0,
+        creationTime: now,
+        lastRenewalTime: now,
+        ttl: 0,
+        explicitMaxTtl: 0,
+        period: 0,
+        renewable: false,
+        type: 'service',
+        namespace: '',
+        role: '',
+        path: 'auth/token/root',
+        entityId: '',
+      },
       id,
     );
     return token;

@@ -1,4 +1,4 @@
-import type { Backend, MountInfo, PathOperation, Request } from '@svc/framework';
+import type { Backend, Capability, MountInfo, PathOperation, Request } from '@svc/framework';
 import type { Logger } from 'pino';
 import type { Bus, Subscription } from '@svc/bus';
 import type { LockManager } from '@svc/locks';
@@ -44,7 +44,7 @@ export class EngineHost {
     try {
       if (this.requireUnsealed && this.barrier.sealed) throw ServiceError.unavailable(`service ${this.service} is sealed`);
       const { backend, storage } = this.forMount(message.mount);
-      if (message.kind === 'operation') enforceOperationFlags(backend, message);
+      const open = message.kind === 'operation' && enforceOperationFlags(backend, message);
       const req: Request = {
         requestId: message.requestId,
         operation: message.operation,
@@ -54,7 +54,8 @@ export class EngineHost {
         mount: message.mount,
         storage,
         caller: message.caller,
-        capabilities: new Set(message.capabilities),
+        // Unauthenticated operations (init, login) are outside the ACL, as in Vault.
+        capabilities: open ? UNRESTRICTED : new Set(message.capabilities),
         remoteAddress: message.remoteAddress,
         contentType: message.contentType,
       };
@@ -107,15 +108,22 @@ export class EngineHost {
   }
 }
 
-/** Sudo, root-namespace and unauthenticated markings of the operation being called. */
-function enforceOperationFlags(backend: Backend, message: EngineRequest): void {
+const UNRESTRICTED: ReadonlySet<Capability> = new Set(['root']);
+
+/**
+ * Sudo, root-namespace and unauthenticated markings of the operation being called. Returns
+ * whether the operation is unauthenticated (and so not subject to capabilities).
+ */
+function enforceOperationFlags(backend: Backend, message: EngineRequest): boolean {
   const info = backend.operationInfo(message.path, message.operation as PathOperation);
-  if (!info) return; // the backend answers 404 or 405 itself
-  if (!message.caller && !info.unauthenticated) throw ServiceError.forbidden();
+  if (!info) return false; // the backend answers 404 or 405 itself
+  if (info.unauthenticated) return true;
+  if (!message.caller) throw ServiceError.forbidden();
   if (info.sudo && !message.capabilities.includes('sudo') && !message.capabilities.includes('root')) {
     throw ServiceError.forbidden('permission denied: this operation requires the sudo capability');
   }
   if (info.rootNamespace && message.mount.namespace !== '') {
     throw ServiceError.badRequest('this operation can only be called from the root namespace');
   }
+  return false;
 }

@@ -1,6 +1,6 @@
 /**
  * Path patterns (see PathDeclaration.pattern): '/'-separated segments, each a literal, `:name` (one
- * non-empty segment not ending in '.') or `*name` (the non-empty rest of the path, not ending in '.';
+ * non-empty segment not ending in '.') or `*name` (the non-empty rest of the path, no segment of it ending in '.';
  * only literal segments may follow it, as in `mounts/*path/tune`). A
  * trailing `?` on the last parameter makes it optional: the segment and its '/' may be absent. A
  * trailing '/' in a pattern is an empty literal segment, so `roles/` matches only "roles/".
@@ -86,7 +86,7 @@ function matchSegments(
         const end = parts.length - suffix.length;
         if (end <= index || suffix.some((literal, k) => parts[end + k] !== literal.value)) return null;
         const value = parts.slice(index, end).join('/');
-        if (value === '' || value.endsWith('.')) return null;
+        if (value === '' || parts.slice(index, end).some((part) => part.endsWith('.'))) return null;
         params[segment.name] = value;
         return params;
       }

@@ -125,6 +125,11 @@ export class KeyringReceiver {
     await this.fetch();
   }
 
+  /** Asks for the current keyring now (e.g. a peer rotated it and says so). */
+  refresh(): Promise<void> {
+    return this.fetch();
+  }
+
   close(): void {
     this.subscriptions.forEach((s) => s.unsubscribe());
     this.subscriptions = [];

@@ -43,6 +43,7 @@ export async function startGateway(
   config: ServerConfig,
   options: { distributed: boolean; defaultKvVersion?: '1' | '2'; beforeListen?: (core: Core) => Promise<void> },
 ): Promise<RunningProcess> {
+  if (config.listeners.length === 0) throw new Error('the gateway needs at least one listener "tcp" stanza in its configuration');
   const logger = createLogger(config, 'gateway');
   const shared = await connectShared(config, 'gateway');
   const physical = createPhysical(config.storage);

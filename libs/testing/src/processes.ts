@@ -1,16 +1,26 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 
-/** The built `svc` entry point (npm run build); the harness runs from the sources under jest. */
-export const SVC_BIN = path.resolve(__dirname, '../../../bin/svc.js');
+/** The built `svc` entry point (npm run build), found from the sources (jest) or from dist/ (bench). */
+export const SVC_BIN = findUp(__dirname, path.join('bin', 'svc.js'));
+
+function findUp(from: string, relative: string): string {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, relative))) return path.join(dir, relative);
+    if (path.dirname(dir) === dir) throw new Error(`${relative} not found above ${from}`);
+  }
+}
+
+const MAX_LOG_LINES = 20_000;
 
 export interface ServerProcess {
   name: string;
   child: ChildProcess;
   /** HTTP addresses the process bound (gateways only), e.g. "127.0.0.1:41234". */
   addresses: string[];
-  /** Every log line the process wrote, for assertions about logging. */
+  /** The last log lines the process wrote (up to MAX_LOG_LINES), for assertions about logging. */
   logs: string[];
   stop(): Promise<void>;
 }
@@ -26,6 +36,10 @@ export function startServerProcess(name: string, args: string[], timeoutMs = 30_
     env: { ...process.env, ...env },
   });
   const logs: string[] = [];
+  const keep = (line: string) => {
+    logs.push(line);
+    if (logs.length > MAX_LOG_LINES) logs.splice(0, logs.length - MAX_LOG_LINES);
+  };
   const stop = () =>
     new Promise<void>((resolve) => {
       if (child.exitCode !== null || child.signalCode !== null) return resolve();
@@ -38,7 +52,7 @@ export function startServerProcess(name: string, args: string[], timeoutMs = 30_
       reject(new Error(`${name} did not start within ${timeoutMs} ms:\n${logs.join('\n')}`));
     }, timeoutMs);
     const onLine = (line: string) => {
-      logs.push(line);
+      keep(line);
       if (!line.startsWith('{')) return;
       const entry = JSON.parse(line) as { msg?: string; addresses?: string[] };
       if (entry.msg === 'gateway started' || entry.msg === 'service started') {
@@ -47,7 +61,7 @@ export function startServerProcess(name: string, args: string[], timeoutMs = 30_
       }
     };
     createInterface({ input: child.stdout! }).on('line', onLine);
-    createInterface({ input: child.stderr! }).on('line', (line) => logs.push(line));
+    createInterface({ input: child.stderr! }).on('line', keep);
     child.once('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`${name} exited with code ${code} before starting:\n${logs.join('\n')}`));

@@ -59,7 +59,11 @@ export async function startHttpFrontend(pipeline: RequestPipeline, listeners: Li
 }
 
 function registerRoutes(fastify: FastifyInstance, pipeline: RequestPipeline): void {
-  fastify.addHttpMethod('LINK', { hasBody: true });
+  // Every method Node's parser accepts reaches the pipeline, which answers 405 for the ones the
+  // API lacks (LINK is how LIST arrives; see list-method.ts).
+  for (const method of http.METHODS) {
+    if (method !== 'CONNECT' && !fastify.supportedMethods.includes(method)) fastify.addHttpMethod(method, { hasBody: true });
+  }
   fastify.removeAllContentTypeParsers();
   // Bodies are read raw for every content type (Document 1: Content-Type is not required) and
   // limited per listener; JSON parsing happens in the pipeline so its errors have our shape.
@@ -87,7 +91,6 @@ function registerRoutes(fastify: FastifyInstance, pipeline: RequestPipeline): vo
     });
     return send(reply, listenerOf(req.raw.socket), result, req.raw.method === 'HEAD');
   };
-  // Every method the parser accepts reaches the pipeline, which answers 405 for the ones the API lacks.
   fastify.route({ method: [...fastify.supportedMethods], url: '/*', handler });
 }
 

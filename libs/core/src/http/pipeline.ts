@@ -53,6 +53,8 @@ export class RequestPipeline {
     const started = process.hrtime.bigint();
     const requestId = randomUUID();
     const result = await this.route(req, requestId).catch((err) => this.errorResult(err, requestId));
+    // Changes to cached state reach every replica before the caller hears back.
+    await this.core.replicas.flush();
     this.logger.info(
       {
         request_id: requestId,
@@ -150,7 +152,7 @@ export class RequestPipeline {
           entityId: '',
           displayName: token.displayName,
           namespace: token.namespace,
-          meta: token.meta,
+          meta: token.meta ?? {},
         }
       : undefined;
     return {

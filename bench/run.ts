@@ -1,0 +1,98 @@
+/**
+ * `npm run bench`: each scenario measures the server beside its floor (a bare implementation of the
+ * same work) in the same run, and reports the ratio, because this machine is shared and noisy.
+ * Options: BENCH_DURATION (seconds per measurement, default 10), BENCH_CONNECTIONS (default 32),
+ * BENCH_ONLY (comma-separated scenario names).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import * as path from 'node:path';
+import autocannon from 'autocannon';
+import { startServerProcess, type ServerProcess } from '@svc/testing';
+import { SCENARIOS } from './scenarios';
+
+export interface Target {
+  url: string;
+  method: 'GET' | 'POST' | 'PUT';
+  path: string;
+  headers?: Record<string, string>;
+  body?: string;
+  /** Distinct requests cycled through (e.g. writes to different keys). */
+  requests?: { method: 'GET' | 'POST' | 'PUT'; path: string; body?: string }[];
+}
+
+export interface Measurement {
+  reqPerSec: number;
+  p99Ms: number;
+  errors: number;
+  non2xx: number;
+}
+
+export interface ScenarioResult {
+  name: string;
+  target: Measurement;
+  floor: Measurement;
+  ratio: number;
+}
+
+const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+
+export async function measure(target: Target, connections = CONNECTIONS): Promise<Measurement> {
+  const result = await autocannon({
+    url: target.url + target.path,
+    method: target.method,
+    headers: target.headers,
+    body: target.body,
+    requests: target.requests?.map((r) => ({ method: r.method, path: r.path, body: r.body })),
+    connections,
+    duration: DURATION,
+    pipelining: 1,
+  });
+  return { reqPerSec: result.requests.average, p99Ms: result.latency.p99, errors: result.errors, non2xx: result.non2xx };
+}
+
+/** Runs a floor from dist/bench/floors in its own process; resolves with its base URL. */
+export function startFloor(name: string, env: NodeJS.ProcessEnv = {}): Promise<{ url: string; stop(): void }> {
+  const child: ChildProcess = spawn(process.execPath, [path.join(__dirname, 'floors', `${name}.js`)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, ...env },
+  });
+  return new Promise((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', (line) => {
+      const { port } = JSON.parse(line) as { port: number };
+      resolve({ url: `http://127.0.0.1:${port}`, stop: () => child.kill('SIGTERM') });
+    });
+    child.once('exit', (code) => reject(new Error(`floor ${name} exited with ${code}`)));
+  });
+}
+
+/** The all-in-one dev server with a known root token. */
+export async function startDevServer(): Promise<ServerProcess & { url: string; token: string }> {
+  const server = await startServerProcess('bench-dev', ['-dev', '-dev-root-token-id=bench-root', '-dev-listen-address=127.0.0.1:0']);
+  return Object.assign(server, { url: `http://${server.addresses[0]}`, token: 'bench-root' });
+}
+
+async function main(): Promise<void> {
+  const only = process.env.BENCH_ONLY?.split(',');
+  const results: ScenarioResult[] = [];
+  for (const scenario of SCENARIOS) {
+    if (only && !only.includes(scenario.name)) continue;
+    process.stderr.write(`running ${scenario.name} (${DURATION}s each, ${CONNECTIONS} connections)\n`);
+    results.push(await scenario.run());
+  }
+  const rows = results.map(
+    (r) =>
+      `| ${r.name} | ${r.target.reqPerSec.toFixed(0)} | ${r.target.p99Ms} | ${r.floor.reqPerSec.toFixed(0)} | ${r.floor.p99Ms} | ${(r.ratio * 100).toFixed(0)} % | ${r.target.errors + r.target.non2xx} |`,
+  );
+  process.stdout.write(
+    ['| scenario | req/s | p99 ms | floor req/s | floor p99 ms | ratio | errors |', '|---|---|---|---|---|---|---|', ...rows].join('\n') + '\n',
+  );
+}
+
+if (require.main === module) {
+  main().catch((err) => {
+    process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exitCode = 1;
+  });
+}

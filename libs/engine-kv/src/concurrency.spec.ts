@@ -1,0 +1,79 @@
+import { randomBytes } from 'node:crypto';
+import { Client } from 'pg';
+import { InmemPhysical, Keyring, PostgresPhysical } from '@svc/storage';
+import { KvHarness, kvMount } from './spec-harness';
+
+const POSTGRES_URL = process.env.SVC_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const WRITERS = 20;
+
+/**
+ * WRITERS writers, spread over the given replicas, all write with the same `cas`: exactly one may
+ * succeed, the rest see a stale version, and the key ends with exactly one new version.
+ */
+async function expectOneWinner(replicas: KvHarness[], path: string, cas: number): Promise<void> {
+  const outcomes = await Promise.all(
+    Array.from({ length: WRITERS }, (_, writer) =>
+      replicas[writer % replicas.length].write(`data/${path}`, { data: { writer }, options: { cas } }),
+    ),
+  );
+  const winners = outcomes.filter((outcome) => outcome.status === 200);
+  expect(winners).toHaveLength(1);
+  expect(winners[0].data).toMatchObject({ version: cas + 1 });
+  const losers = outcomes.filter((outcome) => outcome.status !== 200);
+  expect(losers.map((outcome) => outcome.errors)).toEqual(
+    Array.from({ length: WRITERS - 1 }, () => ['check-and-set parameter did not match the current version']),
+  );
+
+  const latest = await replicas[0].read(`data/${path}`);
+  expect(latest.data?.metadata).toMatchObject({ version: cas + 1 });
+  expect(outcomes.indexOf(winners[0])).toBe((latest.data?.data as { writer: number }).writer);
+}
+
+describe('kv check-and-set under concurrent writers', () => {
+  it('lets exactly one of 20 writers with the same cas through (in-memory storage)', async () => {
+    const kv = KvHarness.inmem('2');
+    await expectOneWinner([kv], 'race', 0);
+    await expectOneWinner([kv], 'race', 1);
+  });
+
+  describe('on PostgreSQL, two replicas with their own connection pools', () => {
+    const table = `svc_kv_test_${process.pid}_${randomBytes(6).toString('hex')}`;
+    const stores = [0, 1].map(() => new PostgresPhysical({ connectionUrl: POSTGRES_URL, table, maxConnections: 5 }));
+
+    beforeAll(async () => {
+      for (const store of stores) await store.open();
+    });
+
+    afterAll(async () => {
+      await Promise.all(stores.map((store) => store.close()));
+      const client = new Client({ connectionString: POSTGRES_URL });
+      await client.connect();
+      try {
+        await client.query(`DROP TABLE IF EXISTS "${table}", "${table}_migrations"`);
+      } finally {
+        await client.end();
+      }
+    });
+
+    it('lets exactly one of 20 writers with the same cas through', async () => {
+      const keyring = Keyring.generate();
+      const mount = kvMount('2');
+      const replicas = stores.map((store) => KvHarness.over(store, keyring, mount));
+      await expectOneWinner(replicas, 'shared/race', 0);
+      await expectOneWinner(replicas, 'shared/race', 1);
+      expect((await replicas[1].read('metadata/shared/race')).data).toMatchObject({ current_version: 2 });
+    });
+  });
+
+  it('keeps concurrent writes without cas as distinct, consecutive versions', async () => {
+    const physical = new InmemPhysical();
+    const keyring = Keyring.generate();
+    const mount = kvMount('2');
+    const replicas = [KvHarness.over(physical, keyring, mount), KvHarness.over(physical, keyring, mount)];
+    const outcomes = await Promise.all(
+      Array.from({ length: WRITERS }, (_, writer) => replicas[writer % 2].write('data/free', { data: { writer } })),
+    );
+    const versions = outcomes.map((outcome) => (outcome.data as { version: number }).version).sort((a, b) => a - b);
+    expect(versions).toEqual(Array.from({ length: WRITERS }, (_, i) => i + 1));
+  });
+});

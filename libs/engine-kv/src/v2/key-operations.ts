@@ -1,0 +1,109 @@
+import type { Response } from '@svc/framework';
+import type { StorageView } from '@svc/storage';
+import type { JsonObject } from '../json';
+import { secretNotFound } from '../secret-path';
+import { KvRecords, updateKey, type KeyMetadata, type VersionState } from './records';
+import { addVersion, checkAndSet, emptyMetadata, isLive, pruneVersions, versionMetadata } from './versions';
+
+/**
+ * A version as a read answers it: 404 for a key or version that does not exist, 404 with the
+ * version's metadata for a deleted or destroyed one, otherwise `present(data)` under `field`.
+ */
+export async function versionResponse(
+  storage: StorageView,
+  path: string,
+  requested: number,
+  now: Date,
+  field: 'data' | 'subkeys',
+  present: (data: JsonObject) => unknown,
+): Promise<Response> {
+  const records = new KvRecords(storage);
+  const metadata = await records.metadata(path);
+  const version = requested || (metadata?.current_version ?? 0);
+  const state = metadata?.versions[version];
+  if (!metadata || !state) throw secretNotFound();
+  const described = versionMetadata(metadata, version);
+  const data = isLive(state, now) ? await records.version(path, version) : null;
+  if (data === null) return { status: 404, data: { [field]: null, metadata: described } };
+  return { data: { [field]: present(data), metadata: described } };
+}
+
+/**
+ * Writes a new version under the key's lock: `nextData` computes it from the key as it stands
+ * (it may refuse), then check-and-set is enforced and versions beyond the limit are pruned.
+ */
+export function writeVersion(
+  storage: StorageView,
+  path: string,
+  now: Date,
+  cas: number | undefined,
+  nextData: (records: KvRecords, existing: KeyMetadata | null) => Promise<JsonObject>,
+): Promise<Response> {
+  return updateKey(storage, path, async (records) => {
+    const config = await records.config();
+    const existing = await records.metadata(path);
+    const data = await nextData(records, existing);
+    checkAndSet(existing, config, cas);
+    const metadata = existing ?? emptyMetadata(now);
+    const version = addVersion(metadata, config, now);
+    await records.putVersion(path, version, data);
+    for (const pruned of pruneVersions(metadata, config)) await records.deleteVersion(path, pruned);
+    await records.putMetadata(path, metadata);
+    return { data: versionMetadata(metadata, version) };
+  });
+}
+
+/** What delete, undelete and destroy do to one version; `apply` says whether anything changed. */
+export interface VersionChange {
+  apply(state: VersionState, now: Date): boolean;
+  /** The version's data goes for good. */
+  dropsData: boolean;
+}
+
+export const SOFT_DELETE: VersionChange = {
+  apply(state, now) {
+    if (!isLive(state, now)) return false;
+    state.deletion_time = now.toISOString();
+    return true;
+  },
+  dropsData: false,
+};
+
+export const UNDELETE: VersionChange = {
+  apply(state) {
+    if (state.destroyed || state.deletion_time === '') return false;
+    state.deletion_time = '';
+    return true;
+  },
+  dropsData: false,
+};
+
+export const DESTROY: VersionChange = {
+  apply(state) {
+    if (state.destroyed) return false;
+    state.destroyed = true;
+    return true;
+  },
+  dropsData: true,
+};
+
+/** Applies `change` to the versions `select` picks; versions that do not exist are skipped, as in Vault. */
+export async function changeVersions(
+  storage: StorageView,
+  path: string,
+  now: Date,
+  select: (metadata: KeyMetadata) => number[],
+  change: VersionChange,
+): Promise<void> {
+  await updateKey(storage, path, async (records) => {
+    const metadata = await records.metadata(path);
+    if (!metadata) return;
+    const changed = select(metadata).filter((version) => {
+      const state = metadata.versions[version];
+      return state !== undefined && change.apply(state, now);
+    });
+    if (changed.length === 0) return;
+    if (change.dropsData) for (const version of changed) await records.deleteVersion(path, version);
+    await records.putMetadata(path, metadata);
+  });
+}

@@ -1,0 +1,106 @@
+import { createHash } from 'node:crypto';
+import type { KeyValueStore, StorageView } from '@svc/storage';
+import { readJson, writeJson, type JsonObject } from '../json';
+
+/**
+ * Storage layout of a version 2 mount:
+ *   metadata/<secret path>          one metadata record per key; a directory of keys is one listing
+ *   versions/<sha256(path)>/<n>     one record per version holding that version's data
+ *   config                          the mount's settings
+ * Version records live under a hash of the path so a 50-segment path costs no deeper keys there.
+ */
+const METADATA_PREFIX = 'metadata/';
+const CONFIG_KEY = 'config';
+
+export interface VersionState {
+  created_time: string;
+  /** '' while live; may lie in the future when `delete_version_after` applies. */
+  deletion_time: string;
+  destroyed: boolean;
+}
+
+export interface KeyMetadata {
+  /** Keyed by version number. */
+  versions: Record<string, VersionState>;
+  current_version: number;
+  /** 0 until versions have been pruned, as in Vault. */
+  oldest_version: number;
+  max_versions: number;
+  cas_required: boolean;
+  /** Seconds; 0 means the mount's setting applies. */
+  delete_version_after: number;
+  custom_metadata: Record<string, string> | null;
+  created_time: string;
+  updated_time: string;
+}
+
+export interface EngineConfig {
+  max_versions: number;
+  cas_required: boolean;
+  delete_version_after: number;
+}
+
+export const DEFAULT_CONFIG: EngineConfig = { max_versions: 0, cas_required: false, delete_version_after: 0 };
+
+function versionKey(path: string, version: number): string {
+  return `versions/${createHash('sha256').update(path).digest('hex')}/${version}`;
+}
+
+/** Typed access to a mount's records, over its view or over one of its transactions. */
+export class KvRecords {
+  constructor(private readonly store: KeyValueStore) {}
+
+  metadata(path: string): Promise<KeyMetadata | null> {
+    return readJson<KeyMetadata>(this.store, METADATA_PREFIX + path);
+  }
+
+  putMetadata(path: string, metadata: KeyMetadata): Promise<void> {
+    return writeJson(this.store, METADATA_PREFIX + path, metadata);
+  }
+
+  /** Removes the key and the data of every version it still holds. */
+  async deleteKey(path: string, metadata: KeyMetadata): Promise<void> {
+    for (const version of Object.keys(metadata.versions)) await this.deleteVersion(path, Number(version));
+    await this.store.delete(METADATA_PREFIX + path);
+  }
+
+  version(path: string, version: number): Promise<JsonObject | null> {
+    return readJson<JsonObject>(this.store, versionKey(path, version));
+  }
+
+  putVersion(path: string, version: number, data: JsonObject): Promise<void> {
+    return writeJson(this.store, versionKey(path, version), data);
+  }
+
+  deleteVersion(path: string, version: number): Promise<void> {
+    return this.store.delete(versionKey(path, version));
+  }
+
+  /** Names of keys ('name') and sub-directories ('name/') directly inside `directory`. */
+  list(directory: string): Promise<string[]> {
+    return this.store.list(METADATA_PREFIX + directory);
+  }
+
+  async config(): Promise<EngineConfig> {
+    return { ...DEFAULT_CONFIG, ...(await readJson<Partial<EngineConfig>>(this.store, CONFIG_KEY)) };
+  }
+}
+
+/**
+ * Runs a read-check-write of one key inside a transaction holding that key's lock, so concurrent
+ * writers (on any replica) see each other's versions: check-and-set can never let two through.
+ */
+export function updateKey<T>(storage: StorageView, path: string, work: (records: KvRecords) => Promise<T>): Promise<T> {
+  return storage.transaction(async (tx) => {
+    await tx.lock(METADATA_PREFIX + path);
+    return work(new KvRecords(tx));
+  });
+}
+
+/** Changes some of the mount's settings, keeping the others, under the config's lock. */
+export function updateConfig(storage: StorageView, settings: Partial<EngineConfig>): Promise<void> {
+  return storage.transaction(async (tx) => {
+    await tx.lock(CONFIG_KEY);
+    await writeJson(tx, CONFIG_KEY, { ...(await new KvRecords(tx).config()), ...settings });
+  });
+}

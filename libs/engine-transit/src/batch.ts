@@ -1,0 +1,106 @@
+import type { FieldData, FieldMap, Response } from '@svc/framework';
+import { ServiceError } from '@svc/http';
+
+/**
+ * Most items one request may carry. 10,000 items of a few KB stay well below the 32 MB request
+ * limit and take tens of milliseconds of CPU; larger jobs should be split into several requests.
+ */
+export const MAX_BATCH_ITEMS = 10_000;
+const DEFAULT_PARTIAL_FAILURE_STATUS = 400;
+
+/** One unit of work: a batch item, or the top-level fields of a request without `batch_input`. */
+export type BatchItem = Record<string, unknown>;
+export type ItemResult = Record<string, unknown>;
+
+export const BATCH_FIELDS: FieldMap = {
+  batch_input: {
+    type: 'list',
+    description: `Items to process in one request (at most ${MAX_BATCH_ITEMS}); each may carry \`reference\`, echoed in its result. Top-level single-item fields are then ignored.`,
+  },
+  partial_failure_response_code: {
+    type: 'int',
+    description: 'Status returned when some but not all batch items fail (default 400); if all fail an error status is returned.',
+  },
+};
+
+/** Runs `run` once for the request, or once per batch item with per-item errors. */
+export function runItems(fields: FieldData, single: BatchItem, run: (item: BatchItem) => ItemResult): Response {
+  if (!fields.has('batch_input')) return { data: run(single) };
+  const items = fields.get<unknown[]>('batch_input');
+  if (items.length === 0) throw ServiceError.badRequest('batch_input must contain at least one item');
+  if (items.length > MAX_BATCH_ITEMS) {
+    throw ServiceError.badRequest(`batch_input has ${items.length} items; at most ${MAX_BATCH_ITEMS} are allowed`);
+  }
+  const results: ItemResult[] = new Array(items.length);
+  let failed = 0;
+  let internal = false;
+  for (let index = 0; index < items.length; index++) {
+    const item = items[index];
+    const reference = isItem(item) && typeof item.reference === 'string' ? item.reference : '';
+    try {
+      if (!isItem(item)) throw ServiceError.badRequest('batch item is not an object');
+      const result = run(item);
+      result.reference = reference;
+      results[index] = result;
+    } catch (err) {
+      failed++;
+      const clientError = err instanceof ServiceError && err.status < 500;
+      if (!clientError) internal = true;
+      results[index] = { error: clientError ? err.errors.join('; ') : 'internal error', reference };
+    }
+  }
+  return batchResponse(results, failed, internal, fields);
+}
+
+function batchResponse(results: ItemResult[], failed: number, internal: boolean, fields: FieldData): Response {
+  const response: Response = { data: { batch_results: results } };
+  if (failed === 0) return response;
+  let status = internal ? 500 : DEFAULT_PARTIAL_FAILURE_STATUS;
+  if (failed < results.length && fields.has('partial_failure_response_code')) {
+    const requested = fields.get<number>('partial_failure_response_code');
+    if (requested >= 100 && requested <= 599) status = requested;
+    else response.warnings = [`partial_failure_response_code ${requested} is not an HTTP status; returned ${status} instead`];
+  }
+  return { ...response, status };
+}
+
+function isItem(value: unknown): value is BatchItem {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** A string field of an item; numbers are accepted in their text form, as the framework does. */
+export function itemString(item: BatchItem, name: string): string | undefined {
+  const value = item[name];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  throw ServiceError.badRequest(`field "${name}" must be a string`);
+}
+
+export function requireItemString(item: BatchItem, name: string): string {
+  const value = itemString(item, name);
+  if (value === undefined || value === '') throw ServiceError.badRequest(`missing ${name}`);
+  return value;
+}
+
+export function itemInt(item: BatchItem, name: string): number {
+  const value = item[name];
+  if (value === undefined || value === null || value === '') return 0;
+  const number = typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value;
+  if (typeof number !== 'number' || !Number.isSafeInteger(number)) {
+    throw ServiceError.badRequest(`field "${name}" must be an integer`);
+  }
+  return number;
+}
+
+/** The fields of the request that form its single item, for handlers that also accept batches. */
+export function singleItem(fields: FieldData, names: readonly string[]): BatchItem {
+  const item: BatchItem = {};
+  for (const name of names) if (fields.has(name)) item[name] = fields.get(name);
+  return item;
+}
+
+/** The items a request carries: its batch, or its single item. */
+export function requestItems(fields: FieldData, single: BatchItem): readonly unknown[] {
+  return fields.has('batch_input') ? fields.get<unknown[]>('batch_input') : [single];
+}

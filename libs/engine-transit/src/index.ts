@@ -1,0 +1,2 @@
+export { transitBackendFactory } from './backend';
+export { MAX_BATCH_ITEMS } from './batch';
