@@ -3,8 +3,8 @@ import type { Logger } from 'pino';
 import type { Bus } from '@svc/bus';
 import { BusUnavailableError, decodeJson, encodeJson } from '@svc/bus';
 import type { ServerConfig } from '@svc/config';
-import { EngineHost, mountStoragePrefix, serviceSubject, type EngineReply, type EngineRequest, type OperationFields, type BackendFactory } from '@svc/engine-host';
-import type { Backend, Request } from '@svc/framework';
+import { EngineHost, mountRemovedSubject, mountStoragePrefix, serviceSubject, type EngineReply, type EngineRequest, type OperationFields, type BackendFactory } from '@svc/engine-host';
+import type { Backend, MountInfo, Request, SecretResponse } from '@svc/framework';
 import { ServiceError, SEALED_MESSAGE, UNINITIALIZED_MESSAGE } from '@svc/http';
 import type { LockManager } from '@svc/locks';
 import { KeyringDistributor, KeyringReceiver, ShamirSeal, encryptRootToken } from '@svc/seal';
@@ -14,18 +14,37 @@ import { SYSTEM_MOUNT } from './mounts/system-mount';
 import { describeRequestError } from './http/request-errors';
 import { ReplicaSync } from './cluster/replica-sync';
 import { BUILD_DATE, VERSION } from './version';
-import { MountTable, type MountEntry } from './mounts/mount-table';
+import type { MountEntry } from './mounts/mount-table';
+import { Namespace, type Route } from './namespaces/namespace';
+import { NAMESPACES_KEY, NamespaceRegistry } from './namespaces/registry';
 import { TokenStore, nowSeconds } from './tokens/token-store';
+import { TokenManager, type TokenLimits } from './tokens/token-manager';
+import { createTokenBackend } from './tokens/token-paths';
+import { createCubbyholeBackend } from './cubbyhole/cubbyhole-backend';
+import { ExpirationManager, LEASE_KEY_PREFIX } from './leases/expiration';
+import { clampTtl, type LeaseEntry } from './leases/lease';
+import { Authorizer } from './access/authorizer';
+import { ResponseWrapper } from './wrapping/response-wrapper';
 
 const PERIODIC_INTERVAL_MS = 60_000;
 const MOUNTS_KEY = 'core/mounts';
 const AUTH_MOUNTS_KEY = 'core/auth';
+const POLICY_PREFIX = 'sys/policy/';
 /** Not a barrier key: marks a keyring rotation for the replicas. */
 const KEYRING_CHANGED = 'core/keyring';
 
 /** Storage keys whose contents gateway replicas cache in memory. */
 function isCachedKey(key: string): boolean {
-  return key === MOUNTS_KEY || key === AUTH_MOUNTS_KEY || key === KEYRING_CHANGED;
+  const inNamespace = key.replace(/^namespaces\/[^/]+\//, '');
+  return (
+    key === KEYRING_CHANGED ||
+    key === NAMESPACES_KEY ||
+    key.startsWith(TokenStore.ENTRY_PREFIX) ||
+    key.startsWith(LEASE_KEY_PREFIX) ||
+    inNamespace === MOUNTS_KEY ||
+    inNamespace === AUTH_MOUNTS_KEY ||
+    inNamespace.startsWith(POLICY_PREFIX)
+  );
 }
 
 export type CoreState = 'uninitialized' | 'sealed' | 'unsealed';
@@ -54,12 +73,6 @@ export interface InitRequest {
   rootTokenId?: string;
 }
 
-export interface Route {
-  mount: MountEntry;
-  table: MountTable;
-  /** Path below the mount. */
-  path: string;
-}
 
 /**
  * The gateway's core: seal state, barrier, mount tables and token store, and the dispatcher that
@@ -69,9 +82,12 @@ export class Core {
   readonly seal: ShamirSeal;
   readonly barrier: Barrier;
   readonly system: Backend;
-  readonly secretMounts: MountTable;
-  readonly authMounts: MountTable;
+  readonly namespaces: NamespaceRegistry;
   readonly tokens: TokenStore;
+  readonly tokenManager: TokenManager;
+  readonly leases: ExpirationManager;
+  readonly authorizer: Authorizer;
+  readonly wrapping: ResponseWrapper;
   private readonly coreEngines: EngineHost;
   private readonly distributor: KeyringDistributor;
   /** Replicas share storage and one keyring: a peer's unseal (or seal) reaches this one too. */
@@ -90,10 +106,18 @@ export class Core {
   constructor(readonly options: CoreOptions) {
     this.seal = new ShamirSeal(options.physical, { version: VERSION, buildDate: BUILD_DATE });
     this.barrier = new Barrier(options.physical);
-    const coreView = createView(this.barrier, 'core/');
-    this.secretMounts = new MountTable(coreView, 'mounts', 'secret', '');
-    this.authMounts = new MountTable(coreView, 'auth', 'auth', '');
+    this.namespaces = new NamespaceRegistry(this.barrier);
     this.tokens = new TokenStore(createView(this.barrier, 'sys/token/'));
+    this.leases = new ExpirationManager(createView(this.barrier, 'sys/expire/'), options.locks, (lease) => this.revokeLease(lease), options.logger);
+    this.tokenManager = new TokenManager(this.tokens, this.leases, {
+      revokeLeasesOf: (accessor) => this.revokeLeasesOfToken(accessor),
+      purgeCubbyhole: (accessor) => this.purgeCubbyhole(accessor),
+    });
+    this.authorizer = new Authorizer(this.namespaces);
+    this.wrapping = new ResponseWrapper(this.tokenManager, this.namespaces, this.barrier);
+    options.engines
+      .register('token', { kind: 'core', table: 'auth', create: () => createTokenBackend(this) })
+      .register('cubbyhole', { kind: 'core', table: 'secret', create: createCubbyholeBackend });
     this.coreEngines = new EngineHost('gateway', coreFactories(options.engines), this.barrier, { locks: options.locks, logger: options.logger }, false);
     const subjectPrefix = options.config.bus?.subjectPrefix;
     this.distributor = new KeyringDistributor(options.bus, { subjectPrefix });
@@ -105,6 +129,10 @@ export class Core {
     this.barrier.onWrite((event) => this.replicas.noteWrite(event.key));
     this.system = options.systemBackend(this);
     this.coreEngines.register(SYSTEM_MOUNT, this.system);
+  }
+
+  private get defaultKvVersion(): '1' | '2' {
+    return this.options.defaultKvVersion ?? '1';
   }
 
   get config(): ServerConfig {
@@ -131,6 +159,7 @@ export class Core {
     });
     await this.peers.start();
     this.replicas.start();
+    this.leases.start();
   }
 
   /**
@@ -151,12 +180,23 @@ export class Core {
   private async reloadCaches(keys: string[]): Promise<void> {
     if (this.barrier.sealed) return;
     if (keys.includes(KEYRING_CHANGED)) await this.fetchRotatedKeyring();
-    if (keys.includes(MOUNTS_KEY)) await this.secretMounts.load();
-    if (keys.includes(AUTH_MOUNTS_KEY)) await this.authMounts.load();
+    this.tokens.forgetKeys(keys);
+    await this.leases.noteRemoteChange(keys.filter((key) => key.startsWith(LEASE_KEY_PREFIX)));
+    if (keys.includes(NAMESPACES_KEY)) {
+      await this.namespaces.load(this.defaultKvVersion);
+      return;
+    }
+    for (const namespace of this.namespaces.all()) {
+      const prefix = Namespace.storagePrefix(namespace.record);
+      const own = keys.filter((key) => key.startsWith(prefix)).map((key) => key.slice(prefix.length));
+      if (own.includes(MOUNTS_KEY) || own.includes(AUTH_MOUNTS_KEY)) await namespace.load();
+      for (const key of own) if (key.startsWith(POLICY_PREFIX)) namespace.policies.forget(key.slice(POLICY_PREFIX.length));
+    }
   }
 
   async stop(): Promise<void> {
     clearInterval(this.periodic);
+    await this.leases.stop();
     this.replicas.stop();
     this.peers.close();
     this.distributor.close();
@@ -200,9 +240,7 @@ export class Core {
   async unsealWith(keyring: Keyring, announce = true): Promise<void> {
     this.barrier.unseal(keyring);
     await this.tokens.load();
-    await this.secretMounts.load();
-    await this.authMounts.load();
-    if (this.secretMounts.size === 0) await this.createDefaultMounts();
+    await this.namespaces.load(this.defaultKvVersion);
     await this.loadClusterIdentity();
     this.activeSince = new Date();
     if (!announce) return;
@@ -263,13 +301,17 @@ export class Core {
     return token;
   }
 
-  /** Longest-prefix match of a path (relative to the namespace) against the mount tables. */
-  route(path: string): Route | undefined {
-    const table = path.startsWith('auth/') ? this.authMounts : this.secretMounts;
-    const inTable = table === this.authMounts ? path.slice('auth/'.length) : path;
-    const mount = table.match(inTable);
-    if (!mount) return undefined;
-    return { mount, table, path: inTable.slice(mount.path.length) };
+  /** The namespace a request runs in (its mount's namespace). */
+  namespaceOf(req: { mount: MountInfo }): Namespace {
+    const namespace = this.namespaces.get(req.mount.namespace);
+    if (!namespace) throw ServiceError.notFound(`namespace "${req.mount.namespace}" does not exist`);
+    return namespace;
+  }
+
+  /** The namespace a full path falls in, and the mount serving the rest of it. */
+  route(fullPath: string): { namespace: Namespace; path: string; route?: Route } {
+    const { namespace, path } = this.namespaces.resolve(fullPath);
+    return { namespace, path, route: namespace.route(path) };
   }
 
   /** Sends an operation to the engine that owns the mount type. */
@@ -292,14 +334,6 @@ export class Core {
     }
   }
 
-  /** Every mount with the path prefix of its table ("" or "auth/"). */
-  allMounts(): { mount: MountEntry; prefix: string }[] {
-    return [
-      ...this.secretMounts.list().map((mount) => ({ mount, prefix: '' })),
-      ...this.authMounts.list().map((mount) => ({ mount, prefix: 'auth/' })),
-    ];
-  }
-
   /** The identity fields of a message derived from another request (same caller and id). */
   baseMessage(req: Request): Omit<OperationFields, 'mount' | 'path' | 'operation'> {
     return {
@@ -309,6 +343,136 @@ export class Core {
       caller: req.caller,
       capabilities: [...req.capabilities],
     };
+  }
+
+  /** Whether a mount type runs in this process (core engines get the caller's token value). */
+  isCoreEngine(type: string): boolean {
+    return this.options.engines.get(type)?.kind === 'core';
+  }
+
+  /** TTL defaults and maximums for a mount: its tune, else the system's. */
+  tokenLimits(mount: MountInfo): TokenLimits {
+    return {
+      defaultTtl: mount.config.default_lease_ttl || this.config.defaultLeaseTtl,
+      maxTtl: mount.config.max_lease_ttl || this.config.maxLeaseTtl,
+    };
+  }
+
+  /**
+   * Registers the lease of a secret an engine returned (response step 7): TTL clamped by the
+   * mount tune, then the system maximum; returns the lease id and effective TTL.
+   */
+  async registerLease(namespace: Namespace, mount: MountInfo, requestPath: string, secret: SecretResponse, tokenAccessor: string): Promise<{ leaseId: string; ttl: number }> {
+    const limits = this.tokenLimits(mount);
+    const ttl = clampTtl(secret.ttl, limits);
+    const now = nowSeconds();
+    const maxTtl = secret.maxTtl && secret.maxTtl > 0 ? Math.min(secret.maxTtl, limits.maxTtl) : limits.maxTtl;
+    const leaseId = ExpirationManager.newLeaseId(requestPath);
+    await this.leases.put(namespace.record.id, {
+      leaseId,
+      namespace: namespace.path,
+      kind: 'secret',
+      mountAccessor: mount.accessor,
+      secretType: secret.type,
+      internalData: secret.internalData,
+      tokenAccessor,
+      issueTime: now,
+      lastRenewalTime: now,
+      expireTime: now + ttl,
+      maxExpireTime: maxTtl > 0 ? now + maxTtl : 0,
+      renewable: secret.renewable,
+      revokeAttempts: 0,
+    });
+    return { leaseId, ttl };
+  }
+
+  /** sys/leases/renew: the engine renews (it may refuse), then the lease gets its new expiry. */
+  async renewLease(namespace: Namespace, leaseId: string, increment: number): Promise<LeaseEntry> {
+    const key = ExpirationManager.key(namespace.record.id, leaseId);
+    const lease = await this.leases.readKey(key);
+    if (!lease) throw ServiceError.badRequest('invalid lease');
+    if (!lease.renewable) throw ServiceError.badRequest('lease is not renewable');
+    if (lease.kind === 'token') throw ServiceError.badRequest('token leases are renewed through auth/token/renew');
+    const { mount } = this.mountOfLease(lease);
+    if (!mount) throw ServiceError.badRequest('the lease\'s mount no longer exists');
+    const now = nowSeconds();
+    const limits = this.tokenLimits(mount);
+    const reply = await this.dispatch({
+      kind: 'renew',
+      requestId: randomUUID(),
+      mount,
+      path: '',
+      operation: 'update',
+      data: { increment },
+      headers: {},
+      capabilities: ['root'],
+      secretType: lease.secretType,
+      internalData: lease.internalData,
+    });
+    if (!reply.ok) throw new ServiceError(reply.status, reply.errors);
+    let ttl = clampTtl(increment || reply.response?.secret?.ttl || 0, limits);
+    if (lease.maxExpireTime > 0) ttl = Math.min(ttl, lease.maxExpireTime - now);
+    const renewed: LeaseEntry = { ...lease, lastRenewalTime: now, expireTime: now + Math.max(0, ttl) };
+    await this.leases.put(namespace.record.id, renewed);
+    return renewed;
+  }
+
+  /** Deletes a namespace: its tokens and leases are revoked, its mounts and data removed. */
+  async deleteNamespace(namespace: Namespace): Promise<void> {
+    if (this.namespaces.children(namespace).length > 0) {
+      throw ServiceError.badRequest(`namespace "${namespace.path}" has child namespaces; delete them first`);
+    }
+    for (const leaseId of await this.leases.idsUnder(namespace.record.id, '')) {
+      await this.leases.revokeKey(ExpirationManager.key(namespace.record.id, leaseId)).catch(() => undefined);
+    }
+    for (const accessor of await this.tokens.allAccessors()) {
+      const found = await this.tokens.lookupAccessor(accessor);
+      if (found?.entry.namespace === namespace.path) await this.tokenManager.revokeTree(accessor);
+    }
+    for (const { mount } of namespace.allMounts()) await this.purgeMountData(mount);
+    await this.namespaces.remove(namespace);
+    await deleteTree(createView(this.barrier, Namespace.storagePrefix(namespace.record)), '');
+  }
+
+  /** How a lease is revoked: an engine secret through its engine, a token lease through the tree. */
+  private async revokeLease(lease: LeaseEntry): Promise<void> {
+    if (lease.kind === 'token') {
+      await this.tokenManager.revokeTree(lease.leaseId.slice(lease.leaseId.lastIndexOf('/') + 1));
+      return;
+    }
+    const { mount } = this.mountOfLease(lease);
+    if (!mount) return; // the mount is gone, and its data with it
+    const reply = await this.dispatch({
+      kind: 'revoke',
+      requestId: randomUUID(),
+      mount,
+      path: '', // revoke and renew work from the lease's internal data
+      operation: 'delete',
+      data: {},
+      headers: {},
+      capabilities: ['root'],
+      secretType: lease.secretType,
+      internalData: lease.internalData,
+    });
+    if (!reply.ok) throw new ServiceError(reply.status, reply.errors);
+  }
+
+  /** The namespace and mount a lease belongs to (by mount accessor, stable across remounts). */
+  mountOfLease(lease: LeaseEntry): { namespace?: Namespace; mount?: MountEntry } {
+    const namespace = this.namespaces.get(lease.namespace);
+    const mount = namespace?.allMounts().find((m) => m.mount.accessor === lease.mountAccessor)?.mount;
+    return { namespace, mount };
+  }
+
+  private async revokeLeasesOfToken(accessor: string): Promise<void> {
+    for (const key of await this.leases.keysOfToken(accessor)) await this.leases.revokeKey(key);
+  }
+
+  private async purgeCubbyhole(accessor: string): Promise<void> {
+    for (const namespace of this.namespaces.all()) {
+      const cubbyhole = namespace.secretMounts.get('cubbyhole/');
+      if (cubbyhole) await deleteTree(createView(this.barrier, mountStoragePrefix(cubbyhole)).sub(`${accessor}/`), '');
+    }
   }
 
   /** sys/ requests, which are served in every seal state (the pipeline decides which). */
@@ -322,9 +486,18 @@ export class Core {
     return this.state;
   }
 
+  /** Revokes the leases of a mount before it goes (its engine must still be there to revoke). */
+  async revokeMountLeases(namespace: Namespace, mountPath: string): Promise<void> {
+    for (const leaseId of await this.leases.idsUnder(namespace.record.id, mountPath)) {
+      await this.leases.revokeKey(ExpirationManager.key(namespace.record.id, leaseId));
+    }
+  }
+
   /** Deletes everything a disabled mount stored. */
   async purgeMountData(entry: MountEntry): Promise<void> {
     this.coreEngines.forget(entry.uuid);
+    for (const local of this.options.localServices.values()) local.forget(entry.uuid);
+    await this.options.bus.publish(mountRemovedSubject(this.config.bus?.subjectPrefix), encodeJson({ uuid: entry.uuid }));
     await deleteTree(createView(this.barrier, mountStoragePrefix(entry)), '');
   }
 
@@ -350,7 +523,7 @@ export class Core {
    */
   async runPeriodicFunctions(): Promise<void> {
     await this.options.locks.withLock('core-periodic', PERIODIC_INTERVAL_MS, async () => {
-      for (const { mount } of this.allMounts()) {
+      for (const { mount } of this.namespaces.all().flatMap((namespace) => namespace.allMounts())) {
         if (mount.type === 'system' || !this.options.engines.get(mount.type)) continue;
         const reply = await this.dispatch({
           kind: 'periodic',
@@ -379,17 +552,7 @@ export class Core {
     this.clusterId = identity.id;
   }
 
-  private async createDefaultMounts(): Promise<void> {
-    const kvVersion = this.options.defaultKvVersion ?? '1';
-    await this.secretMounts.ensure({ path: 'sys/', type: 'system', description: 'system endpoints used for control, policy and debugging' });
-    await this.secretMounts.ensure({
-      path: 'secret/',
-      type: 'kv',
-      description: 'key/value secret storage',
-      options: { version: kvVersion },
-    });
-    await this.authMounts.ensure({ path: 'token/', type: 'token', description: 'token based credentials' });
-  }
+
 }
 
 function coreFactories(engines: EngineRegistry): Record<string, BackendFactory> {

@@ -1,4 +1,5 @@
-export { Core, type CoreOptions, type CoreState, type InitRequest, type Route } from './core';
+export { Core, type CoreOptions, type CoreState, type InitRequest } from './core';
+export type { Route } from './namespaces/namespace';
 export { EngineRegistry, type EngineDefinition } from './engines';
 export { RequestPipeline, type HttpRequest, type HttpResult } from './http/pipeline';
 export { startHttpFrontend, type HttpFrontend } from './http/frontend';

@@ -5,12 +5,19 @@ import type { LockManager } from '@svc/locks';
 import { decodeJson, encodeJson } from '@svc/bus';
 import { toErrorBody, ServiceError } from '@svc/http';
 import { createView, type Barrier, type StorageView } from '@svc/storage';
-import { serviceQueue, serviceSubject, type EngineReply, type EngineRequest } from './protocol';
+import { mountRemovedSubject, serviceQueue, serviceSubject, type EngineReply, type EngineRequest } from './protocol';
 
 /** What a backend may use besides its mount's storage: locks for one-replica jobs, a logger. */
 export interface EngineContext {
   locks: LockManager;
   logger: Logger;
+  /** The text of a password policy (sys/policies/password) of a namespace, if it exists. */
+  passwordPolicy(namespace: string, name: string): Promise<string | undefined>;
+}
+
+/** Where sys/policies/password keeps policies, readable by every engine through its context. */
+export function passwordPolicyKey(namespace: string, name: string): string {
+  return `sys/password-policy/${encodeURIComponent(namespace || 'root')}/${name}`;
 }
 
 export type BackendFactory = (mount: MountInfo, context: EngineContext) => Backend;
@@ -27,14 +34,22 @@ export function mountStoragePrefix(mount: Pick<MountInfo, 'uuid'>): string {
 export class EngineHost {
   private readonly mounts = new Map<string, { backend: Backend; storage: StorageView }>();
 
+  private readonly context: EngineContext;
+
   constructor(
     readonly service: string,
     private readonly factories: Record<string, BackendFactory>,
     private readonly barrier: Barrier,
-    private readonly context: EngineContext,
+    services: Pick<EngineContext, 'locks' | 'logger'>,
     /** The gateway's own host serves sys/ while sealed; a service has nothing to offer then. */
     private readonly requireUnsealed = true,
-  ) {}
+  ) {
+    const shared = createView(barrier, '');
+    this.context = {
+      ...services,
+      passwordPolicy: async (namespace, name) => (await shared.get(passwordPolicyKey(namespace, name)))?.toString('utf8'),
+    };
+  }
 
   types(): string[] {
     return Object.keys(this.factories);
@@ -78,17 +93,26 @@ export class EngineHost {
     }
   }
 
-  /** Drops the cached backend of a mount that was disabled or moved. */
+  /** Drops (and closes) the backend of a mount that was disabled. */
   forget(uuid: string): void {
+    const entry = this.mounts.get(uuid);
     this.mounts.delete(uuid);
+    void (entry?.backend as { close?: () => Promise<void> } | undefined)?.close?.().catch(() => undefined);
   }
 
   /** Serves this host's subject on the bus, load-balanced across replicas of the service. */
   serve(bus: Bus, subjectPrefix?: string): Subscription {
-    return bus.serve(serviceSubject(this.service, subjectPrefix), serviceQueue(this.service, subjectPrefix), async (msg) => ({
+    const requests = bus.serve(serviceSubject(this.service, subjectPrefix), serviceQueue(this.service, subjectPrefix), async (msg) => ({
       payload: encodeJson(await this.handle(decodeJson<EngineRequest>(msg.payload))),
       headers: {},
     }));
+    const removals = bus.subscribe(mountRemovedSubject(subjectPrefix), (msg) => this.forget(decodeJson<{ uuid: string }>(msg.payload).uuid));
+    return {
+      unsubscribe: () => {
+        requests.unsubscribe();
+        removals.unsubscribe();
+      },
+    };
   }
 
   /** Registers a backend that is not built per mount (the gateway's sys/ backend). */

@@ -35,3 +35,8 @@ export function serviceSubject(service: string, prefix = 'svc'): string {
 export function serviceQueue(service: string, prefix = 'svc'): string {
   return `${prefix}.${service}`;
 }
+
+/** Broadcast when a mount is disabled, so every replica of its service closes the backend. */
+export function mountRemovedSubject(prefix = 'svc'): string {
+  return `${prefix}.mounts.removed`;
+}

@@ -3,6 +3,7 @@ import { EngineRegistry } from '@svc/core';
 import type { BackendFactory } from '@svc/engine-host';
 import { kvBackendFactory } from '@svc/engine-kv';
 import { transitBackendFactory } from '@svc/engine-transit';
+import { databaseBackendFactory } from '@svc/engine-database';
 
 /**
  * Every mount type this build knows, and where it runs. Service engines list their backend
@@ -10,6 +11,7 @@ import { transitBackendFactory } from '@svc/engine-transit';
  */
 export const SERVICE_ENGINES: Partial<Record<ServiceName, Record<string, BackendFactory>>> = {
   transit: { transit: transitBackendFactory },
+  database: { database: databaseBackendFactory },
 };
 
 export function engineRegistry(): EngineRegistry {

@@ -2,11 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { EngineReply, EngineRequest } from '@svc/engine-host';
 import type { Capability, Caller, MountInfo, Operation, Response } from '@svc/framework';
-import { envelope, ServiceError, toErrorBody, UNSUPPORTED_PATH } from '@svc/http';
+import { envelope, ServiceError, toErrorBody, UNSUPPORTED_PATH, type Envelope } from '@svc/http';
 import type { Core } from '../core';
 import { SYSTEM_MOUNT } from '../mounts/system-mount';
+import type { Namespace } from '../namespaces/namespace';
 import type { TokenEntry } from '../tokens/token-store';
 import { describeRequestError } from './request-errors';
+import { decodePath, forwardedHeaders, header, joinNamespace, operationFor, requestData, tokenFrom, wrapTtlFrom } from './request-parsing';
 
 export interface HttpRequest {
   method: string;
@@ -30,20 +32,32 @@ export interface HttpResult {
 const UNINITIALIZED_PATHS = new Set(['sys/init', 'sys/seal-status', 'sys/health']);
 const SEALED_PATHS = new Set([...UNINITIALIZED_PATHS, 'sys/unseal', 'sys/leader']);
 
-
-const ROOT_CAPABILITIES: ReadonlySet<Capability> = new Set(['root']);
-const NO_CAPABILITIES: ReadonlySet<Capability> = new Set();
-
 const UI_PAGE =
   '<!doctype html><html><head><meta charset="utf-8"><title>Secrets Service</title></head>' +
   '<body><h1>Secrets Service</h1><p>The web UI is not built yet. Use the HTTP API under <code>/v1/</code> or the <code>svc</code> CLI.</p></body></html>';
 
+/** One request as it moves through the steps. */
+interface Context {
+  requestId: string;
+  req: HttpRequest;
+  operation: Operation;
+  namespace: Namespace;
+  /** Path inside the namespace. */
+  path: string;
+  data: Record<string, unknown>;
+  wrapTtl?: number;
+  token: TokenEntry | null;
+  tokenValue?: string;
+}
+
 /**
  * The request path of the gateway (design brief, steps 1-7), independent of the HTTP framework so
  * it reads top to bottom: listener checks, path and namespace, seal state, token, capabilities,
- * dispatch, envelope.
+ * dispatch, leases, wrapping, envelope.
  */
 export class RequestPipeline {
+  private readonly systemMounts = new WeakMap<Namespace, MountInfo>();
+
   constructor(
     private readonly core: Core,
     private readonly logger: Logger,
@@ -73,8 +87,7 @@ export class RequestPipeline {
     const urlPath = queryStart < 0 ? req.url : req.url.slice(0, queryStart);
     const query = new URLSearchParams(queryStart < 0 ? '' : req.url.slice(queryStart + 1));
 
-    if (urlPath === '/') return { status: 307, headers: { location: '/ui/' } };
-    if (urlPath === '/ui') return { status: 307, headers: { location: '/ui/' } };
+    if (urlPath === '/' || urlPath === '/ui') return { status: 307, headers: { location: '/ui/' } };
     if (urlPath.startsWith('/ui/')) return { status: 200, body: UI_PAGE, contentType: 'text/html; charset=utf-8' };
     if (!urlPath.startsWith('/v1/')) return unknownPath();
 
@@ -83,112 +96,138 @@ export class RequestPipeline {
     }
 
     const operation = operationFor(req.method, query);
-    const path = joinNamespace(header(req, 'x-service-namespace'), decodePath(urlPath.slice('/v1/'.length)));
+    const fullPath = joinNamespace(header(req, 'x-service-namespace'), decodePath(urlPath.slice('/v1/'.length)));
     const data = requestData(req, operation, query);
+    const wrapTtl = wrapTtlFrom(req);
 
-    if (path.startsWith('sys/') || path === 'sys') return this.handleSystem(req, requestId, operation, path, data);
-    this.core.assertUnsealed();
+    if (this.core.state !== 'unsealed') return this.whileSealed(req, requestId, operation, fullPath, data);
 
-    const route = this.core.route(path);
+    const { namespace, path, route } = this.core.route(fullPath);
+    const tokenValue = tokenFrom(req);
+    const token = tokenValue ? await this.core.tokens.lookup(tokenValue) : null;
+    if (tokenValue && !token) throw ServiceError.forbidden();
+    const ctx: Context = { requestId, req, operation, namespace, path, data, wrapTtl, token, tokenValue };
+
+    if (path === 'sys' || path.startsWith('sys/')) return this.serve(ctx, this.systemMount(namespace), path.slice('sys/'.length), true);
     if (!route) return unknownPath();
-    const token = await this.authenticate(req);
     if (!token && !path.startsWith('auth/')) throw ServiceError.forbidden();
-    const capabilities = token ? this.capabilities(token) : NO_CAPABILITIES;
-    const message = this.engineRequest(req, requestId, operation, route.mount, route.path, data, token, capabilities);
-    return this.finish(requestId, operation, await this.core.dispatch(message));
+    return this.serve(ctx, route.mount, route.path, this.core.isCoreEngine(route.mount.type));
   }
 
-  private async handleSystem(
-    req: HttpRequest,
-    requestId: string,
-    operation: Operation,
-    path: string,
-    data: Record<string, unknown>,
-  ): Promise<HttpResult> {
-    const state = this.core.state === 'uninitialized' ? await this.core.refreshInitialized() : this.core.state;
-    if (state === 'uninitialized' && !UNINITIALIZED_PATHS.has(path)) this.core.assertUnsealed();
-    if (state === 'sealed' && !SEALED_PATHS.has(path)) this.core.assertUnsealed();
-
-    const relative = path.slice('sys/'.length);
-    const info = this.core.system.operationInfo(relative, operation === 'help' ? 'read' : operation);
-    let token: TokenEntry | null = null;
-    if (!info?.unauthenticated || operation === 'help') {
-      if (state !== 'unsealed') this.core.assertUnsealed();
-      token = await this.authenticate(req);
-      if (!token) throw ServiceError.forbidden();
+  /** Steps 4-7 for a request whose mount is known. */
+  private async serve(ctx: Context, mount: MountInfo, mountPath: string, inProcess: boolean): Promise<HttpResult> {
+    const { token, namespace, path, operation } = ctx;
+    if (!token && operation === 'help') throw ServiceError.forbidden();
+    const capabilities = await this.core.authorizer.capabilities({ token, namespace, path, operation, data: ctx.data, wrapTtl: ctx.wrapTtl });
+    let lastUse = false;
+    if (token && token.numUses > 0) {
+      const use = await this.core.tokens.spendUse(token.accessor);
+      if (!use.allowed) throw ServiceError.forbidden();
+      lastUse = use.remaining < 0;
     }
-    const capabilities = token ? this.capabilities(token) : NO_CAPABILITIES;
-    const message = this.engineRequest(req, requestId, operation, SYSTEM_MOUNT, relative, data, token, capabilities);
-    return this.finish(requestId, operation, await this.core.handleSystem(message));
+    try {
+      const message = this.engineRequest(ctx, mount, mountPath, capabilities, inProcess);
+      const reply = mount.uuid === SYSTEM_MOUNT.uuid ? await this.core.handleSystem(message) : await this.core.dispatch(message);
+      return await this.finish(ctx, mount, reply);
+    } finally {
+      if (lastUse) await this.core.tokenManager.revokeTree(token!.accessor);
+    }
   }
 
-  private async authenticate(req: HttpRequest): Promise<TokenEntry | null> {
-    const token = tokenFrom(req);
-    if (!token) return null;
-    const entry = await this.core.tokens.lookup(token);
-    if (!entry) throw ServiceError.forbidden();
-    return entry;
+  /** Uninitialized or sealed: only the seal endpoints of the root namespace answer. */
+  private async whileSealed(req: HttpRequest, requestId: string, operation: Operation, path: string, data: Record<string, unknown>): Promise<HttpResult> {
+    const state = this.core.state === 'uninitialized' ? await this.core.refreshInitialized() : this.core.state;
+    if (state === 'unsealed') return this.route(req, requestId);
+    const allowed = state === 'uninitialized' ? UNINITIALIZED_PATHS : SEALED_PATHS;
+    if (!allowed.has(path) || operation === 'help') this.core.assertUnsealed();
+    const message: EngineRequest = {
+      kind: 'operation',
+      requestId,
+      mount: SYSTEM_MOUNT,
+      operation,
+      path: path.slice('sys/'.length),
+      data,
+      headers: {},
+      capabilities: [],
+      remoteAddress: req.remoteAddress,
+    };
+    const reply = await this.core.handleSystem(message);
+    if (!reply.ok) return jsonError(reply.status, reply.errors);
+    return this.respond(requestId, operation, reply.response);
   }
 
-  /** Capabilities of a token on a path. Only the root policy exists until ACL policies land. */
-  private capabilities(token: TokenEntry): ReadonlySet<Capability> {
-    return token.policies.includes('root') ? ROOT_CAPABILITIES : NO_CAPABILITIES;
+  private systemMount(namespace: Namespace): MountInfo {
+    let mount = this.systemMounts.get(namespace);
+    if (!mount) {
+      mount = { ...SYSTEM_MOUNT, namespace: namespace.path };
+      this.systemMounts.set(namespace, mount);
+    }
+    return mount;
   }
 
-  private engineRequest(
-    req: HttpRequest,
-    requestId: string,
-    operation: Operation,
-    mount: MountInfo,
-    path: string,
-    data: Record<string, unknown>,
-    token: TokenEntry | null,
-    capabilities: ReadonlySet<Capability>,
-  ): EngineRequest {
+  private engineRequest(ctx: Context, mount: MountInfo, mountPath: string, capabilities: ReadonlySet<Capability>, inProcess: boolean): EngineRequest {
+    const { token } = ctx;
     const caller: Caller | undefined = token
       ? {
           tokenAccessor: token.accessor,
+          // The token itself never leaves the gateway process.
+          ...(inProcess ? { tokenId: ctx.tokenValue } : {}),
           policies: token.policies,
-          entityId: '',
+          entityId: token.entityId,
           displayName: token.displayName,
           namespace: token.namespace,
           meta: token.meta ?? {},
         }
       : undefined;
     return {
-      kind: operation === 'help' ? 'help' : 'operation',
-      requestId,
+      kind: ctx.operation === 'help' ? 'help' : 'operation',
+      requestId: ctx.requestId,
       mount,
-      operation,
-      path,
-      data,
-      headers: forwardedHeaders(req.headers),
+      operation: ctx.operation,
+      path: mountPath,
+      data: ctx.data,
+      headers: forwardedHeaders(ctx.req.headers),
       caller,
       capabilities: [...capabilities],
-      remoteAddress: req.remoteAddress,
-      contentType: header(req, 'content-type'),
+      remoteAddress: ctx.req.remoteAddress,
+      contentType: header(ctx.req, 'content-type'),
     };
   }
 
-  private finish(requestId: string, operation: Operation, reply: EngineReply): HttpResult {
+  /** Step 7: lease registration and response wrapping, then the HTTP answer. */
+  private async finish(ctx: Context, mount: MountInfo, reply: EngineReply): Promise<HttpResult> {
     if (!reply.ok) return reply.status === 404 && reply.errors[0] === UNSUPPORTED_PATH ? unknownPath() : jsonError(reply.status, reply.errors);
     if (reply.help) return json(200, reply.help);
-    const response: Response | undefined = reply.response;
+    const response = reply.response;
+    let lease: { leaseId: string; ttl: number } | undefined;
+    if (response?.secret) {
+      lease = await this.core.registerLease(ctx.namespace, mount, ctx.path, response.secret, ctx.token?.accessor ?? '');
+    }
+    if (ctx.wrapTtl !== undefined && response && response.raw === undefined && (response.status ?? 200) < 400) {
+      const wrapped = await this.core.wrapping.wrap(this.envelopeOf(ctx.requestId, response, lease), ctx.wrapTtl, ctx.namespace, ctx.path);
+      return json(200, envelope(ctx.requestId, { wrap_info: wrapped }));
+    }
+    return this.respond(ctx.requestId, ctx.operation, response, lease);
+  }
+
+  private envelopeOf(requestId: string, response: Response, lease?: { leaseId: string; ttl: number }): Envelope {
+    return envelope(requestId, {
+      data: response.data ?? null,
+      warnings: response.warnings,
+      auth: (response.auth as unknown as Envelope['auth']) ?? null,
+      lease_id: lease?.leaseId ?? '',
+      lease_duration: lease?.ttl ?? 0,
+      renewable: lease ? (response.secret?.renewable ?? false) : false,
+    });
+  }
+
+  private respond(requestId: string, operation: Operation, response: Response | undefined, lease?: { leaseId: string; ttl: number }): HttpResult {
     if (operation === 'list' && !hasListKeys(response)) return jsonError(404, []);
     if (!response) return { status: 204 };
     if (response.raw !== undefined) return json(response.status ?? 200, response.raw, response.headers);
-    const hasBody = response.data != null || (response.warnings?.length ?? 0) > 0 || response.auth != null;
+    const hasBody = response.data != null || (response.warnings?.length ?? 0) > 0 || response.auth != null || lease !== undefined;
     if (!hasBody) return { status: response.status ?? 204, headers: response.headers };
-    return json(
-      response.status ?? 200,
-      envelope(requestId, {
-        data: response.data ?? null,
-        warnings: response.warnings,
-        lease_duration: response.secret?.ttl ?? 0,
-        renewable: response.secret?.renewable ?? false,
-      }),
-      response.headers,
-    );
+    return json(response.status ?? 200, this.envelopeOf(requestId, response, lease), response.headers);
   }
 
   private errorResult(err: unknown, requestId: string): HttpResult {
@@ -215,79 +254,4 @@ function unknownPath(): HttpResult {
 function hasListKeys(response: Response | undefined): boolean {
   const keys = response?.data?.keys;
   return Array.isArray(keys) && keys.length > 0;
-}
-
-function header(req: HttpRequest, name: string): string | undefined {
-  const value = req.headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
-function tokenFrom(req: HttpRequest): string | undefined {
-  const direct = header(req, 'x-service-token');
-  if (direct) return direct;
-  const auth = header(req, 'authorization');
-  if (auth && /^bearer\s+/i.test(auth)) return auth.replace(/^bearer\s+/i, '').trim() || undefined;
-  return undefined;
-}
-
-/** Headers an engine may see; credentials are stripped so they never travel further. */
-function forwardedHeaders(headers: HttpRequest['headers']): HttpRequest['headers'] {
-  const out: HttpRequest['headers'] = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (name !== 'x-service-token' && name !== 'authorization' && name !== 'cookie') out[name] = value;
-  }
-  return out;
-}
-
-function operationFor(method: string, query: URLSearchParams): Operation {
-  if (query.get('help') === '1' || query.get('help') === 'true') return 'help';
-  switch (method) {
-    case 'GET':
-    case 'HEAD':
-      return query.get('list') === 'true' ? 'list' : 'read';
-    case 'LINK': // LIST on the wire; see list-method.ts
-      return 'list';
-    case 'POST':
-    case 'PUT':
-      return 'update';
-    case 'PATCH':
-      return 'patch';
-    case 'DELETE':
-      return 'delete';
-    default:
-      throw ServiceError.methodNotAllowed(`unsupported method ${method}`);
-  }
-}
-
-function decodePath(raw: string): string {
-  try {
-    return decodeURIComponent(raw);
-  } catch {
-    throw ServiceError.badRequest('malformed percent-encoding in the request path');
-  }
-}
-
-/** Document 1, convention 8: header namespace joined with the request path. */
-function joinNamespace(namespace: string | undefined, path: string): string {
-  const ns = (namespace ?? '').replace(/^\/+|\/+$/g, '');
-  return ns ? `${ns}/${path.replace(/^\/+/, '')}` : path.replace(/^\/+/, '');
-}
-
-/** JSON body for writes; query parameters for reads and lists (Document 1, convention 6). */
-function requestData(req: HttpRequest, operation: Operation, query: URLSearchParams): Record<string, unknown> {
-  const data: Record<string, unknown> = {};
-  if (operation === 'read' || operation === 'list' || operation === 'delete' || operation === 'help') {
-    for (const [key, value] of query) if (key !== 'list' && key !== 'help') data[key] = value;
-  }
-  if (!req.body || req.body.length === 0) return data;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(req.body.toString('utf8'));
-  } catch (err) {
-    throw ServiceError.badRequest(`failed to parse JSON input: ${(err as Error).message}`);
-  }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
-    throw ServiceError.badRequest('request body must be a JSON object');
-  }
-  return Object.assign(data, parsed);
 }

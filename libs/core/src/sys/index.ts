@@ -3,14 +3,28 @@ import type { Core } from '../core';
 import { mountPaths } from './mount-paths';
 import { openApiPaths } from './openapi-paths';
 import { sealPaths } from './seal-paths';
+import { policyPaths } from './policy-paths';
+import { namespacePaths } from './namespace-paths';
+import { leasePaths } from './lease-paths';
+import { wrappingPaths } from './wrapping-paths';
+import { passwordPolicyPaths } from './password-policy-paths';
 
 const SYSTEM_HELP = `The system backend: initialization and seal management, mounts of secrets engines and
-auth methods, and the API description of this server.`;
+auth methods, policies, namespaces, leases, response wrapping, and the API description of this server.`;
 
 export function createSystemBackend(core: Core): Backend {
   return new Backend({
     type: 'system',
     help: SYSTEM_HELP,
-    paths: [...sealPaths(core), ...mountPaths(core), ...openApiPaths(core)],
+    paths: [
+      ...sealPaths(core),
+      ...mountPaths(core),
+      ...policyPaths(core),
+      ...passwordPolicyPaths(core),
+      ...namespacePaths(core),
+      ...leasePaths(core),
+      ...wrappingPaths(core),
+      ...openApiPaths(core),
+    ],
   });
 }

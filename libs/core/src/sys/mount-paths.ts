@@ -1,7 +1,10 @@
-import { parseDuration, type FieldData, type FieldMap, type PathDeclaration, type Response } from '@svc/framework';
+import { parseDuration, type FieldData, type FieldMap, type PathDeclaration, type Request, type Response } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import type { Core } from '../core';
 import type { MountEntry, MountTable } from '../mounts/mount-table';
+
+/** Mount types that exist in every namespace and cannot be enabled by hand. */
+const BUILTIN_TYPES = new Set(['system', 'token', 'cubbyhole', 'identity']);
 
 const MOUNT_FIELDS: FieldMap = {
   type: { type: 'string', required: true, description: 'Type of the engine or auth method, e.g. "kv" or "transit".' },
@@ -57,11 +60,15 @@ function mountConfig(f: FieldData): Partial<MountEntry['config']> {
 }
 
 /** sys/mounts and sys/auth share one shape; `prefix` is "mounts" or "auth". */
-function tablePaths(core: Core, prefix: 'mounts' | 'auth', table: () => MountTable): PathDeclaration[] {
+function tablePaths(core: Core, prefix: 'mounts' | 'auth'): PathDeclaration[] {
+  const table = (req: Request): MountTable => {
+    const namespace = core.namespaceOf(req);
+    return prefix === 'mounts' ? namespace.secretMounts : namespace.authMounts;
+  };
   const kind = prefix === 'mounts' ? 'secrets engine' : 'auth method';
   const systemTtls = () => ({ default_lease_ttl: core.config.defaultLeaseTtl, max_lease_ttl: core.config.maxLeaseTtl });
-  const find = (path: string): MountEntry => {
-    const entry = table().get(path.endsWith('/') ? path : `${path}/`);
+  const find = (req: Request, path: string): MountEntry => {
+    const entry = table(req).get(path.endsWith('/') ? path : `${path}/`);
     if (!entry) throw ServiceError.badRequest(`no ${kind} mounted at "${path}"`);
     return entry;
   };
@@ -82,7 +89,7 @@ function tablePaths(core: Core, prefix: 'mounts' | 'auth', table: () => MountTab
       operations: {
         read: {
           summary: `List the ${kind}s.`,
-          handler: async () => ({ data: Object.fromEntries(table().list().map((e) => [e.path, describeMount(e)])) }),
+          handler: async (req) => ({ data: Object.fromEntries(table(req).list().map((e) => [e.path, describeMount(e)])) }),
         },
       },
     },
@@ -91,15 +98,15 @@ function tablePaths(core: Core, prefix: 'mounts' | 'auth', table: () => MountTab
       synopsis: `Reads or tunes the configuration of a mounted ${kind}.`,
       fields: TUNE_FIELDS,
       operations: {
-        read: { summary: 'Read the mount tuning.', handler: async (_req, f) => tuneView(find(f.params.path)) },
+        read: { summary: 'Read the mount tuning.', handler: async (req, f) => tuneView(find(req, f.params.path)) },
         update: {
           summary: 'Tune the mount.',
-          handler: async (_req, f) => {
+          handler: async (req, f) => {
             const config: Partial<MountEntry['config']> = {};
             if (f.has('default_lease_ttl')) config.default_lease_ttl = f.get('default_lease_ttl');
             if (f.has('max_lease_ttl')) config.max_lease_ttl = f.get('max_lease_ttl');
-            const entry = find(f.params.path);
-            await table().tune(entry.path, { config, description: f.get('description'), options: f.has('options') ? f.get('options') : undefined }, systemTtls());
+            const entry = find(req, f.params.path);
+            await table(req).tune(entry.path, { config, description: f.get('description'), options: f.has('options') ? f.get('options') : undefined }, systemTtls());
             return undefined;
           },
         },
@@ -110,17 +117,17 @@ function tablePaths(core: Core, prefix: 'mounts' | 'auth', table: () => MountTab
       synopsis: `Enables, reads or disables a ${kind} at a path.`,
       fields: MOUNT_FIELDS,
       operations: {
-        read: { summary: `Read the ${kind} at this path.`, handler: async (_req, f) => ({ data: describeMount(find(f.params.path)) }) },
+        read: { summary: `Read the ${kind} at this path.`, handler: async (req, f) => ({ data: describeMount(find(req, f.params.path)) }) },
         update: {
           summary: `Enable a ${kind} at this path.`,
-          handler: async (_req, f) => {
+          handler: async (req, f) => {
             const type = f.get<string>('type');
             const definition = core.options.engines.get(type);
             const wanted = prefix === 'mounts' ? 'secret' : 'auth';
-            if (!definition || definition.table !== wanted || type === 'system' || type === 'token') {
+            if (!definition || definition.table !== wanted || BUILTIN_TYPES.has(type)) {
               throw ServiceError.badRequest(`unknown ${kind} type "${type}"`);
             }
-            await table().mount(
+            await table(req).mount(
               {
                 path: f.params.path,
                 type,
@@ -138,10 +145,11 @@ function tablePaths(core: Core, prefix: 'mounts' | 'auth', table: () => MountTab
         },
         delete: {
           summary: `Disable the ${kind} at this path; its data is deleted.`,
-          handler: async (_req, f) => {
+          handler: async (req, f) => {
             const path = f.params.path.endsWith('/') ? f.params.path : `${f.params.path}/`;
-            if (!table().get(path)) return undefined; // Vault: disabling a missing mount succeeds
-            const entry = await table().unmount(path);
+            if (!table(req).get(path)) return undefined; // Vault: disabling a missing mount succeeds
+            await core.revokeMountLeases(core.namespaceOf(req), prefix === 'auth' ? `auth/${path}` : path);
+            const entry = await table(req).unmount(path);
             await core.purgeMountData(entry);
             return undefined;
           },
@@ -154,8 +162,8 @@ function tablePaths(core: Core, prefix: 'mounts' | 'auth', table: () => MountTab
 /** sys/mounts, sys/auth (with tune) and sys/remount. */
 export function mountPaths(core: Core): PathDeclaration[] {
   return [
-    ...tablePaths(core, 'mounts', () => core.secretMounts),
-    ...tablePaths(core, 'auth', () => core.authMounts),
+    ...tablePaths(core, 'mounts'),
+    ...tablePaths(core, 'auth'),
     {
       pattern: 'remount',
       synopsis: 'Moves a mount to a new path; its data moves with it.',
@@ -166,12 +174,13 @@ export function mountPaths(core: Core): PathDeclaration[] {
       operations: {
         update: {
           summary: 'Move a mount.',
-          handler: async (_req, f) => {
+          handler: async (req, f) => {
             const from = f.get<string>('from').replace(/^\/+/, '');
             const to = f.get<string>('to').replace(/^\/+/, '');
             const isAuth = from.startsWith('auth/');
             if (isAuth !== to.startsWith('auth/')) throw ServiceError.badRequest('cannot move a mount between auth/ and secret engines');
-            const table = isAuth ? core.authMounts : core.secretMounts;
+            const namespace = core.namespaceOf(req);
+            const table = isAuth ? namespace.authMounts : namespace.secretMounts;
             const strip = (p: string) => (isAuth ? p.slice('auth/'.length) : p);
             await table.remount(strip(from), strip(to));
             return { data: { migration_id: core.newMigrationId(from, to) } };

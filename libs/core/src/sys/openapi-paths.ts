@@ -15,7 +15,7 @@ export function openApiPaths(core: Core): PathDeclaration[] {
             const document = openApiDocument({ title: 'Secrets Service API', version: VERSION, description: 'HTTP API of Secrets Service' });
             const operationIds = new Set<string>();
             mergeOpenApi(document, core.system.help('').openapi, '/sys', operationIds);
-            for (const { mount, prefix } of core.allMounts()) {
+            for (const { mount, prefix } of core.namespaceOf(req).allMounts()) {
               if (mount.type === 'system' || !core.options.engines.get(mount.type)) continue;
               // Each mount documents its own paths (in process or from its service over the bus).
               const reply = await core.dispatch({ ...core.baseMessage(req), kind: 'help', mount, path: '', operation: 'help' });

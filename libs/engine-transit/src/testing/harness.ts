@@ -22,7 +22,7 @@ export class TransitMount {
   static create(replicaOf?: TransitMount, locks = new MemoryLockManager()): TransitMount {
     const mount = replicaOf?.mount ?? mountInfo();
     const storage = replicaOf?.storage ?? newStorage(mount);
-    const backend = transitBackendFactory(mount, { locks, logger: pino({ level: 'silent' }) });
+    const backend = transitBackendFactory(mount, { locks, logger: pino({ level: 'silent' }), passwordPolicy: async () => undefined });
     return new TransitMount(backend, storage, mount);
   }
 

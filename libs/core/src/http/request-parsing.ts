@@ -1,0 +1,93 @@
+import type { Operation } from '@svc/framework';
+import { parseDuration } from '@svc/framework';
+import { ServiceError } from '@svc/http';
+import type { HttpRequest } from './pipeline';
+
+export function header(req: HttpRequest, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+export function tokenFrom(req: HttpRequest): string | undefined {
+  const direct = header(req, 'x-service-token');
+  if (direct) return direct;
+  const auth = header(req, 'authorization');
+  if (auth && /^bearer\s+/i.test(auth)) return auth.replace(/^bearer\s+/i, '').trim() || undefined;
+  return undefined;
+}
+
+/** Headers an engine may see; credentials are stripped so they never travel further. */
+export function forwardedHeaders(headers: HttpRequest['headers']): HttpRequest['headers'] {
+  const out: HttpRequest['headers'] = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (name !== 'x-service-token' && name !== 'authorization' && name !== 'cookie') out[name] = value;
+  }
+  return out;
+}
+
+export function operationFor(method: string, query: URLSearchParams): Operation {
+  if (query.get('help') === '1' || query.get('help') === 'true') return 'help';
+  switch (method) {
+    case 'GET':
+    case 'HEAD':
+      return query.get('list') === 'true' ? 'list' : 'read';
+    case 'LINK': // LIST on the wire; see list-method.ts
+      return 'list';
+    case 'POST':
+    case 'PUT':
+      return 'update';
+    case 'PATCH':
+      return 'patch';
+    case 'DELETE':
+      return 'delete';
+    default:
+      throw ServiceError.methodNotAllowed(`unsupported method ${method}`);
+  }
+}
+
+export function decodePath(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw ServiceError.badRequest('malformed percent-encoding in the request path');
+  }
+}
+
+/** Document 1, convention 8: header namespace joined with the request path. */
+export function joinNamespace(namespace: string | undefined, path: string): string {
+  const ns = (namespace ?? '').replace(/^\/+|\/+$/g, '');
+  return ns ? `${ns}/${path.replace(/^\/+/, '')}` : path.replace(/^\/+/, '');
+}
+
+/** JSON body for writes; query parameters for reads and lists (Document 1, convention 6). */
+export function requestData(req: HttpRequest, operation: Operation, query: URLSearchParams): Record<string, unknown> {
+  const data: Record<string, unknown> = {};
+  if (operation === 'read' || operation === 'list' || operation === 'delete' || operation === 'help') {
+    for (const [key, value] of query) if (key !== 'list' && key !== 'help') data[key] = value;
+  }
+  if (!req.body || req.body.length === 0) return data;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(req.body.toString('utf8'));
+  } catch (err) {
+    throw ServiceError.badRequest(`failed to parse JSON input: ${(err as Error).message}`);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw ServiceError.badRequest('request body must be a JSON object');
+  }
+  return Object.assign(data, parsed);
+}
+
+/** `X-Service-Wrap-TTL`: a duration, or undefined when absent. */
+export function wrapTtlFrom(req: HttpRequest): number | undefined {
+  const raw = header(req, 'x-service-wrap-ttl');
+  if (raw === undefined || raw === '') return undefined;
+  let ttl: number;
+  try {
+    ttl = parseDuration(raw);
+  } catch {
+    throw ServiceError.badRequest('X-Service-Wrap-TTL is not a valid duration');
+  }
+  if (ttl <= 0) throw ServiceError.badRequest('X-Service-Wrap-TTL must be greater than zero');
+  return ttl;
+}

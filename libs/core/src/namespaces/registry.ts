@@ -1,0 +1,104 @@
+import { randomBytes } from 'node:crypto';
+import { ServiceError } from '@svc/http';
+import type { Barrier, StorageView } from '@svc/storage';
+import { createView } from '@svc/storage';
+import { Namespace, ROOT_NAMESPACE, type NamespaceRecord } from './namespace';
+
+const RECORDS_KEY = 'core/namespaces';
+const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]*$/;
+/** Names that would make paths ambiguous with the API's own top-level paths. */
+const RESERVED = new Set(['sys', 'auth', 'cubbyhole', 'identity', 'root']);
+
+/** Full barrier key of the namespace list, for cache invalidation. */
+export const NAMESPACES_KEY = RECORDS_KEY;
+
+/**
+ * Every namespace of the cluster, by path. A request path is resolved by the longest namespace
+ * prefix, so `a/b/secret/x`, header `a` + `b/secret/x` and header `a/b` + `secret/x` are the same.
+ */
+export class NamespaceRegistry {
+  private readonly byPath = new Map<string, Namespace>();
+  private readonly view: StorageView;
+
+  constructor(private readonly barrier: Barrier) {
+    this.view = createView(barrier, '');
+  }
+
+  get root(): Namespace {
+    return this.byPath.get('')!;
+  }
+
+  /** Reads the namespace list and every namespace's tables; creates the root's built-ins once. */
+  async load(defaultKvVersion: '1' | '2'): Promise<void> {
+    const records = (await this.view.getJSON<NamespaceRecord[]>(RECORDS_KEY)) ?? [];
+    this.byPath.clear();
+    for (const record of [ROOT_NAMESPACE, ...records]) {
+      const namespace = new Namespace(record, this.barrier);
+      await namespace.load();
+      this.byPath.set(record.path, namespace);
+    }
+    if (this.root.secretMounts.size === 0) await this.root.ensureBuiltins(defaultKvVersion);
+  }
+
+  get(path: string): Namespace | undefined {
+    return this.byPath.get(normalize(path));
+  }
+
+  all(): Namespace[] {
+    return [...this.byPath.values()];
+  }
+
+  /** Splits a full path (namespace path + path inside it) by the longest namespace prefix. */
+  resolve(fullPath: string): { namespace: Namespace; path: string } {
+    let end = fullPath.length;
+    for (;;) {
+      const slash = fullPath.lastIndexOf('/', end - 1);
+      if (slash < 0) return { namespace: this.root, path: fullPath };
+      const namespace = this.byPath.get(fullPath.slice(0, slash + 1));
+      if (namespace) return { namespace, path: fullPath.slice(slash + 1) };
+      end = slash;
+    }
+  }
+
+  /** Direct children of a namespace. */
+  children(parent: Namespace): Namespace[] {
+    return this.all().filter((ns) => !ns.isRoot && ns.path.startsWith(parent.path) && ns.path !== parent.path && !ns.path.slice(parent.path.length, -1).includes('/'));
+  }
+
+  async create(parent: Namespace, name: string, metadata: Record<string, string>): Promise<Namespace> {
+    if (!NAME.test(name) || RESERVED.has(name)) throw ServiceError.badRequest(`invalid namespace name "${name}"`);
+    const path = `${parent.path}${name}/`;
+    if (this.byPath.has(path)) throw ServiceError.badRequest(`namespace "${path}" already exists`);
+    const record: NamespaceRecord = { id: randomBytes(4).toString('base64url').replace(/[-_]/g, 'x'), path, custom_metadata: metadata };
+    const namespace = new Namespace(record, this.barrier);
+    await namespace.ensureBuiltins();
+    await this.saveRecords([...this.records(), record]);
+    this.byPath.set(path, namespace);
+    return namespace;
+  }
+
+  /** Forgets a namespace (its data is removed by the caller, which also revokes its tokens). */
+  async remove(namespace: Namespace): Promise<void> {
+    if (namespace.isRoot) throw ServiceError.badRequest('the root namespace cannot be deleted');
+    if (this.children(namespace).length > 0) {
+      throw ServiceError.badRequest(`namespace "${namespace.path}" has child namespaces; delete them first`);
+    }
+    await this.saveRecords(this.records().filter((r) => r.id !== namespace.record.id));
+    this.byPath.delete(namespace.path);
+  }
+
+  private records(): NamespaceRecord[] {
+    return this.all()
+      .filter((ns) => !ns.isRoot)
+      .map((ns) => ns.record);
+  }
+
+  private async saveRecords(records: NamespaceRecord[]): Promise<void> {
+    await this.view.putJSON(RECORDS_KEY, records);
+  }
+}
+
+function normalize(path: string): string {
+  const trimmed = path.replace(/^\/+|\/+$/g, '');
+  return trimmed ? `${trimmed}/` : '';
+}

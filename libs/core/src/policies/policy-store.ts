@@ -1,0 +1,77 @@
+import { Acl, DEFAULT_POLICY, DEFAULT_POLICY_TEXT, parsePolicy, ROOT_POLICY, type Policy } from '@svc/acl';
+import { ServiceError } from '@svc/http';
+import type { StorageView } from '@svc/storage';
+
+const PREFIX = 'sys/policy/';
+
+/** Storage key (inside a namespace's view) of a policy, for cache invalidation. */
+export function policyKey(name: string): string {
+  return PREFIX + name;
+}
+
+/**
+ * The ACL policies of one namespace. Parsed policies are cached (every request evaluates them);
+ * a write anywhere in the cluster drops the cached copy on every replica (ReplicaSync).
+ */
+export class PolicyStore {
+  private readonly cache = new Map<string, Policy | null>();
+  /** Compiled ACLs by policy set: most requests come from a handful of policy combinations. */
+  private readonly acls = new Map<string, Acl>();
+
+  constructor(private readonly storage: StorageView) {}
+
+  /** Creates the built-in `default` policy in a new namespace. */
+  async ensureDefault(): Promise<void> {
+    if (!(await this.storage.get(policyKey(DEFAULT_POLICY)))) await this.put(DEFAULT_POLICY, DEFAULT_POLICY_TEXT);
+  }
+
+  clear(): void {
+    this.cache.clear();
+    this.acls.clear();
+  }
+
+  forget(name: string): void {
+    this.cache.delete(name);
+    this.acls.clear();
+  }
+
+  async get(name: string): Promise<Policy | null> {
+    if (this.cache.has(name)) return this.cache.get(name)!;
+    const text = (await this.storage.get(policyKey(name)))?.toString('utf8');
+    const policy = text === undefined ? null : parsePolicy(name, text);
+    this.cache.set(name, policy);
+    return policy;
+  }
+
+  async put(name: string, text: string): Promise<Policy> {
+    if (name === ROOT_POLICY) throw ServiceError.badRequest('cannot update the root policy');
+    const policy = parsePolicy(name, text);
+    await this.storage.put(policyKey(policy.name), Buffer.from(text, 'utf8'));
+    this.forget(policy.name);
+    return policy;
+  }
+
+  async delete(name: string): Promise<void> {
+    if (name === ROOT_POLICY || name === DEFAULT_POLICY) throw ServiceError.badRequest(`cannot delete the ${name} policy`);
+    await this.storage.delete(policyKey(name));
+    this.forget(name);
+  }
+
+  async list(): Promise<string[]> {
+    const names = (await this.storage.list(PREFIX)).filter((k) => !k.endsWith('/'));
+    return [...names, ROOT_POLICY].sort();
+  }
+
+  /** The ACL of a set of policy names; unknown names contribute nothing, as in Vault. */
+  async acl(names: string[]): Promise<Acl> {
+    if (names.includes(ROOT_POLICY)) return Acl.root();
+    const key = [...names].sort().join('\n');
+    let acl = this.acls.get(key);
+    if (!acl) {
+      const policies = await Promise.all(names.map((name) => this.get(name)));
+      acl = new Acl(policies.filter((p): p is Policy => p !== null));
+      this.acls.set(key, acl);
+    }
+    return acl;
+  }
+}

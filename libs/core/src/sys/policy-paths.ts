@@ -1,0 +1,163 @@
+import { Acl } from '@svc/acl';
+import { listResponse, type PathDeclaration, type Request } from '@svc/framework';
+import { ServiceError } from '@svc/http';
+import type { Core } from '../core';
+import type { TokenEntry } from '../tokens/token-store';
+
+const POLICY_FIELDS = {
+  policy: { type: 'string' as const, required: true, description: 'The policy document (HCL or JSON; base64 accepted).' },
+};
+
+/** Vault accepts policy text base64-encoded as well. */
+function policyText(raw: string): string {
+  const trimmed = raw.trim();
+  if (/^[A-Za-z0-9+/=\s]+$/.test(trimmed) && !/^path\b/.test(trimmed)) {
+    const decoded = Buffer.from(trimmed, 'base64').toString('utf8');
+    if (/\bpath\b/.test(decoded)) return decoded;
+  }
+  return raw;
+}
+
+/** sys/policies/acl, the legacy sys/policy, and sys/capabilities*. */
+export function policyPaths(core: Core): PathDeclaration[] {
+  const store = (req: Request) => core.namespaceOf(req).policies;
+
+  const readPolicy = async (req: Request, name: string, legacy: boolean) => {
+    const lower = name.toLowerCase();
+    if (lower === 'root') return { data: { name: 'root', policy: '', ...(legacy ? { rules: '' } : {}) } };
+    const policy = await store(req).get(lower);
+    if (!policy) return undefined;
+    return { data: { name: policy.name, policy: policy.text, ...(legacy ? { rules: policy.text } : {}) } };
+  };
+
+  const capabilitiesOf = async (req: Request, token: TokenEntry, paths: string[]) => {
+    const home = core.namespaces.get(token.namespace);
+    if (!home) throw ServiceError.badRequest('the token\'s namespace no longer exists');
+    const acl = token.policies.includes('root') ? Acl.root() : await home.policies.acl(token.policies);
+    const prefix = core.namespaceOf(req).path.slice(home.path.length);
+    const result: Record<string, string[]> = {};
+    for (const path of paths) {
+      const caps = acl.capabilities(prefix + path.replace(/^\/+/, ''));
+      result[path] = caps.size === 0 ? ['deny'] : [...caps].sort();
+    }
+    const data: Record<string, unknown> = { ...result, capabilities: paths.length === 1 ? result[paths[0]] : [] };
+    return { data };
+  };
+
+  const pathsField = {
+    paths: { type: 'comma-string-list' as const, required: true, description: 'Paths to check.' },
+    path: { type: 'comma-string-list' as const, deprecated: true, description: 'Deprecated alias of paths.' },
+  };
+  const pathsOf = (f: { has(n: string): boolean; get<T>(n: string): T }) => (f.has('paths') ? f.get<string[]>('paths') : f.get<string[]>('path') ?? []);
+
+  return [
+    {
+      pattern: 'policies/acl/',
+      synopsis: 'Lists ACL policies.',
+      operations: { list: { summary: 'List ACL policies.', handler: async (req) => listResponse(await store(req).list()) } },
+    },
+    {
+      pattern: 'policies/acl/:name',
+      synopsis: 'Reads, writes or deletes an ACL policy.',
+      fields: POLICY_FIELDS,
+      operations: {
+        read: { summary: 'Read an ACL policy.', handler: (req, f) => readPolicy(req, f.params.name, false) },
+        update: {
+          summary: 'Create or update an ACL policy.',
+          handler: async (req, f) => {
+            await store(req).put(f.params.name.toLowerCase(), policyText(f.get('policy')));
+            return undefined;
+          },
+        },
+        delete: {
+          summary: 'Delete an ACL policy.',
+          handler: async (req, f) => {
+            await store(req).delete(f.params.name.toLowerCase());
+            return undefined;
+          },
+        },
+      },
+    },
+    {
+      pattern: 'policy',
+      synopsis: 'Lists ACL policies (legacy path).',
+      operations: {
+        read: {
+          summary: 'List policies.',
+          handler: async (req) => {
+            const names = await store(req).list();
+            return { data: { keys: names, policies: names } };
+          },
+        },
+      },
+    },
+    {
+      pattern: 'policy/:name',
+      synopsis: 'Reads, writes or deletes an ACL policy (legacy path).',
+      fields: { ...POLICY_FIELDS, rules: { type: 'string', deprecated: true, description: 'Deprecated alias of policy.' } },
+      operations: {
+        read: { summary: 'Read a policy.', handler: (req, f) => readPolicy(req, f.params.name, true) },
+        update: {
+          summary: 'Write a policy.',
+          handler: async (req, f) => {
+            const text = f.get<string>('policy') ?? f.get<string>('rules');
+            await store(req).put(f.params.name.toLowerCase(), policyText(text));
+            return undefined;
+          },
+        },
+        delete: {
+          summary: 'Delete a policy.',
+          handler: async (req, f) => {
+            await store(req).delete(f.params.name.toLowerCase());
+            return undefined;
+          },
+        },
+      },
+    },
+    {
+      pattern: 'capabilities',
+      synopsis: 'Capabilities of a token on paths.',
+      fields: { token: { type: 'string', sensitive: true, required: true, description: 'The token.' }, ...pathsField },
+      operations: {
+        update: {
+          summary: 'Capabilities of a token.',
+          handler: async (req, f) => {
+            const token = await core.tokens.lookup(f.get('token'));
+            if (!token) throw ServiceError.badRequest('invalid token');
+            return capabilitiesOf(req, token, pathsOf(f));
+          },
+        },
+      },
+    },
+    {
+      pattern: 'capabilities-self',
+      synopsis: 'Capabilities of the calling token on paths.',
+      fields: pathsField,
+      operations: {
+        update: {
+          summary: 'Capabilities of the calling token.',
+          handler: async (req, f) => {
+            const token = req.caller?.tokenId ? await core.tokens.lookup(req.caller.tokenId) : null;
+            if (!token) throw ServiceError.forbidden();
+            return capabilitiesOf(req, token, pathsOf(f));
+          },
+        },
+      },
+    },
+    {
+      pattern: 'capabilities-accessor',
+      synopsis: 'Capabilities of a token, by accessor, on paths.',
+      fields: { accessor: { type: 'string', required: true, description: 'Accessor of the token.' }, ...pathsField },
+      operations: {
+        update: {
+          summary: 'Capabilities of a token by accessor.',
+          handler: async (req, f) => {
+            const found = await core.tokens.lookupAccessor(f.get('accessor'));
+            if (!found) throw ServiceError.badRequest('invalid accessor');
+            return capabilitiesOf(req, found.entry, pathsOf(f));
+          },
+        },
+      },
+    },
+  ];
+}

@@ -1,0 +1,69 @@
+import type { BackendFactory, EngineContext } from '@svc/engine-host';
+import { Backend, type BackendDeclaration, type MountInfo, type Request, type Response } from '@svc/framework';
+import { DatabaseEngine, type DatabaseEngineOptions } from './engine';
+import { configPaths } from './paths/config-paths';
+import { STATEMENT_FIELD_NAMES } from './paths/role-fields';
+import { credsSecret, rolePaths } from './paths/role-paths';
+import { staticRolePaths } from './paths/static-role-paths';
+
+const HELP =
+  'The database secrets engine issues database credentials. Configure a connection (`config/:name`) ' +
+  'with a plugin (postgresql-database-plugin, mysql-database-plugin, redis-database-plugin), then either ' +
+  'dynamic roles (`roles/:name`), whose `creds/:name` create a short-lived user under a lease, or static ' +
+  'roles (`static-roles/:name`), which rotate the password of an existing user (`static-creds/:name`).';
+
+export function databaseDeclaration(engine: DatabaseEngine): BackendDeclaration {
+  return {
+    type: 'database',
+    help: HELP,
+    paths: [...configPaths(engine), ...rolePaths(engine), ...staticRolePaths(engine)],
+    secrets: { creds: credsSecret(engine) },
+    periodic: (req) => engine.rotations.periodic(req.storage),
+  };
+}
+
+/** A single statement sent as a string is a one-element list, as Vault reads it. */
+function withStatementLists(data: Record<string, unknown>): Record<string, unknown> {
+  const lists = STATEMENT_FIELD_NAMES.filter((name) => typeof data[name] === 'string').map((name) => [name, [data[name]]]);
+  return lists.length === 0 ? data : { ...data, ...Object.fromEntries(lists) };
+}
+
+/**
+ * One database mount in one service replica. It keeps the connection pools and the static-role
+ * rotation timer; `close` ends both (the host calls it when the mount goes away, tests after use).
+ */
+export class DatabaseBackend extends Backend {
+  private readonly engine: DatabaseEngine;
+
+  constructor(mount: MountInfo, context: EngineContext, options: DatabaseEngineOptions = {}) {
+    const engine = new DatabaseEngine(mount, context, options.passwordPolicies ?? ((name, m) => context.passwordPolicy(m.namespace, name)));
+    super(databaseDeclaration(engine));
+    this.engine = engine;
+  }
+
+  override handle(req: Request): Promise<Response | undefined> {
+    this.engine.rotations.attach(req.storage);
+    return super.handle({ ...req, data: withStatementLists(req.data) });
+  }
+
+  override renewSecret(req: Request, type: string, internalData: Record<string, unknown>): Promise<Response | undefined> {
+    this.engine.rotations.attach(req.storage);
+    return super.renewSecret(req, type, internalData);
+  }
+
+  override revokeSecret(req: Request, type: string, internalData: Record<string, unknown>): Promise<void> {
+    this.engine.rotations.attach(req.storage);
+    return super.revokeSecret(req, type, internalData);
+  }
+
+  close(): Promise<void> {
+    return this.engine.close();
+  }
+}
+
+/** A factory with options: the core passes its password policy lookup here. */
+export function createDatabaseBackendFactory(options: DatabaseEngineOptions = {}): BackendFactory {
+  return (mount, context) => new DatabaseBackend(mount, context, options);
+}
+
+export const databaseBackendFactory: BackendFactory = createDatabaseBackendFactory();

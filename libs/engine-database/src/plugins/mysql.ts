@@ -1,0 +1,130 @@
+import { createPool, type Pool, type PoolOptions } from 'mysql2/promise';
+import { InvalidSettingsError, type ConnectionSettings, type DatabasePlugin, type DeleteUserRequest, type NewUserRequest, type PluginDefinition, type UpdateUserRequest } from './plugin';
+import { renderConnectionUrl, renderStatements, rollBack, sqlTimestamp, SQL_CONNECTION_FIELDS, type StatementRunner } from './sql-statements';
+
+// Vault's form `user:pass@tcp(host:port)/db?params`.
+const GO_DSN = /^(?:(?<userinfo>.*)@)?tcp\((?<address>[^)]*)\)\/(?<database>[^?]*)(?:\?.*)?$/s;
+
+/** Connection options from a MySQL URL (mysql://) or a Go driver DSN; credentials percent-decoded unless escaping is off. */
+export function mysqlConnectionOptions(url: string, decode: boolean): PoolOptions {
+  const unescape = (value: string | undefined): string | undefined => {
+    if (value === undefined || !decode) return value;
+    try {
+      return decodeURIComponent(value);
+    } catch {
+      return value;
+    }
+  };
+  if (url.startsWith('mysql://')) {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw new InvalidSettingsError('connection_url', 'connection_url is not a valid mysql:// URL');
+    }
+    return {
+      host: parsed.hostname,
+      port: Number(parsed.port || 3306),
+      user: unescape(parsed.username),
+      password: unescape(parsed.password),
+      database: parsed.pathname.slice(1) || undefined,
+    };
+  }
+  const dsn = GO_DSN.exec(url)?.groups;
+  if (!dsn) throw new InvalidSettingsError('connection_url', 'connection_url must look like user:pass@tcp(host:port)/ or mysql://user:pass@host:port/');
+  const [host, port] = dsn.address.split(':');
+  const separator = (dsn.userinfo ?? '').indexOf(':');
+  const userinfo = dsn.userinfo ?? '';
+  return {
+    host: host || '127.0.0.1',
+    port: Number(port || 3306),
+    user: unescape(separator < 0 ? userinfo : userinfo.slice(0, separator)),
+    password: separator < 0 ? undefined : unescape(userinfo.slice(separator + 1)),
+    database: dsn.database || undefined,
+  };
+}
+
+class MysqlPlugin implements DatabasePlugin, StatementRunner {
+  private readonly pool: Pool;
+  private closed = false;
+
+  constructor(settings: ConnectionSettings) {
+    const url = renderConnectionUrl(String(settings.details.connection_url ?? ''), settings.username, settings.password, settings.disableEscaping);
+    this.pool = createPool({
+      ...mysqlConnectionOptions(url, !settings.disableEscaping),
+      connectionLimit: Number(settings.details.max_open_connections ?? 4),
+      connectTimeout: 10_000,
+    });
+  }
+
+  /** MySQL commits DDL as it goes, so statements run in order on one connection without a transaction. */
+  async run(statements: string[]): Promise<void> {
+    const connection = await this.pool.getConnection();
+    try {
+      for (const statement of statements) await connection.query(statement);
+    } finally {
+      connection.release();
+    }
+  }
+
+  /** Every host the user is defined for: the defaults act on all of them. */
+  private async hostsOf(username: string): Promise<string[]> {
+    const [rows] = await this.pool.query('SELECT Host AS host FROM mysql.user WHERE User = ?', [username]);
+    return (rows as Array<{ host: string }>).map((row) => row.host);
+  }
+
+  private async dropUser(username: string): Promise<void> {
+    for (const host of await this.hostsOf(username)) await this.pool.query('DROP USER IF EXISTS ?@?', [username, host]);
+  }
+
+  async newUser(request: NewUserRequest): Promise<void> {
+    const values = { name: request.username, credential: request.credential, expiration: sqlTimestamp(request.expiration) };
+    try {
+      await this.run(renderStatements(request.statements, values));
+    } catch (err) {
+      await rollBack(request.rollbackStatements, values, this, () => this.dropUser(request.username));
+      throw err;
+    }
+  }
+
+  async updateUser(request: UpdateUserRequest): Promise<void> {
+    const { credential, expiration } = request;
+    if (credential) {
+      if (credential.statements.length > 0) {
+        await this.run(renderStatements(credential.statements, { name: request.username, credential: credential.value }));
+      } else {
+        for (const host of await this.hostsOf(request.username)) {
+          await this.pool.query('ALTER USER ?@? IDENTIFIED BY ?', [request.username, host, credential.value.password ?? '']);
+        }
+      }
+    }
+    // MySQL users have no expiry of their own: renewal runs only statements the role gives.
+    if (expiration) await this.run(renderStatements(expiration.statements, { name: request.username, expiration: sqlTimestamp(expiration.value) }));
+  }
+
+  async deleteUser(request: DeleteUserRequest): Promise<void> {
+    if (request.statements.length > 0) return this.run(renderStatements(request.statements, { name: request.username }));
+    await this.dropUser(request.username);
+  }
+
+  async verify(): Promise<void> {
+    await this.pool.query('SELECT 1');
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end();
+  }
+}
+
+export const mysqlPlugin: PluginDefinition = {
+  name: 'mysql-database-plugin',
+  version: 'v1.0.0+builtin.svc',
+  fields: SQL_CONNECTION_FIELDS,
+  requiredFields: ['connection_url'],
+  credentialTypes: ['password', 'rsa_private_key', 'client_certificate'],
+  defaultUsernameTemplate: 'v-{{.DisplayName | truncate 8}}-{{.RoleName | truncate 8}}-{{random 20}}-{{unix_time}}',
+  maxUsernameLength: 32,
+  open: (settings) => new MysqlPlugin(settings),
+};

@@ -1,0 +1,128 @@
+import Redis from 'ioredis';
+import type { FieldMap } from '@svc/framework';
+import { InvalidSettingsError, type ConnectionSettings, type DatabasePlugin, type DeleteUserRequest, type NewUserRequest, type PluginDefinition, type UpdateUserRequest } from './plugin';
+
+const REDIS_FIELDS: FieldMap = {
+  host: { type: 'string', description: 'Redis host (redis-database-plugin).' },
+  port: { type: 'int', default: 6379, description: 'Redis port (redis-database-plugin).' },
+  tls: { type: 'bool', default: false, description: 'Connect to Redis over TLS (redis-database-plugin).' },
+  insecure_tls: { type: 'bool', default: false, description: "Skip verifying Redis's TLS certificate (redis-database-plugin)." },
+  ca_cert: { type: 'string', default: '', description: 'PEM CA certificate that signed the Redis TLS certificate (redis-database-plugin).' },
+};
+
+/**
+ * ACL rules of the role's statements: each statement is a JSON array of rules, as Vault's Redis
+ * plugin takes them (`["~*", "+@read"]`), or rules separated by spaces.
+ */
+export function aclRules(statements: string[]): string[] {
+  return statements.flatMap((statement) => {
+    const text = statement.trim();
+    if (!text.startsWith('[')) return text.split(/\s+/).filter((rule) => rule !== '');
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw new InvalidSettingsError('creation_statements', 'a Redis statement starting with "[" must be a JSON array of ACL rules');
+    }
+    if (!Array.isArray(parsed) || !parsed.every((rule) => typeof rule === 'string')) {
+      throw new InvalidSettingsError('creation_statements', 'a Redis statement must be a JSON array of ACL rule strings');
+    }
+    return parsed;
+  });
+}
+
+class RedisPlugin implements DatabasePlugin {
+  private connection?: Promise<Redis>;
+
+  constructor(private readonly settings: ConnectionSettings) {
+    if (typeof settings.details.host !== 'string' || settings.details.host === '') {
+      throw new InvalidSettingsError('host', 'host is required for redis-database-plugin');
+    }
+  }
+
+  /** One connection per plugin; forgotten when it ends (server restart, refusal) so the next call reconnects. */
+  private client(): Promise<Redis> {
+    if (!this.connection) {
+      const attempt = this.open();
+      const forget = () => {
+        if (this.connection === attempt) this.connection = undefined;
+      };
+      attempt.then((redis) => redis.once('end', forget), forget);
+      this.connection = attempt;
+    }
+    return this.connection;
+  }
+
+  private async open(): Promise<Redis> {
+    const { details, username, password } = this.settings;
+    const redis = new Redis({
+      host: String(details.host),
+      port: Number(details.port ?? 6379),
+      username: username || undefined,
+      password: password || undefined,
+      tls: details.tls ? { ca: details.ca_cert ? String(details.ca_cert) : undefined, rejectUnauthorized: !details.insecure_tls } : undefined,
+      lazyConnect: true,
+      connectTimeout: 10_000,
+      maxRetriesPerRequest: 1,
+      // The root user may lack INFO, which the ready check runs.
+      enableReadyCheck: false,
+      // Fail the request now rather than queueing it while reconnecting for ever.
+      retryStrategy: () => null,
+    });
+    // The socket's own error (ECONNREFUSED, WRONGPASS) says more than "Connection is closed".
+    let cause: unknown;
+    redis.on('error', (err) => (cause = err));
+    try {
+      await redis.connect();
+    } catch (err) {
+      redis.disconnect();
+      throw cause ?? err;
+    }
+    return redis;
+  }
+
+  private async acl(...args: string[]): Promise<unknown> {
+    return (await this.client()).call('ACL', ...args);
+  }
+
+  async newUser(request: NewUserRequest): Promise<void> {
+    const rules = aclRules(request.statements);
+    try {
+      await this.acl('SETUSER', request.username, 'on', `>${request.credential.password ?? ''}`, ...rules);
+    } catch (err) {
+      await this.acl('DELUSER', request.username).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  async updateUser(request: UpdateUserRequest): Promise<void> {
+    // Redis users do not expire; only a new password changes anything.
+    if (request.credential) await this.acl('SETUSER', request.username, 'resetpass', `>${request.credential.value.password ?? ''}`);
+  }
+
+  async deleteUser(request: DeleteUserRequest): Promise<void> {
+    await this.acl('DELUSER', request.username);
+  }
+
+  async verify(): Promise<void> {
+    await (await this.client()).ping();
+  }
+
+  async close(): Promise<void> {
+    const current = this.connection;
+    this.connection = undefined;
+    const redis = await current?.catch(() => undefined);
+    await redis?.quit().catch(() => redis.disconnect());
+  }
+}
+
+export const redisPlugin: PluginDefinition = {
+  name: 'redis-database-plugin',
+  version: 'v1.0.0+builtin.svc',
+  fields: REDIS_FIELDS,
+  requiredFields: ['host'],
+  credentialTypes: ['password'],
+  defaultUsernameTemplate: 'V_{{.DisplayName | uppercase | truncate 10}}_{{.RoleName | uppercase | truncate 10}}_{{random 20 | uppercase}}_{{unix_time}}',
+  maxUsernameLength: 100,
+  open: (settings) => new RedisPlugin(settings),
+};

@@ -1,0 +1,9 @@
+export {
+  parsePasswordPolicy,
+  generatePassword,
+  PasswordPolicyError,
+  DEFAULT_PASSWORD_POLICY,
+  DEFAULT_PASSWORD_POLICY_HCL,
+  type PasswordPolicy,
+  type CharsetRule,
+} from './password-policy';
