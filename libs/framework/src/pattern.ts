@@ -86,7 +86,8 @@ function matchSegments(
         const end = parts.length - suffix.length;
         if (end <= index || suffix.some((literal, k) => parts[end + k] !== literal.value)) return null;
         const value = parts.slice(index, end).join('/');
-        if (value === '' || parts.slice(index, end).some((part) => part.endsWith('.'))) return null;
+        // "." and ".." reach the handler, which names the problem (400); "name." is a 404.
+        if (value === '' || parts.slice(index, end).some((part) => part.endsWith('.') && part !== '.' && part !== '..')) return null;
         params[segment.name] = value;
         return params;
       }
