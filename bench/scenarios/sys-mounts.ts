@@ -1,12 +1,8 @@
-import { measure, startDevServer, startFloor, type ScenarioResult } from './run';
-
-export interface Scenario {
-  name: string;
-  run(): Promise<ScenarioResult>;
-}
+import { measure, startDevServer, startFloor } from '../run';
+import type { Scenario } from './scenario';
 
 /** Authenticated GET /v1/sys/mounts through the gateway, beside a bare node:http mount table. */
-const sysMounts: Scenario = {
+export const sysMounts: Scenario = {
   name: 'sys-mounts-read',
   async run() {
     const server = await startDevServer();
@@ -22,5 +18,3 @@ const sysMounts: Scenario = {
     }
   },
 };
-
-export const SCENARIOS: Scenario[] = [sysMounts];
