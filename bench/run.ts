@@ -19,6 +19,8 @@ export interface Target {
   body?: string;
   /** Distinct requests cycled through (e.g. writes to different keys). */
   requests?: { method: 'GET' | 'POST' | 'PUT'; path: string; body?: string }[];
+  /** Replaces `[<id>]` in the path and body with a fresh id per request (e.g. every write a new key). */
+  idReplacement?: boolean;
 }
 
 export interface Measurement {
@@ -45,6 +47,7 @@ export async function measure(target: Target, connections = CONNECTIONS): Promis
     headers: target.headers,
     body: target.body,
     requests: target.requests?.map((r) => ({ method: r.method, path: r.path, body: r.body })),
+    idReplacement: target.idReplacement,
     connections,
     duration: DURATION,
     pipelining: 1,

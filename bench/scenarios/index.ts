@@ -1,5 +1,8 @@
+import { databaseCreds } from './database-creds';
+import { kvScenarios } from './kv';
 import type { Scenario } from './scenario';
 import { sysMounts } from './sys-mounts';
+import { transitBatch, transitEncrypt, transitEncryptDistributed } from './transit';
 
 /** Every scenario, in the order `npm run bench` runs them (BENCH_ONLY picks some by name). */
-export const SCENARIOS: Scenario[] = [sysMounts];
+export const SCENARIOS: Scenario[] = [sysMounts, transitEncrypt, transitEncryptDistributed, transitBatch, ...kvScenarios, databaseCreds];

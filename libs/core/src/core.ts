@@ -25,8 +25,11 @@ import { ExpirationManager, LEASE_KEY_PREFIX } from './leases/expiration';
 import { clampTtl, type LeaseEntry } from './leases/lease';
 import { Authorizer } from './access/authorizer';
 import { ResponseWrapper } from './wrapping/response-wrapper';
+import { AUDIT_TABLE_KEY, AuditDevices } from './audit/audit-devices';
 
 const PERIODIC_INTERVAL_MS = 60_000;
+const SERVICE_UNSEAL_RETRIES = 40;
+const SERVICE_UNSEAL_RETRY_MS = 50;
 const MOUNTS_KEY = 'core/mounts';
 const AUTH_MOUNTS_KEY = 'core/auth';
 const POLICY_PREFIX = 'sys/policy/';
@@ -39,6 +42,7 @@ function isCachedKey(key: string): boolean {
   return (
     key === KEYRING_CHANGED ||
     key === NAMESPACES_KEY ||
+    key === AUDIT_TABLE_KEY ||
     key.startsWith(TokenStore.ENTRY_PREFIX) ||
     key.startsWith(LEASE_KEY_PREFIX) ||
     inNamespace === MOUNTS_KEY ||
@@ -88,6 +92,7 @@ export class Core {
   readonly leases: ExpirationManager;
   readonly authorizer: Authorizer;
   readonly wrapping: ResponseWrapper;
+  readonly audit: AuditDevices;
   private readonly coreEngines: EngineHost;
   private readonly distributor: KeyringDistributor;
   /** Replicas share storage and one keyring: a peer's unseal (or seal) reaches this one too. */
@@ -115,6 +120,7 @@ export class Core {
     });
     this.authorizer = new Authorizer(this.namespaces);
     this.wrapping = new ResponseWrapper(this.tokenManager, this.namespaces, this.barrier);
+    this.audit = new AuditDevices(createView(this.barrier, ''), options.logger);
     options.engines
       .register('token', { kind: 'core', table: 'auth', create: () => createTokenBackend(this) })
       .register('cubbyhole', { kind: 'core', table: 'secret', create: createCubbyholeBackend });
@@ -159,7 +165,6 @@ export class Core {
     });
     await this.peers.start();
     this.replicas.start();
-    this.leases.start();
   }
 
   /**
@@ -181,6 +186,7 @@ export class Core {
     if (this.barrier.sealed) return;
     if (keys.includes(KEYRING_CHANGED)) await this.fetchRotatedKeyring();
     this.tokens.forgetKeys(keys);
+    if (keys.includes(AUDIT_TABLE_KEY)) await this.audit.load();
     await this.leases.noteRemoteChange(keys.filter((key) => key.startsWith(LEASE_KEY_PREFIX)));
     if (keys.includes(NAMESPACES_KEY)) {
       await this.namespaces.load(this.defaultKvVersion);
@@ -241,10 +247,12 @@ export class Core {
     this.barrier.unseal(keyring);
     await this.tokens.load();
     await this.namespaces.load(this.defaultKvVersion);
+    await this.audit.load();
     await this.loadClusterIdentity();
     this.activeSince = new Date();
     if (!announce) return;
     this.periodic ??= setInterval(() => void this.runPeriodicFunctions(), PERIODIC_INTERVAL_MS).unref();
+    this.leases.start();
     await this.distributor.publish(keyring);
     this.logger.info({ term: keyring.activeTerm }, 'unsealed');
   }
@@ -259,7 +267,9 @@ export class Core {
     clearInterval(this.periodic);
     this.periodic = undefined;
     this.distributor.close(); // a sealed replica must not hand out its old keyring
+    await this.leases.stop();
     await this.seal.seal();
+    await this.audit.close();
     this.barrier.seal();
     this.logger.info('sealed');
   }
@@ -321,14 +331,23 @@ export class Core {
     if (definition.kind === 'core') return this.coreEngines.handle(message);
     const local = this.options.localServices.get(definition.service);
     if (local) return local.handle(message);
+    for (let attempt = 0; ; attempt++) {
+      const reply = await this.requestService(definition.service, message);
+      // Right after an unseal, services are still fetching the keyring: give them a moment.
+      if (reply.ok || reply.status !== 503 || !reply.errors[0]?.endsWith(' is sealed') || attempt >= SERVICE_UNSEAL_RETRIES || this.barrier.sealed) return reply;
+      await new Promise((resolve) => setTimeout(resolve, SERVICE_UNSEAL_RETRY_MS));
+    }
+  }
+
+  private async requestService(service: string, message: EngineRequest): Promise<EngineReply> {
     try {
-      const reply = await this.options.bus.request(serviceSubject(definition.service, this.config.bus?.subjectPrefix), encodeJson(message), {
+      const reply = await this.options.bus.request(serviceSubject(service, this.config.bus?.subjectPrefix), encodeJson(message), {
         headers: { 'svc-request-id': message.requestId },
       });
       return decodeJson<EngineReply>(reply.payload);
     } catch (err) {
       if (err instanceof BusUnavailableError) {
-        throw ServiceError.unavailable(`service "${definition.service}" is unavailable (${err.reason})`);
+        throw ServiceError.unavailable(`service "${service}" is unavailable (${err.reason})`);
       }
       throw err;
     }

@@ -46,13 +46,14 @@ export const transitBackendFactory: BackendFactory = (mount: MountInfo, context:
   return new Backend({
     type: 'transit',
     help: HELP,
+    // The framework tries patterns in order (no two overlap), so the data operations go first.
     paths: [
-      ...keyPaths(services),
-      ...importPaths(services),
-      ...certificatePaths(services),
       ...encryptionPaths(services),
       ...signingPaths(services),
       ...generatePaths(services),
+      ...keyPaths(services),
+      ...importPaths(services),
+      ...certificatePaths(services),
       ...exportPaths(services),
       ...backupPaths(services),
       ...configPaths(services),

@@ -15,6 +15,8 @@ export type ItemResult = Record<string, unknown>;
 export const BATCH_FIELDS: FieldMap = {
   batch_input: {
     type: 'list',
+    // Items carry plaintext: a malformed value is never echoed in the error.
+    sensitive: true,
     description: `Items to process in one request (at most ${MAX_BATCH_ITEMS}); each may carry \`reference\`, echoed in its result. Top-level single-item fields are then ignored.`,
   },
   partial_failure_response_code: {

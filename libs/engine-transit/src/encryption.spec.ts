@@ -31,6 +31,14 @@ describe('transit encrypt, decrypt and rewrap', () => {
     expect(plaintext.toString()).toBe('interoperable');
   });
 
+  it('never repeats a random nonce, across several refills of the nonce pool', async () => {
+    await transit.write('keys/k');
+    const batch_input = Array.from({ length: 2_500 }, () => ({ plaintext: b64('same') }));
+    const { batch_results } = await transit.write('encrypt/k', { batch_input });
+    const nonces = new Set(batch_results.map((r: { ciphertext: string }) => Buffer.from(r.ciphertext.split(':')[2], 'base64').subarray(0, 12).toString('hex')));
+    expect(nonces.size).toBe(2_500);
+  });
+
   it('binds associated data: decrypting without it fails with 400', async () => {
     await transit.write('keys/k');
     const { ciphertext } = await transit.write('encrypt/k', { plaintext: b64('x'), associated_data: b64('aad') });

@@ -24,6 +24,14 @@ const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 const RSA_OAEP_HASH = 'sha256';
 const CONVERGENT_NONCE_INFO = Buffer.from('svc-transit convergent nonce');
+/**
+ * Random nonces are cut from one larger CSPRNG draw: a call into OpenSSL's RNG costs more than the
+ * AES-GCM of a short plaintext, so one draw per 1,024 nonces instead of one each makes batch encrypt
+ * about twice as fast. Each pool is used once, front to back, and never refilled in place.
+ */
+const NONCE_POOL_BYTES = NONCE_BYTES * 1024;
+let noncePool: Buffer = Buffer.alloc(0);
+let nonceOffset = 0;
 
 /**
  * Encrypts with one version of the key. AEAD output is nonce ‖ ciphertext ‖ tag, so any standard
@@ -81,7 +89,12 @@ function randomNonce(requested: Buffer | undefined): Buffer {
   if (requested && requested.length > 0) {
     throw ServiceError.badRequest('a nonce may only be given for keys with convergent encryption');
   }
-  return randomBytes(NONCE_BYTES);
+  if (nonceOffset + NONCE_BYTES > noncePool.length) {
+    noncePool = randomBytes(NONCE_POOL_BYTES);
+    nonceOffset = 0;
+  }
+  nonceOffset += NONCE_BYTES;
+  return noncePool.subarray(nonceOffset - NONCE_BYTES, nonceOffset);
 }
 
 /**

@@ -10,19 +10,26 @@ export const MIN_CACHE_SIZE = 10;
 
 /**
  * How long a cached key is trusted before it is compared with storage again. Replicas share storage
- * but not memory: a rotation, config change or deletion made on another replica becomes visible here
- * within this window. Re-validation reads the stored key and compares its `revision`, keeping the
- * decoded key objects when nothing changed, so encrypt reads storage at most once per key per
- * window rather than once per request. A ciphertext naming a version newer than the cached latest
- * forces an immediate re-validation (see `get`'s `atLeastVersion`), so data encrypted on a replica
- * that has just rotated always decrypts here.
+ * but not memory, so the cache is a lease: a key read at time t is used until t + this window, and
+ * every write to a key (rotate, config, trim, delete, restore…) answers only after waiting this window
+ * past its commit (`settle`). By the time the caller sees the write succeed, no replica trusts a copy
+ * read before it, so the next request on any replica uses the new state (encrypt after rotate gives
+ * the new version). Re-validation compares the stored `revision` and keeps the decoded key objects
+ * when nothing changed, so encrypt reads storage at most once per key per window. Missing keys are
+ * never cached, so a key created on one replica is usable on every other at once.
  */
-export const CACHE_REVALIDATE_MS = 1000;
+export const CACHE_REVALIDATE_MS = 200;
+
+/** Resolves once every replica's cached copy read before now has expired (see CACHE_REVALIDATE_MS). */
+export function settle(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, CACHE_REVALIDATE_MS));
+}
 
 interface CacheEntry {
   key: TransitKey | null;
+  /** When the storage read that produced `key` (or `loading`) started: the lease runs from then. */
   checkedAt: number;
-  /** A re-validation in flight, shared by concurrent requests. */
+  /** A re-validation in flight, shared by concurrent requests while its lease is valid. */
   loading?: Promise<TransitKey | null>;
 }
 
@@ -65,15 +72,13 @@ export class KeyStore {
    */
   async get(storage: StorageView, name: string, atLeastVersion = 0): Promise<TransitKey | null> {
     const entry = this.cache.get(name);
-    if (entry && !entry.loading) {
-      const fresh = performance.now() - entry.checkedAt < CACHE_REVALIDATE_MS;
-      const recentEnough = !entry.key || entry.key.latestVersion >= atLeastVersion;
-      if (fresh && recentEnough) {
-        if (this.capacity > 0) this.touch(name, entry);
-        return entry.key;
-      }
+    const fresh = entry !== undefined && performance.now() - entry.checkedAt < CACHE_REVALIDATE_MS;
+    if (fresh && entry.loading) return entry.loading;
+    if (fresh && entry.key && entry.key.latestVersion >= atLeastVersion) {
+      if (this.capacity > 0) this.touch(name, entry);
+      return entry.key;
     }
-    return entry?.loading ?? this.revalidate(storage, name, entry);
+    return this.revalidate(storage, name, entry);
   }
 
   async require(storage: StorageView, name: string, atLeastVersion = 0): Promise<TransitKey> {
@@ -84,6 +89,7 @@ export class KeyStore {
 
   /** Stores a new key unless one exists already (another request or replica won); returns the key kept. */
   async create(storage: StorageView, stored: StoredKey): Promise<{ key: TransitKey; created: boolean }> {
+    const startedAt = performance.now();
     const outcome = await storage.transaction(async (tx) => {
       await tx.lock(policyPath(stored.name));
       const existing = await tx.get(policyPath(stored.name));
@@ -91,14 +97,16 @@ export class KeyStore {
       await tx.put(policyPath(stored.name), serialize(stored));
       return { stored, created: true };
     });
-    return { key: this.remember(outcome.stored), created: outcome.created };
+    return { key: this.remember(outcome.stored, startedAt), created: outcome.created };
   }
 
   /**
    * Read-modify-write of one key under a storage lock, so concurrent writers on any replica never
-   * lose each other's changes. `change` sees the stored state, not the cache.
+   * lose each other's changes. `change` sees the stored state, not the cache. Answers once every
+   * replica sees the change.
    */
   async update(storage: StorageView, name: string, change: (stored: StoredKey) => StoredKey): Promise<TransitKey> {
+    const startedAt = performance.now();
     const stored = await storage.transaction(async (tx) => {
       await tx.lock(policyPath(name));
       const current = await tx.get(policyPath(name));
@@ -108,11 +116,13 @@ export class KeyStore {
       await tx.put(policyPath(name), serialize(next));
       return next;
     });
-    return this.remember(stored);
+    await settle();
+    return this.remember(stored, startedAt);
   }
 
-  /** Writes a key whole (restore), replacing any existing one. */
+  /** Writes a key whole (restore), replacing any existing one; answers once every replica sees it. */
   async replace(storage: StorageView, stored: StoredKey): Promise<TransitKey> {
+    const startedAt = performance.now();
     const written = await storage.transaction(async (tx) => {
       await tx.lock(policyPath(stored.name));
       const current = await tx.get(policyPath(stored.name));
@@ -120,15 +130,18 @@ export class KeyStore {
       await tx.put(policyPath(stored.name), serialize(next));
       return next;
     });
-    return this.remember(written);
+    await settle();
+    return this.remember(written, startedAt);
   }
 
+  /** Deletes a key; answers once no replica uses it any more. */
   async delete(storage: StorageView, name: string): Promise<void> {
     await storage.transaction(async (tx) => {
       await tx.lock(policyPath(name));
       await tx.delete(policyPath(name));
     });
-    this.cache.set(name, { key: null, checkedAt: performance.now() });
+    this.cache.delete(name);
+    await settle();
   }
 
   /** The stored key read directly, bypassing the cache (background rotation). */
@@ -138,11 +151,13 @@ export class KeyStore {
   }
 
   private revalidate(storage: StorageView, name: string, entry: CacheEntry | undefined): Promise<TransitKey | null> {
+    const startedAt = performance.now();
     const loading = this.loadCapacity(storage).then(() => this.readStored(storage, name)).then(
       (stored) => {
         const unchanged = stored && entry?.key && entry.key.stored.revision === stored.revision;
         const key = unchanged ? entry.key : stored ? new TransitKey(stored) : null;
-        this.cache.set(name, { key, checkedAt: performance.now() });
+        if (key) this.cache.set(name, { key, checkedAt: startedAt });
+        else this.cache.delete(name);
         this.evict();
         return key;
       },
@@ -151,7 +166,7 @@ export class KeyStore {
         throw err;
       },
     );
-    this.cache.set(name, { key: entry?.key ?? null, checkedAt: entry?.checkedAt ?? 0, loading });
+    this.cache.set(name, { key: entry?.key ?? null, checkedAt: startedAt, loading });
     return loading;
   }
 
@@ -159,9 +174,10 @@ export class KeyStore {
     if (!this.capacityLoaded) this.applyCapacity(await this.getCacheSize(storage));
   }
 
-  private remember(stored: StoredKey): TransitKey {
+  /** Caches the state this replica has just written; `startedAt` precedes the write's transaction. */
+  private remember(stored: StoredKey, startedAt: number): TransitKey {
     const key = new TransitKey(stored);
-    this.cache.set(stored.name, { key, checkedAt: performance.now() });
+    this.cache.set(stored.name, { key, checkedAt: startedAt });
     this.evict();
     return key;
   }

@@ -1,5 +1,5 @@
 import type { StorageView } from '@svc/storage';
-import { CACHE_REVALIDATE_MS } from './key-store';
+import { CACHE_REVALIDATE_MS, settle } from './key-store';
 
 const KEYS_CONFIG_PATH = 'config/keys';
 
@@ -8,22 +8,25 @@ export interface KeysConfig {
 }
 
 /**
- * The mount-wide `config/keys`. Every encrypt consults it (upsert), so it is cached with the same
- * re-validation window as keys: a change made on another replica is seen within that window.
+ * The mount-wide `config/keys`. Every encrypt consults it (upsert), so it is cached under the same
+ * lease as keys (see CACHE_REVALIDATE_MS): a change answers once every replica sees it.
  */
 export class MountSettings {
   private cached?: { value: KeysConfig; checkedAt: number };
 
   async getKeysConfig(storage: StorageView): Promise<KeysConfig> {
     const cached = this.cached;
-    if (cached && performance.now() - cached.checkedAt < CACHE_REVALIDATE_MS) return cached.value;
+    const startedAt = performance.now();
+    if (cached && startedAt - cached.checkedAt < CACHE_REVALIDATE_MS) return cached.value;
     const value = (await storage.getJSON<KeysConfig>(KEYS_CONFIG_PATH)) ?? { disable_upsert: false };
-    this.cached = { value, checkedAt: performance.now() };
+    this.cached = { value, checkedAt: startedAt };
     return value;
   }
 
   async setKeysConfig(storage: StorageView, value: KeysConfig): Promise<void> {
+    const startedAt = performance.now();
     await storage.putJSON(KEYS_CONFIG_PATH, value);
-    this.cached = { value, checkedAt: performance.now() };
+    this.cached = { value, checkedAt: startedAt };
+    await settle();
   }
 }

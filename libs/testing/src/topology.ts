@@ -73,7 +73,11 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
         ...Array.from({ length: (options.gateways ?? 1) - 1 }, (_, i) =>
           startServerProcess(`gateway-${i + 1}`, [`-config=${gatewayConfig}`, '-service=gateway']),
         ),
-        ...(options.services ?? []).map((service) => startServerProcess(service, [`-config=${serviceConfig}`, `-service=${service}`])),
+        // A repeated service gets numbered names (transit, transit-1, ...) so each can be stopped.
+        ...(options.services ?? []).map((service, i, all) => {
+          const copy = all.slice(0, i).filter((s) => s === service).length;
+          return startServerProcess(copy === 0 ? service : `${service}-${copy}`, [`-config=${serviceConfig}`, `-service=${service}`]);
+        }),
       ]);
       processes.push(...rest);
     }

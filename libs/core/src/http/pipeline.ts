@@ -6,7 +6,8 @@ import { envelope, ServiceError, toErrorBody, UNSUPPORTED_PATH, type Envelope } 
 import type { Core } from '../core';
 import { SYSTEM_MOUNT } from '../mounts/system-mount';
 import type { Namespace } from '../namespaces/namespace';
-import type { TokenEntry } from '../tokens/token-store';
+import { remainingTtl, type TokenEntry } from '../tokens/token-store';
+import type { AuditRequestEntry, AuditResponse } from '@svc/audit';
 import { describeRequestError } from './request-errors';
 import { decodePath, forwardedHeaders, header, joinNamespace, operationFor, requestData, tokenFrom, wrapTtlFrom } from './request-parsing';
 
@@ -48,6 +49,9 @@ interface Context {
   wrapTtl?: number;
   token: TokenEntry | null;
   tokenValue?: string;
+  /** Filled as the response is built, for the audit log. */
+  auditResponse?: AuditResponse;
+  auditErrors?: string[];
 }
 
 /**
@@ -96,7 +100,9 @@ export class RequestPipeline {
     }
 
     const operation = operationFor(req.method, query);
-    const fullPath = joinNamespace(header(req, 'x-service-namespace'), decodePath(urlPath.slice('/v1/'.length)));
+    let fullPath = joinNamespace(header(req, 'x-service-namespace'), decodePath(urlPath.slice('/v1/'.length)));
+    // A LIST is of a directory: `LIST keys` means `keys/`, as in Vault.
+    if (operation === 'list' && !fullPath.endsWith('/')) fullPath += '/';
     const data = requestData(req, operation, query);
     const wrapTtl = wrapTtlFrom(req);
 
@@ -114,11 +120,30 @@ export class RequestPipeline {
     return this.serve(ctx, route.mount, route.path, this.core.isCoreEngine(route.mount.type));
   }
 
-  /** Steps 4-7 for a request whose mount is known. */
+  /** Steps 4-7 for a request whose mount is known; with audit devices, both ends are logged. */
   private async serve(ctx: Context, mount: MountInfo, mountPath: string, inProcess: boolean): Promise<HttpResult> {
+    const audit = this.core.audit.broker.hasDevices ? auditEntry(ctx, mount) : undefined;
+    try {
+      const capabilities = await this.authorize(ctx);
+      // An audit device that cannot record the request stops it: nothing is served unaudited.
+      if (audit) await this.core.audit.broker.logRequest(audit);
+      const result = await this.dispatchAndFinish(ctx, mount, mountPath, inProcess, capabilities);
+      if (audit) await this.core.audit.broker.logResponse({ ...audit, response: ctx.auditResponse, errors: ctx.auditErrors });
+      return result;
+    } catch (err) {
+      if (audit) await this.core.audit.broker.logResponse({ ...audit, errors: toErrorBody(err).errors });
+      throw err;
+    }
+  }
+
+  private authorize(ctx: Context): Promise<ReadonlySet<Capability>> {
     const { token, namespace, path, operation } = ctx;
     if (!token && operation === 'help') throw ServiceError.forbidden();
-    const capabilities = await this.core.authorizer.capabilities({ token, namespace, path, operation, data: ctx.data, wrapTtl: ctx.wrapTtl });
+    return this.core.authorizer.capabilities({ token, namespace, path, operation, data: ctx.data, wrapTtl: ctx.wrapTtl });
+  }
+
+  private async dispatchAndFinish(ctx: Context, mount: MountInfo, mountPath: string, inProcess: boolean, capabilities: ReadonlySet<Capability>): Promise<HttpResult> {
+    const { token } = ctx;
     let lastUse = false;
     if (token && token.numUses > 0) {
       const use = await this.core.tokens.spendUse(token.accessor);
@@ -196,15 +221,28 @@ export class RequestPipeline {
 
   /** Step 7: lease registration and response wrapping, then the HTTP answer. */
   private async finish(ctx: Context, mount: MountInfo, reply: EngineReply): Promise<HttpResult> {
-    if (!reply.ok) return reply.status === 404 && reply.errors[0] === UNSUPPORTED_PATH ? unknownPath() : jsonError(reply.status, reply.errors);
+    if (!reply.ok) {
+      ctx.auditErrors = reply.errors;
+      return reply.status === 404 && reply.errors[0] === UNSUPPORTED_PATH ? unknownPath() : jsonError(reply.status, reply.errors);
+    }
     if (reply.help) return json(200, reply.help);
     const response = reply.response;
     let lease: { leaseId: string; ttl: number } | undefined;
     if (response?.secret) {
       lease = await this.core.registerLease(ctx.namespace, mount, ctx.path, response.secret, ctx.token?.accessor ?? '');
     }
-    if (ctx.wrapTtl !== undefined && response && response.raw === undefined && (response.status ?? 200) < 400) {
-      const wrapped = await this.core.wrapping.wrap(this.envelopeOf(ctx.requestId, response, lease), ctx.wrapTtl, ctx.namespace, ctx.path);
+    const body = response ? this.envelopeOf(ctx.requestId, response, lease) : undefined;
+    ctx.auditResponse = {
+      mount_type: mount.type,
+      mount_accessor: mount.accessor,
+      data: (body?.data ?? (response?.raw as Record<string, unknown> | undefined)) ?? null,
+      ...(lease ? { secret: { lease_id: lease.leaseId } } : {}),
+      ...(body?.warnings ? { warnings: body.warnings } : {}),
+      status: response?.status,
+    };
+    if (ctx.wrapTtl !== undefined && body && response?.raw === undefined && (response?.status ?? 200) < 400) {
+      const wrapped = await this.core.wrapping.wrap(body, ctx.wrapTtl, ctx.namespace, ctx.path);
+      ctx.auditResponse = { mount_type: mount.type, wrap_info: wrapped };
       return json(200, envelope(ctx.requestId, { wrap_info: wrapped }));
     }
     return this.respond(ctx.requestId, ctx.operation, response, lease);
@@ -223,7 +261,8 @@ export class RequestPipeline {
 
   private respond(requestId: string, operation: Operation, response: Response | undefined, lease?: { leaseId: string; ttl: number }): HttpResult {
     if (operation === 'list' && !hasListKeys(response)) return jsonError(404, []);
-    if (!response) return { status: 204 };
+    // A read that finds nothing is a 404, as in Vault.
+    if (!response) return operation === 'read' ? jsonError(404, []) : { status: 204 };
     if (response.raw !== undefined) return json(response.status ?? 200, response.raw, response.headers);
     const hasBody = response.data != null || (response.warnings?.length ?? 0) > 0 || response.auth != null || lease !== undefined;
     if (!hasBody) return { status: response.status ?? 204, headers: response.headers };
@@ -237,6 +276,40 @@ export class RequestPipeline {
     }
     return jsonError(status, errors);
   }
+}
+
+/** The audit record of a request (the devices hash the secrets in it). */
+function auditEntry(ctx: Context, mount: MountInfo): AuditRequestEntry {
+  const { token } = ctx;
+  return {
+    auth: token
+      ? {
+          client_token: ctx.tokenValue ?? '',
+          accessor: token.accessor,
+          display_name: token.displayName,
+          policies: token.policies,
+          token_policies: token.policies,
+          metadata: token.meta,
+          entity_id: token.entityId,
+          token_type: token.type,
+          token_ttl: remainingTtl(token),
+          num_uses: Math.max(0, token.numUses),
+        }
+      : undefined,
+    request: {
+      id: ctx.requestId,
+      operation: ctx.operation,
+      mount_type: mount.type,
+      mount_accessor: mount.accessor,
+      client_token: ctx.tokenValue ?? '',
+      client_token_accessor: token?.accessor ?? '',
+      namespace: { id: ctx.namespace.record.id, path: ctx.namespace.path },
+      path: ctx.path,
+      data: ctx.data,
+      remote_address: ctx.req.remoteAddress ?? '',
+      wrap_ttl: ctx.wrapTtl ?? 0,
+    },
+  };
 }
 
 function json(status: number, value: unknown, headers?: Record<string, string>): HttpResult {

@@ -69,8 +69,9 @@ export function requestData(req: HttpRequest, operation: Operation, query: URLSe
   let parsed: unknown;
   try {
     parsed = JSON.parse(req.body.toString('utf8'));
-  } catch (err) {
-    throw ServiceError.badRequest(`failed to parse JSON input: ${(err as Error).message}`);
+  } catch {
+    // The parser's message quotes the body around the fault, which may be a secret: never echo it.
+    throw ServiceError.badRequest('failed to parse JSON input: the request body is not valid JSON');
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
     throw ServiceError.badRequest('request body must be a JSON object');

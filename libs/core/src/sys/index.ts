@@ -8,6 +8,7 @@ import { namespacePaths } from './namespace-paths';
 import { leasePaths } from './lease-paths';
 import { wrappingPaths } from './wrapping-paths';
 import { passwordPolicyPaths } from './password-policy-paths';
+import { auditPaths } from './audit-paths';
 
 const SYSTEM_HELP = `The system backend: initialization and seal management, mounts of secrets engines and
 auth methods, policies, namespaces, leases, response wrapping, and the API description of this server.`;
@@ -24,6 +25,7 @@ export function createSystemBackend(core: Core): Backend {
       ...namespacePaths(core),
       ...leasePaths(core),
       ...wrappingPaths(core),
+      ...auditPaths(core),
       ...openApiPaths(core),
     ],
   });

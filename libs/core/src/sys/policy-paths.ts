@@ -26,7 +26,7 @@ export function policyPaths(core: Core): PathDeclaration[] {
     const lower = name.toLowerCase();
     if (lower === 'root') return { data: { name: 'root', policy: '', ...(legacy ? { rules: '' } : {}) } };
     const policy = await store(req).get(lower);
-    if (!policy) return undefined;
+    if (!policy) throw ServiceError.notFound(`no policy named "${lower}"`);
     return { data: { name: policy.name, policy: policy.text, ...(legacy ? { rules: policy.text } : {}) } };
   };
 

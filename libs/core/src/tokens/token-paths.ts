@@ -57,12 +57,11 @@ export function createTokenBackend(core: Core): Backend {
 
   const callerEntry = async (req: Request): Promise<TokenEntry> => {
     const accessor = req.caller?.tokenAccessor;
-    const found = accessor ? await tokens.store.lookupAccessor(accessor) : null;
+    const found = accessor ? await tokens.store.lookupAccessor(accessor, true) : null;
     if (found) return found.entry;
-    if (req.caller?.tokenId) {
-      const entry = await tokens.store.lookup(req.caller.tokenId);
-      if (entry) return entry;
-    }
+    // Batch tokens have no accessor: the token itself is the entry.
+    const batch = req.caller?.tokenId ? await tokens.store.lookup(req.caller.tokenId) : null;
+    if (batch) return batch;
     throw ServiceError.forbidden();
   };
 

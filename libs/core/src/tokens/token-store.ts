@@ -138,12 +138,18 @@ export class TokenStore {
     return isExpired(entry) ? null : entry;
   }
 
-  async lookupAccessor(accessor: string): Promise<{ key: string; entry: TokenEntry } | null> {
+  /**
+   * A live token by accessor. `duringLastUse` also returns a token whose last use is being spent
+   * by the current request (it is revoked when that request ends).
+   */
+  async lookupAccessor(accessor: string, duringLastUse = false): Promise<{ key: string; entry: TokenEntry } | null> {
     if (!accessor || accessor.includes('/')) return null;
     const key = (await this.storage.get(ACCESSOR + accessor))?.toString();
     if (!key) return null;
     const entry = await this.storage.getJSON<TokenEntry>(ID + key);
-    return entry && !isExpired(entry) ? { key, entry } : null;
+    if (!entry) return null;
+    const live = duringLastUse && entry.numUses < 0 ? { ...entry, numUses: 0 } : entry;
+    return isExpired(live) ? null : { key, entry };
   }
 
   /** Key (hash) of a token value, for callers that then work by accessor. */

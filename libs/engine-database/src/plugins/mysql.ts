@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { createPool, type Pool, type PoolOptions } from 'mysql2/promise';
 import { InvalidSettingsError, type ConnectionSettings, type DatabasePlugin, type DeleteUserRequest, type NewUserRequest, type PluginDefinition, type UpdateUserRequest } from './plugin';
 import { renderConnectionUrl, renderStatements, rollBack, sqlTimestamp, SQL_CONNECTION_FIELDS, type StatementRunner } from './sql-statements';
@@ -55,6 +56,9 @@ class MysqlPlugin implements DatabasePlugin, StatementRunner {
       connectionLimit: Number(settings.details.max_open_connections ?? 4),
       connectTimeout: 10_000,
     });
+    // Pooled connections must not keep a stopping process alive (pg's allowExitOnIdle): the core pool
+    // hands out its connections, whose socket is `stream`.
+    this.pool.pool.on('connection', (connection) => (connection as unknown as { stream?: Socket }).stream?.unref());
   }
 
   /** MySQL commits DDL as it goes, so statements run in order on one connection without a transaction. */

@@ -18,6 +18,8 @@ class PostgresPlugin implements DatabasePlugin, StatementRunner {
       connectionString: renderConnectionUrl(template, settings.username, settings.password, settings.disableEscaping),
       max: Number(settings.details.max_open_connections ?? 4),
       connectionTimeoutMillis: 10_000,
+      // Idle connections must not keep a stopping process alive.
+      allowExitOnIdle: true,
     });
     // An idle connection dropped by the server (restart) must not crash the process; the next
     // query opens a new one and reports any failure to its caller.

@@ -9,12 +9,13 @@ import { cipherOptions, highestVersion, requireItemBase64 } from './item-inputs'
 
 const CIPHER_FIELDS: FieldMap = {
   name: NAME_FIELD,
-  context: { type: 'string', description: 'Base64 context for key derivation; required when the key is derived.' },
+  context: { type: 'string', sensitive: true, description: 'Base64 context for key derivation; required when the key is derived.' },
   nonce: {
     type: 'string',
+    sensitive: true,
     description: 'Base64 nonce of exactly 12 bytes; only for convergent encryption keys, mixed into the derived nonce.',
   },
-  associated_data: { type: 'string', description: 'Base64 associated data, authenticated but not encrypted (AEAD key types).' },
+  associated_data: { type: 'string', sensitive: true, description: 'Base64 associated data, authenticated but not encrypted (AEAD key types).' },
   reference: { type: 'string', description: 'Echoed in the matching batch result item.' },
   ...BATCH_FIELDS,
 };

@@ -64,7 +64,12 @@ const CONFIG_CHANGE_NAMES = [
 
 export function keyPaths({ keys }: TransitServices): PathDeclaration[] {
   const keyExists = async (req: Request, f: FieldData) => (await keys.get(req.storage, f.get('name'))) !== null;
-  const describe = async (req: Request, f: FieldData) => ({ data: describeKey(await keys.require(req.storage, f.get('name'))) });
+  /** Reading a missing key is a 404, as for any missing resource; operations on one are a 400. */
+  const describe = async (req: Request, f: FieldData) => {
+    const key = await keys.get(req.storage, f.get('name'));
+    if (!key) throw ServiceError.notFound(`encryption key not found: "${f.get<string>('name')}"`);
+    return { data: describeKey(key) };
+  };
 
   return [
     {

@@ -1,0 +1,352 @@
+/**
+ * The database credentials engine through the gateway, in both topologies (distributed: the engine
+ * is its own `database` process on NATS), against real PostgreSQL and MariaDB: connections, dynamic
+ * credentials under core leases (lookup, renew, revoke, expiry, token revocation), static roles,
+ * rotate-root, password policies, bad input, and what a user sees when the service or database is gone.
+ */
+import { randomBytes } from 'node:crypto';
+import { createServer, type AddressInfo } from 'node:net';
+import { api, eventually, initAndUnseal, startTopology, type ApiBody, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
+import { mariadb, postgres, postgresRole, type TestDatabase } from './database-servers';
+
+interface Creds {
+  status: number;
+  errors: string[];
+  username: string;
+  password: string;
+  leaseId: string;
+  leaseDuration: number;
+  renewable: boolean;
+}
+
+/** How far a database's clock-derived expiry may sit from the one the test expects. */
+const CLOCK_SLACK_MS = 15_000;
+
+/** A port nothing listens on: bound by the OS, then released. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+describe.each<TopologyKind>(['all-in-one', 'distributed'])('database engine, %s', (kind) => {
+  let topology: Topology;
+  let url: string;
+  let rootToken: string;
+  /** Name prefixes of the database users each test created, dropped after it. */
+  let ownedPrefixes: Array<{ db: TestDatabase; prefix: string }> = [];
+
+  beforeAll(async () => {
+    topology = await startTopology(kind, { services: ['database'] });
+    url = topology.urls[0];
+    ({ rootToken } = await initAndUnseal(url));
+    expect((await api(url, 'POST', '/v1/sys/mounts/database', { token: rootToken, body: { type: 'database' } })).status).toBe(204);
+  }, 120_000);
+
+  afterEach(async () => {
+    for (const { db, prefix } of ownedPrefixes) await db.dropUsersStartingWith(prefix);
+    ownedPrefixes = [];
+  });
+
+  afterAll(() => topology?.stop());
+
+  function call(method: string, path: string, body?: unknown, token = rootToken): Promise<ApiResponse> {
+    return api(url, method, `/v1/${path}`, { token, body });
+  }
+
+  /** A prefix no other test or run uses; the database's users starting with it are dropped after the test. */
+  function ownPrefix(db: TestDatabase): string {
+    const prefix = `e2e${randomBytes(3).toString('hex')}`;
+    ownedPrefixes.push({ db, prefix });
+    return prefix;
+  }
+
+  /** Writes a connection whose dynamic users are named `<prefix>_<role>_<random>`; returns its name and prefix. */
+  async function connect(db: TestDatabase, fields: Record<string, unknown> = {}, mount = 'database'): Promise<{ name: string; prefix: string }> {
+    const prefix = ownPrefix(db);
+    const name = `${db.name}-${prefix}`;
+    const written = await call('POST', `${mount}/config/${name}`, {
+      ...db.connection,
+      allowed_roles: '*',
+      username_template: `${prefix}_{{.RoleName | truncate 6}}_{{random 8}}`,
+      ...fields,
+    });
+    expect(written.status).toBe(204);
+    return { name, prefix };
+  }
+
+  async function writeRole(path: string, body: Record<string, unknown>): Promise<void> {
+    const written = await call('POST', path, body);
+    expect({ status: written.status, errors: written.body?.errors }).toEqual({ status: 204, errors: undefined });
+  }
+
+  async function readCreds(path: string, token = rootToken): Promise<Creds> {
+    const res = await call('GET', path, undefined, token);
+    const data = (res.body?.data ?? {}) as { username?: string; password?: string };
+    return {
+      status: res.status,
+      errors: res.body?.errors ?? [],
+      username: data.username ?? '',
+      password: data.password ?? '',
+      leaseId: String(res.body?.lease_id ?? ''),
+      leaseDuration: Number(res.body?.lease_duration ?? 0),
+      renewable: res.body?.renewable === true,
+    };
+  }
+
+  function lookup(leaseId: string): Promise<ApiResponse<ApiBody & { data: { id: string; ttl: number; renewable: boolean } }>> {
+    return api(url, 'PUT', '/v1/sys/leases/lookup', { token: rootToken, body: { lease_id: leaseId } });
+  }
+
+  async function expectValidUntilNear(user: string, secondsFromNow: number): Promise<void> {
+    const validUntil = (await postgresRole(user))!.validUntil!.getTime();
+    expect(Math.abs(validUntil - (Date.now() + secondsFromNow * 1000))).toBeLessThan(CLOCK_SLACK_MS);
+  }
+
+  describe.each<TestDatabase>([postgres, mariadb])('$name', (db) => {
+    test('a connection is verified when written: a bad password or URL fails with the database message and no secret', async () => {
+      const name = `${db.name}-broken-${randomBytes(3).toString('hex')}`;
+      const refused = await call('POST', `database/config/${name}`, { ...db.connection, ...db.broken.fields });
+      expect(refused.status).toBe(502);
+      expect(refused.body.errors.join(' ')).toMatch(db.broken.message);
+      for (const secret of [db.connection.password, db.broken.fields.password]) {
+        if (typeof secret === 'string' && secret !== '') expect(refused.text).not.toContain(secret);
+      }
+      expect((await call('GET', `database/config/${name}`)).status).toBe(404);
+
+      const { name: working } = await connect(db);
+      const read = await call('GET', `database/config/${working}`);
+      expect(read.status).toBe(200);
+      expect(read.body.data).toMatchObject({ plugin_name: db.plugin, allowed_roles: ['*'], connection_details: { username: db.connection.username } });
+      if (db.connection.password) expect(read.text).not.toContain(db.connection.password);
+    });
+
+    test('creds create a user that logs in under a lease; lookup, renew and revoke act on it', async () => {
+      const { name, prefix } = await connect(db);
+      await writeRole(`database/roles/${db.name}-dyn`, { db_name: name, creation_statements: db.createStatements, default_ttl: '10m', max_ttl: '1h' });
+
+      const creds = await readCreds(`database/creds/${db.name}-dyn`);
+      expect(creds).toMatchObject({ status: 200, leaseDuration: 600, renewable: true });
+      expect(creds.username.startsWith(`${prefix}_`)).toBe(true);
+      expect(creds.leaseId.startsWith(`database/creds/${db.name}-dyn/`)).toBe(true);
+      expect(await db.loginWorks(creds.username, creds.password)).toBe(true);
+      expect(await db.loginWorks(creds.username, `${creds.password}x`)).toBe(false);
+      if (db === postgres) await expectValidUntilNear(creds.username, 600);
+
+      const found = await lookup(creds.leaseId);
+      expect(found.status).toBe(200);
+      expect(found.body.data).toMatchObject({ id: creds.leaseId, renewable: true });
+      expect(found.body.data.ttl).toBeGreaterThan(590);
+      expect(found.body.data.ttl).toBeLessThanOrEqual(600);
+
+      const renewed = await api(url, 'PUT', '/v1/sys/leases/renew', { token: rootToken, body: { lease_id: creds.leaseId, increment: '30m' } });
+      expect(renewed.status).toBe(200);
+      expect(renewed.body).toMatchObject({ lease_id: creds.leaseId, lease_duration: 1800, renewable: true });
+      expect((await lookup(creds.leaseId)).body.data.ttl).toBeGreaterThan(1790);
+      if (db === postgres) await expectValidUntilNear(creds.username, 1800);
+
+      // Renewal never goes past max_ttl counted from issue.
+      const capped = await api(url, 'PUT', '/v1/sys/leases/renew', { token: rootToken, body: { lease_id: creds.leaseId, increment: '100h' } });
+      expect(capped.status).toBe(200);
+      expect(capped.body.lease_duration).toBeGreaterThan(3500);
+      expect(capped.body.lease_duration).toBeLessThanOrEqual(3600);
+      if (db === postgres) await expectValidUntilNear(creds.username, 3600);
+
+      expect((await api(url, 'PUT', '/v1/sys/leases/revoke', { token: rootToken, body: { lease_id: creds.leaseId } })).status).toBe(204);
+      expect(await db.userExists(creds.username)).toBe(false);
+      expect(await db.loginWorks(creds.username, creds.password)).toBe(false);
+      expect((await lookup(creds.leaseId)).status).toBe(400);
+    });
+
+    test("lease_duration is clamped to the role's max_ttl and to the mount's tuned maximum", async () => {
+      const { name } = await connect(db);
+      await writeRole(`database/roles/${db.name}-capped`, { db_name: name, creation_statements: db.createStatements, max_ttl: '5m' });
+      const capped = await readCreds(`database/creds/${db.name}-capped`);
+      expect(capped).toMatchObject({ status: 200, leaseDuration: 300 });
+      if (db === postgres) await expectValidUntilNear(capped.username, 300);
+
+      // A mount tuned to 2 minutes caps a role that asks for an hour; disabling it revokes what it issued.
+      const mount = `db-tuned-${randomBytes(3).toString('hex')}`;
+      expect((await call('POST', `sys/mounts/${mount}`, { type: 'database', config: { max_lease_ttl: '2m' } })).status).toBe(204);
+      const { name: tunedConnection } = await connect(db, {}, mount);
+      await writeRole(`${mount}/roles/long`, { db_name: tunedConnection, creation_statements: db.createStatements, default_ttl: '1h', max_ttl: '1h' });
+      const tuned = await readCreds(`${mount}/creds/long`);
+      expect(tuned).toMatchObject({ status: 200, leaseDuration: 120 });
+      expect(await db.loginWorks(tuned.username, tuned.password)).toBe(true);
+      expect((await call('DELETE', `sys/mounts/${mount}`)).status).toBe(204);
+      expect(await db.userExists(tuned.username)).toBe(false);
+    });
+
+    test('a lease with default_ttl 2s expires by itself and its user is dropped', async () => {
+      const { name } = await connect(db);
+      await writeRole(`database/roles/${db.name}-brief`, { db_name: name, creation_statements: db.createStatements, default_ttl: '2s' });
+      const creds = await readCreds(`database/creds/${db.name}-brief`);
+      expect(creds).toMatchObject({ status: 200, leaseDuration: 2 });
+      expect(await db.userExists(creds.username)).toBe(true);
+      // The expiration manager drops the user, then the lease.
+      await eventually(async () => !(await db.userExists(creds.username)) && (await lookup(creds.leaseId)).status === 400, 15_000, 200);
+    });
+
+    test('revoking a token revokes the credentials it read', async () => {
+      const { name } = await connect(db);
+      await writeRole(`database/roles/${db.name}-child`, { db_name: name, creation_statements: db.createStatements, default_ttl: '1h' });
+      const created = await api<{ auth: { client_token: string } }>(url, 'POST', '/v1/auth/token/create', { token: rootToken, body: { policies: ['root'] } });
+      expect(created.status).toBe(200);
+      const child = created.body.auth.client_token;
+
+      const creds = await readCreds(`database/creds/${db.name}-child`, child);
+      expect(creds.status).toBe(200);
+      expect(await db.loginWorks(creds.username, creds.password)).toBe(true);
+
+      expect((await call('POST', 'auth/token/revoke', { token: child })).status).toBe(204);
+      await eventually(async () => !(await db.userExists(creds.username)), 10_000, 100);
+      expect((await lookup(creds.leaseId)).status).toBe(400);
+      expect((await readCreds(`database/creds/${db.name}-child`, child)).status).toBe(403);
+    });
+
+    test('static roles: creation rotates, static-creds returns the current password, rotate-role changes it', async () => {
+      const { name, prefix } = await connect(db);
+      const user = `${prefix}_static`;
+      const initial = 'Initial-password-1';
+      await db.createUser(user, initial);
+
+      await writeRole(`database/static-roles/${db.name}-static`, { db_name: name, username: user, rotation_period: '1h' });
+      expect(await db.loginWorks(user, initial)).toBe(false);
+      const first = await call('GET', `database/static-creds/${db.name}-static`);
+      expect(first.status).toBe(200);
+      expect(first.body.data).toMatchObject({ username: user, rotation_period: 3600 });
+      expect(first.body.data.ttl).toBeGreaterThan(3500);
+      const firstPassword = first.body.data.password as string;
+      expect(await db.loginWorks(user, firstPassword)).toBe(true);
+
+      expect((await call('POST', `database/rotate-role/${db.name}-static`)).status).toBe(204);
+      const secondPassword = (await call('GET', `database/static-creds/${db.name}-static`)).body.data.password as string;
+      expect(secondPassword).not.toBe(firstPassword);
+      expect(await db.loginWorks(user, firstPassword)).toBe(false);
+      expect(await db.loginWorks(user, secondPassword)).toBe(true);
+
+      // Deleting the static role leaves the user in place, as documented.
+      expect((await call('DELETE', `database/static-roles/${db.name}-static`)).status).toBe(204);
+      expect(await db.loginWorks(user, secondPassword)).toBe(true);
+    });
+
+    test('bad SQL in creation statements is refused with the database message and leaves no user behind', async () => {
+      const { name, prefix } = await connect(db);
+      await writeRole(`database/roles/${db.name}-broken`, { db_name: name, creation_statements: [...db.createStatements, 'SELEKT nonsense'] });
+      const creds = await readCreds(`database/creds/${db.name}-broken`);
+      expect(creds.status).toBe(502);
+      expect(creds.errors.join(' ')).toMatch(/syntax/i);
+      expect(creds.errors.join(' ')).toMatch(/SELEKT|nonsense/);
+      expect(await db.usersStartingWith(prefix)).toEqual([]);
+    });
+
+    test('a database that is down: verification and creds fail with 502 naming the refused connection', async () => {
+      const port = await closedPort();
+      const down = { ...db.connection, connection_url: String(db.connection.connection_url).replace(/:(5432|3306)/, `:${port}`) };
+      const name = `${db.name}-down-${port}`;
+      const refused = await call('POST', `database/config/${name}`, down);
+      expect(refused.status).toBe(502);
+      expect(refused.body.errors.join(' ')).toMatch(new RegExp(`verify connection failed: .*ECONNREFUSED 127\\.0\\.0\\.1:${port}`));
+
+      expect((await call('POST', `database/config/${name}`, { ...down, verify_connection: false, allowed_roles: '*' })).status).toBe(204);
+      await writeRole(`database/roles/${db.name}-down`, { db_name: name, creation_statements: db.createStatements });
+      const creds = await readCreds(`database/creds/${db.name}-down`);
+      expect(creds.status).toBe(502);
+      expect(creds.errors.join(' ')).toMatch(new RegExp(`create user failed: .*ECONNREFUSED 127\\.0\\.0\\.1:${port}`));
+      expect((await call('DELETE', `database/config/${name}`)).status).toBe(204);
+    });
+  });
+
+  test("rotate-root changes the connection user's password: the old one stops working, the connection keeps working", async () => {
+    const prefix = ownPrefix(mariadb);
+    const admin = `${prefix}_admin`;
+    const initial = 'Admin-initial-password-1';
+    await mariadb.createUser(admin, initial);
+    await mariadb.asRoot('GRANT ALL PRIVILEGES ON *.* TO ?@? WITH GRANT OPTION', [admin, '%']);
+    const { name } = await connect(mariadb, { username: admin, password: initial });
+
+    expect((await call('POST', `database/rotate-root/${name}`)).status).toBe(204);
+    expect(await mariadb.loginWorks(admin, initial)).toBe(false);
+    expect((await call('GET', `database/config/${name}`)).text).not.toContain(initial);
+
+    // The engine now uses the new password, which only it knows.
+    await writeRole('database/roles/after-rotate-root', { db_name: name, creation_statements: mariadb.createStatements });
+    const creds = await readCreds('database/creds/after-rotate-root');
+    expect(creds.status).toBe(200);
+    expect(await mariadb.loginWorks(creds.username, creds.password)).toBe(true);
+  });
+
+  test('password policies: generate follows the policy, and a connection naming it issues passwords under it', async () => {
+    const policy = 'length = 12\nrule "charset" {\n  charset = "0123456789"\n  min-chars = 1\n}\n';
+    expect((await call('POST', 'sys/policies/password/short', { policy })).status).toBe(204);
+    for (let i = 0; i < 3; i++) {
+      const generated = await call('GET', 'sys/policies/password/short/generate');
+      expect(generated.status).toBe(200);
+      expect(generated.body.data.password).toMatch(/^[0-9]{12}$/);
+    }
+
+    const { name, prefix } = await connect(mariadb, { password_policy: 'short' });
+    await writeRole('database/roles/short-passwords', { db_name: name, creation_statements: mariadb.createStatements });
+    const creds = await readCreds('database/creds/short-passwords');
+    expect(creds.status).toBe(200);
+    expect(creds.password).toMatch(/^[0-9]{12}$/);
+    expect(await mariadb.loginWorks(creds.username, creds.password)).toBe(true);
+
+    // Static roles on the connection rotate under the same policy.
+    const user = `${prefix}_static`;
+    await mariadb.createUser(user, 'Initial-password-1');
+    await writeRole('database/static-roles/short-static', { db_name: name, username: user, rotation_period: '1h' });
+    const staticPassword = (await call('GET', 'database/static-creds/short-static')).body.data.password as string;
+    expect(staticPassword).toMatch(/^[0-9]{12}$/);
+    expect(await mariadb.loginWorks(user, staticPassword)).toBe(true);
+
+    // A connection naming a policy that does not exist cannot issue credentials.
+    const { name: missing } = await connect(mariadb, { password_policy: 'no-such-policy' });
+    await writeRole('database/roles/missing-policy', { db_name: missing, creation_statements: mariadb.createStatements });
+    const refused = await readCreds('database/creds/missing-policy');
+    expect(refused.status).toBe(400);
+    expect(refused.errors).toEqual(['password policy "no-such-policy" does not exist']);
+    expect((await call('DELETE', 'sys/policies/password/short')).status).toBe(204);
+  });
+
+  test('bad input is a 400 naming the problem', async () => {
+    const unknownPlugin = await call('POST', 'database/config/unknown-plugin', { ...postgres.connection, plugin_name: 'nope-database-plugin' });
+    expect(unknownPlugin.status).toBe(400);
+    expect(unknownPlugin.body.errors[0]).toMatch(/unknown plugin "nope-database-plugin"/);
+
+    const { name, prefix } = await connect(postgres, { allowed_roles: ['allowed-only'] });
+    await writeRole('database/roles/not-allowed', { db_name: name, creation_statements: postgres.createStatements });
+    const notAllowed = await readCreds('database/creds/not-allowed');
+    expect(notAllowed.status).toBe(400);
+    expect(notAllowed.errors).toEqual([`role "not-allowed" is not in the allowed_roles of connection "${name}"`]);
+
+    const user = `${prefix}_static`;
+    const staticRole = (fields: Record<string, unknown>) => call('POST', 'database/static-roles/allowed-only', { db_name: name, username: user, ...fields });
+    for (const schedule of ['every day at noon', '61 * * * *']) {
+      const badCron = await staticRole({ rotation_schedule: schedule });
+      expect(badCron.status).toBe(400);
+      expect(badCron.body.errors[0]).toMatch(/field "rotation_schedule"/);
+    }
+    const tooOften = await staticRole({ rotation_period: '2s' });
+    expect(tooOften.status).toBe(400);
+    expect(tooOften.body.errors).toEqual(['field "rotation_period": must be at least 5 seconds']);
+    expect((await call('GET', 'database/static-roles/allowed-only')).status).toBe(404);
+    expect(await postgres.usersStartingWith(prefix)).toEqual([]);
+  });
+
+  if (kind === 'distributed') {
+    test('with the database service stopped, creds answer 503 naming the service at once', async () => {
+      const { name } = await connect(postgres);
+      await writeRole('database/roles/service-gone', { db_name: name, creation_statements: postgres.createStatements });
+      await topology.stopProcess('database');
+      const started = Date.now();
+      const creds = await readCreds('database/creds/service-gone');
+      expect(creds.status).toBe(503);
+      expect(creds.errors[0]).toMatch(/database/);
+      expect(Date.now() - started).toBeLessThan(2_000);
+      expect((await call('GET', 'sys/mounts')).status).toBe(200);
+    });
+  }
+});
