@@ -28,6 +28,8 @@ interface MatchedRoute extends Route {
   params: Record<string, string>;
 }
 
+const MATCH_CACHE_SIZE = 2048;
+
 /** Whether the capability set grants `operation`; `deny` wins, `root` grants everything. */
 export function permits(capabilities: ReadonlySet<Capability>, operation: PathOperation): boolean {
   if (capabilities.has('deny')) return false;
@@ -37,6 +39,7 @@ export function permits(capabilities: ReadonlySet<Capability>, operation: PathOp
 /** A mounted backend: routes requests to the first declaration whose pattern matches. */
 export class Backend {
   private readonly routes: Route[];
+  private readonly matches = new Map<string, MatchedRoute | null>();
 
   constructor(readonly declaration: BackendDeclaration) {
     // Compiling up front turns a malformed pattern into a startup error, not a request-time one.
@@ -151,12 +154,21 @@ export class Backend {
     );
   }
 
+  /** Matches are remembered per path (bounded): a request matches twice (flags, then handling). */
   private match(path: string): MatchedRoute | undefined {
+    const cached = this.matches.get(path);
+    if (cached !== undefined) return cached ?? undefined;
+    let found: MatchedRoute | null = null;
     for (const route of this.routes) {
       const params = route.pattern.match(path);
-      if (params) return { ...route, params };
+      if (params) {
+        found = { ...route, params };
+        break;
+      }
     }
-    return undefined;
+    if (this.matches.size >= MATCH_CACHE_SIZE) this.matches.clear();
+    this.matches.set(path, found);
+    return found ?? undefined;
   }
 }
 

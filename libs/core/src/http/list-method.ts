@@ -29,12 +29,15 @@ const K = 0x4b;
 const X = 0x58;
 const CR = 0x0d;
 const LF = 0x0a;
+const HEAD_END = Buffer.from('\r\n\r\n');
 
 export class ListMethodRewriter {
   private state = State.RequestStart;
   private methodPos = 0; // bytes of the current request seen so far while they can still be "LIST"
   private maybeList = true;
-  private head: number[] = [];
+  /** The head so far (already rewritten) while its end is not yet seen. */
+  private headParts: Buffer[] = [];
+  private headLength = 0;
   private remaining = 0;
   private line: number[] = [];
 
@@ -48,23 +51,29 @@ export class ListMethodRewriter {
           const b = chunk[i];
           if (b === CR || b === LF) continue;
           this.state = State.Head;
-          this.head = [];
+          this.headParts = [];
+          this.headLength = 0;
           this.methodPos = 0;
           this.maybeList = true;
           i--; // reprocess this byte as part of the head
           break;
         }
         case State.Head: {
-          this.rewriteMethodByte(chunk, i);
-          this.head.push(chunk[i]);
-          const n = this.head.length;
-          if (n > MAX_HEAD) {
+          for (let m = i; this.maybeList && m < chunk.length && this.methodPos < 4; m++) this.rewriteMethodByte(chunk, m);
+          // Find the blank line ending the head, also across a chunk boundary (up to 3 bytes back).
+          const carry = Math.min(3, this.headLength);
+          const probe = carry > 0 ? Buffer.concat([this.lastHeadBytes(carry), chunk.subarray(i)]) : chunk.subarray(i);
+          const found = probe.indexOf(HEAD_END);
+          const end = found < 0 ? chunk.length : i + found - carry + HEAD_END.length;
+          // A head split across chunks is copied: the socket may reuse a chunk's memory later.
+          this.headParts.push(found >= 0 ? chunk.subarray(i, end) : Buffer.from(chunk.subarray(i, end)));
+          this.headLength += end - i;
+          if (this.headLength > MAX_HEAD) {
             this.state = State.Passthrough;
             return chunk;
           }
-          if (n >= 4 && this.head[n - 1] === LF && this.head[n - 2] === CR && this.head[n - 3] === LF && this.head[n - 4] === CR) {
-            this.startBody();
-          }
+          if (found >= 0) this.startBody();
+          i = end - 1;
           break;
         }
         case State.Body: {
@@ -139,9 +148,15 @@ export class ListMethodRewriter {
     }
   }
 
+  private lastHeadBytes(count: number): Buffer {
+    const joined = this.headParts.length === 1 ? this.headParts[0] : Buffer.concat(this.headParts);
+    return joined.subarray(joined.length - count);
+  }
+
   private startBody(): void {
-    const headText = Buffer.from(this.head).toString('latin1');
-    this.head = [];
+    const headText = Buffer.concat(this.headParts, this.headLength).toString('latin1');
+    this.headParts = [];
+    this.headLength = 0;
     const chunked = /\r\ntransfer-encoding:[^\r\n]*chunked/i.test(headText);
     const upgrade = /\r\nupgrade:/i.test(headText) || headText.startsWith('CONNECT ');
     if (upgrade) {

@@ -78,6 +78,8 @@ class RedisPlugin implements DatabasePlugin {
       redis.disconnect();
       throw cause ?? err;
     }
+    // The open connection must not keep a stopping process alive.
+    redis.stream.unref();
     return redis;
   }
 
