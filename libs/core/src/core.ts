@@ -8,7 +8,7 @@ import type { Backend, MountInfo, Request, SecretResponse } from '@svc/framework
 import { ServiceError, SEALED_MESSAGE, UNINITIALIZED_MESSAGE } from '@svc/http';
 import type { LockManager } from '@svc/locks';
 import { KeyringDistributor, KeyringReceiver, ShamirSeal, encryptRootToken } from '@svc/seal';
-import { Barrier, createView, type Keyring, type Physical, type StorageView } from '@svc/storage';
+import { Barrier, CachedPhysical, createView, type Keyring, type Physical, type StorageView } from '@svc/storage';
 import type { EngineRegistry } from './engines';
 import { SYSTEM_MOUNT } from './mounts/system-mount';
 import { describeRequestError } from './http/request-errors';
@@ -85,6 +85,7 @@ export interface InitRequest {
 export class Core {
   readonly seal: ShamirSeal;
   readonly barrier: Barrier;
+  private readonly storageCache?: CachedPhysical;
   readonly system: Backend;
   readonly namespaces: NamespaceRegistry;
   readonly tokens: TokenStore;
@@ -110,7 +111,10 @@ export class Core {
 
   constructor(readonly options: CoreOptions) {
     this.seal = new ShamirSeal(options.physical, { version: VERSION, buildDate: BUILD_DATE });
-    this.barrier = new Barrier(options.physical);
+    // Gateways cache storage reads (in memory there is nothing to save); replicas invalidate each
+    // other's entries through ReplicaSync, which then has to carry every written key.
+    this.storageCache = options.physical.kind === 'inmem' ? undefined : new CachedPhysical(options.physical);
+    this.barrier = new Barrier(this.storageCache ?? options.physical);
     this.namespaces = new NamespaceRegistry(this.barrier);
     this.tokens = new TokenStore(createView(this.barrier, 'sys/token/'));
     this.leases = new ExpirationManager(createView(this.barrier, 'sys/expire/'), options.locks, (lease) => this.revokeLease(lease), options.logger);
@@ -131,7 +135,8 @@ export class Core {
       subjectPrefix,
       onError: (err) => this.logger.warn({ err: describeRequestError(err) }, 'keyring request from peer failed'),
     });
-    this.replicas = new ReplicaSync(options.bus, subjectPrefix ?? 'svc', isCachedKey, (keys) => this.reloadCaches(keys));
+    const watched = this.storageCache ? () => true : isCachedKey;
+    this.replicas = new ReplicaSync(options.bus, subjectPrefix ?? 'svc', watched, (keys) => this.reloadCaches(keys));
     this.barrier.onWrite((event) => this.replicas.noteWrite(event.key));
     this.system = options.systemBackend(this);
     this.coreEngines.register(SYSTEM_MOUNT, this.system);
@@ -183,6 +188,7 @@ export class Core {
 
   /** Another replica changed cached state: read it again. */
   private async reloadCaches(keys: string[]): Promise<void> {
+    this.storageCache?.invalidate(keys);
     if (this.barrier.sealed) return;
     if (keys.includes(KEYRING_CHANGED)) await this.fetchRotatedKeyring();
     this.tokens.forgetKeys(keys);
@@ -270,6 +276,7 @@ export class Core {
     await this.leases.stop();
     await this.seal.seal();
     await this.audit.close();
+    this.storageCache?.clear();
     this.barrier.seal();
     this.logger.info('sealed');
   }

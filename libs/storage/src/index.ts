@@ -6,3 +6,4 @@ export { EmbeddedPhysical, type EmbeddedPhysicalOptions } from './embedded';
 export { createPhysical } from './factory';
 export { Barrier, type WriteListener } from './barrier';
 export { createView } from './view';
+export { CachedPhysical } from './cache';

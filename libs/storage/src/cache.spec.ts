@@ -1,0 +1,66 @@
+import { CachedPhysical } from './cache';
+import { InmemPhysical } from './inmem';
+
+/** An in-memory store that counts reads reaching it, to see what the cache serves. */
+class CountingPhysical extends InmemPhysical {
+  reads = 0;
+  override async get(key: string): Promise<Buffer | null> {
+    this.reads++;
+    return super.get(key);
+  }
+}
+
+describe('CachedPhysical', () => {
+  it('serves repeated reads (values and misses) from memory', async () => {
+    const inner = new CountingPhysical();
+    const cache = new CachedPhysical(inner);
+    await inner.put('a', Buffer.from('1'));
+    expect((await cache.get('a'))?.toString()).toBe('1');
+    expect((await cache.get('a'))?.toString()).toBe('1');
+    expect(await cache.get('missing')).toBeNull();
+    expect(await cache.get('missing')).toBeNull();
+    expect(inner.reads).toBe(2);
+  });
+
+  it('sees its own writes, in and out of transactions, and forgets a rolled-back one', async () => {
+    const inner = new CountingPhysical();
+    const cache = new CachedPhysical(inner);
+    await cache.get('k');
+    await cache.put('k', Buffer.from('v1'));
+    expect((await cache.get('k'))?.toString()).toBe('v1');
+    await cache.transaction(async (tx) => {
+      await tx.lock('k');
+      expect((await tx.get('k'))?.toString()).toBe('v1');
+      await tx.put('k', Buffer.from('v2'));
+    });
+    expect((await cache.get('k'))?.toString()).toBe('v2');
+    await expect(
+      cache.transaction(async (tx) => {
+        await tx.put('k', Buffer.from('never'));
+        throw new Error('roll back');
+      }),
+    ).rejects.toThrow('roll back');
+    expect((await cache.get('k'))?.toString()).toBe('v2');
+    await cache.delete('k');
+    expect(await cache.get('k')).toBeNull();
+  });
+
+  it('reads storage again for keys invalidated by another writer', async () => {
+    const inner = new CountingPhysical();
+    const cache = new CachedPhysical(inner);
+    await cache.put('shared', Buffer.from('old'));
+    await inner.put('shared', Buffer.from('new')); // another replica's write
+    expect((await cache.get('shared'))?.toString()).toBe('old');
+    cache.invalidate(['shared']);
+    expect((await cache.get('shared'))?.toString()).toBe('new');
+  });
+
+  it('stays within its bound', async () => {
+    const inner = new CountingPhysical();
+    const cache = new CachedPhysical(inner, 2);
+    for (const key of ['a', 'b', 'c']) await cache.get(key);
+    inner.reads = 0;
+    await cache.get('a');
+    expect(inner.reads).toBe(1);
+  });
+});

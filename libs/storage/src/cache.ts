@@ -1,0 +1,90 @@
+import type { Physical, Transaction } from './types';
+
+const DEFAULT_MAX_ENTRIES = 50_000;
+
+/**
+ * A read cache in front of a physical store (values as stored, i.e. ciphertext: the barrier still
+ * decrypts each read). Writes through this object update the cache after they commit; writes made
+ * elsewhere (another gateway replica) must be reported with `invalidate`. Reads inside a
+ * transaction bypass the cache, so check-and-set under a lock always sees storage.
+ */
+export class CachedPhysical implements Physical {
+  private readonly entries = new Map<string, Buffer | null>();
+
+  constructor(
+    private readonly inner: Physical,
+    private readonly maxEntries = DEFAULT_MAX_ENTRIES,
+  ) {}
+
+  get kind(): Physical['kind'] {
+    return this.inner.kind;
+  }
+
+  open(): Promise<void> {
+    return this.inner.open();
+  }
+
+  async close(): Promise<void> {
+    this.entries.clear();
+    await this.inner.close();
+  }
+
+  async get(key: string): Promise<Buffer | null> {
+    const cached = this.entries.get(key);
+    if (cached !== undefined) return cached;
+    const value = await this.inner.get(key);
+    this.remember(key, value);
+    return value;
+  }
+
+  async put(key: string, value: Buffer): Promise<void> {
+    this.entries.delete(key);
+    await this.inner.put(key, value);
+    this.remember(key, value);
+  }
+
+  async delete(key: string): Promise<void> {
+    this.entries.delete(key);
+    await this.inner.delete(key);
+    this.remember(key, null);
+  }
+
+  list(prefix: string): Promise<string[]> {
+    return this.inner.list(prefix);
+  }
+
+  async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+    const written = new Map<string, Buffer | null>();
+    const result = await this.inner.transaction((tx) =>
+      fn({
+        get: (key) => tx.get(key),
+        list: (prefix) => tx.list(prefix),
+        lock: (key) => tx.lock(key),
+        put: async (key, value) => {
+          await tx.put(key, value);
+          written.set(key, value);
+        },
+        delete: async (key) => {
+          await tx.delete(key);
+          written.set(key, null);
+        },
+      }),
+    );
+    for (const [key, value] of written) this.remember(key, value);
+    return result;
+  }
+
+  /** Forgets keys another process may have changed. */
+  invalidate(keys: Iterable<string>): void {
+    for (const key of keys) this.entries.delete(key);
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
+
+  private remember(key: string, value: Buffer | null): void {
+    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.set(key, value);
+  }
+}
