@@ -58,7 +58,8 @@ export const databaseCreds: Scenario = {
         return { name: this.name, target, floor: base, ratio: target.reqPerSec / base.reqPerSec };
       } finally {
         floor.stop();
-        await api(server.url, 'PUT', '/v1/sys/leases/revoke-prefix/database/', { token: server.token });
+        const revoked = await api(server.url, 'PUT', '/v1/sys/leases/revoke-prefix/database/', { token: server.token });
+        if (revoked.status !== 204) process.stderr.write(`revoke-prefix answered ${revoked.status} ${revoked.text}; dropping the roles by name\n`);
       }
     } finally {
       await server.stop();

@@ -208,6 +208,7 @@ export class Core {
 
   async stop(): Promise<void> {
     clearInterval(this.periodic);
+    await this.coreEngines.closeAll();
     await this.leases.stop();
     this.replicas.stop();
     this.peers.close();
@@ -436,7 +437,8 @@ export class Core {
       internalData: lease.internalData,
     });
     if (!reply.ok) throw new ServiceError(reply.status, reply.errors);
-    let ttl = clampTtl(increment || reply.response?.secret?.ttl || 0, limits);
+    // The engine settles the new TTL (it knows the role's current limits); the core only clamps it.
+    let ttl = clampTtl(reply.response?.secret?.ttl || increment || 0, limits);
     if (lease.maxExpireTime > 0) ttl = Math.min(ttl, lease.maxExpireTime - now);
     const renewed: LeaseEntry = { ...lease, lastRenewalTime: now, expireTime: now + Math.max(0, ttl) };
     await this.leases.put(namespace.record.id, renewed);

@@ -1,6 +1,6 @@
 import type { BackendFactory, EngineContext } from '@svc/engine-host';
 import { Backend, type BackendDeclaration, type MountInfo, type Request, type Response } from '@svc/framework';
-import { DatabaseEngine, type DatabaseEngineOptions } from './engine';
+import { DatabaseEngine } from './engine';
 import { configPaths } from './paths/config-paths';
 import { STATEMENT_FIELD_NAMES } from './paths/role-fields';
 import { credsSecret, rolePaths } from './paths/role-paths';
@@ -35,8 +35,8 @@ function withStatementLists(data: Record<string, unknown>): Record<string, unkno
 export class DatabaseBackend extends Backend {
   private readonly engine: DatabaseEngine;
 
-  constructor(mount: MountInfo, context: EngineContext, options: DatabaseEngineOptions = {}) {
-    const engine = new DatabaseEngine(mount, context, options.passwordPolicies ?? ((name, m) => context.passwordPolicy(m.namespace, name)));
+  constructor(mount: MountInfo, context: EngineContext) {
+    const engine = new DatabaseEngine(mount, context);
     super(databaseDeclaration(engine));
     this.engine = engine;
   }
@@ -61,9 +61,4 @@ export class DatabaseBackend extends Backend {
   }
 }
 
-/** A factory with options: the core passes its password policy lookup here. */
-export function createDatabaseBackendFactory(options: DatabaseEngineOptions = {}): BackendFactory {
-  return (mount, context) => new DatabaseBackend(mount, context, options);
-}
-
-export const databaseBackendFactory: BackendFactory = createDatabaseBackendFactory();
+export const databaseBackendFactory: BackendFactory = (mount, context) => new DatabaseBackend(mount, context);

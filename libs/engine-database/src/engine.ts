@@ -3,16 +3,11 @@ import type { EngineContext } from '@svc/engine-host';
 import type { FieldData, MountInfo, Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import { ConnectionRegistry } from './connections';
-import { policyPassword, type PasswordPolicyResolver } from './passwords';
+import { policyPassword } from './passwords';
 import type { PluginDefinition } from './plugins';
 import type { ConnectionRecord } from './records';
 import { StaticRotations } from './static-rotation';
 import { renderUsername, type UsernameContext } from './username-template';
-
-export interface DatabaseEngineOptions {
-  /** Resolves `password_policy` names; defaults to the default policy for every name. */
-  passwordPolicies?: PasswordPolicyResolver;
-}
 
 export class DatabaseEngine {
   readonly connections = new ConnectionRegistry();
@@ -21,7 +16,6 @@ export class DatabaseEngine {
   constructor(
     readonly mount: MountInfo,
     readonly context: EngineContext,
-    private readonly resolvePolicy: PasswordPolicyResolver,
   ) {
     this.rotations = new StaticRotations({
       mount,
@@ -33,7 +27,7 @@ export class DatabaseEngine {
   }
 
   password(policyName: string): Promise<string> {
-    return policyPassword(this.resolvePolicy, policyName, this.mount);
+    return policyPassword(this.context, this.mount, policyName);
   }
 
   /** What username and common-name templates see; display names keep to characters every database accepts quoted. */

@@ -1,20 +1,15 @@
+import type { EngineContext } from '@svc/engine-host';
 import type { MountInfo } from '@svc/framework';
 import { ServiceError } from '@svc/http';
-import { DEFAULT_PASSWORD_POLICY, DEFAULT_PASSWORD_POLICY_HCL, generatePassword, parsePasswordPolicy, PasswordPolicyError } from '@svc/password-policy';
+import { DEFAULT_PASSWORD_POLICY, generatePassword, parsePasswordPolicy, PasswordPolicyError } from '@svc/password-policy';
 
 /**
- * Looks up a named password policy (sys/policies/password/:name) and returns its HCL, or
- * undefined when there is no such policy. The core provides the real one; until then every name
- * resolves to the default policy.
+ * A password under the named policy (sys/policies/password/:name) of the mount's namespace, or
+ * under the default policy for an empty name.
  */
-export type PasswordPolicyResolver = (name: string, mount: MountInfo) => Promise<string | undefined>;
-
-export const defaultPolicyResolver: PasswordPolicyResolver = async () => DEFAULT_PASSWORD_POLICY_HCL;
-
-/** A password under the named policy, or the default policy for an empty name. */
-export async function policyPassword(resolver: PasswordPolicyResolver, name: string, mount: MountInfo): Promise<string> {
+export async function policyPassword(context: EngineContext, mount: MountInfo, name: string): Promise<string> {
   if (name === '') return generatePassword(DEFAULT_PASSWORD_POLICY);
-  const text = await resolver(name, mount);
+  const text = await context.passwordPolicy(mount.namespace, name);
   if (text === undefined) throw ServiceError.badRequest(`password policy "${name}" does not exist`);
   try {
     return generatePassword(parsePasswordPolicy(text));

@@ -97,7 +97,14 @@ export class EngineHost {
   forget(uuid: string): void {
     const entry = this.mounts.get(uuid);
     this.mounts.delete(uuid);
-    void (entry?.backend as { close?: () => Promise<void> } | undefined)?.close?.().catch(() => undefined);
+    if (entry) void closeBackend(entry.backend);
+  }
+
+  /** Closes every backend (connection pools, timers) when the process stops. */
+  async closeAll(): Promise<void> {
+    const backends = [...this.mounts.values()].map((entry) => entry.backend);
+    this.mounts.clear();
+    await Promise.all(backends.map(closeBackend));
   }
 
   /** Serves this host's subject on the bus, load-balanced across replicas of the service. */
@@ -133,6 +140,11 @@ export class EngineHost {
 }
 
 const UNRESTRICTED: ReadonlySet<Capability> = new Set(['root']);
+
+/** Backends that hold resources (pools, timers) expose `close`; others have nothing to release. */
+async function closeBackend(backend: Backend): Promise<void> {
+  await (backend as { close?: () => Promise<void> }).close?.().catch(() => undefined);
+}
 
 /**
  * Sudo, root-namespace and unauthenticated markings of the operation being called. Returns

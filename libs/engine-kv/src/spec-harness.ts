@@ -1,8 +1,8 @@
 /** Test support: a kv mount over real storage, driven through Backend.handle as the gateway would. */
-import { randomUUID } from 'node:crypto';
 import type { Capability, MountInfo, Operation } from '@svc/framework';
 import { toErrorBody } from '@svc/http';
-import { Barrier, createView, InmemPhysical, Keyring, type StorageView, type TransactionalStore } from '@svc/storage';
+import type { Keyring, StorageView, TransactionalStore } from '@svc/storage';
+import { engineRequest, mountStorage, testMount } from '@svc/testing';
 import { KvBackend } from './kv-backend';
 
 export interface Outcome {
@@ -18,19 +18,7 @@ export interface CallOptions {
 }
 
 export function kvMount(version: '1' | '2'): MountInfo {
-  const uuid = randomUUID();
-  return {
-    path: 'secret/',
-    type: 'kv',
-    uuid,
-    accessor: `kv_${uuid.slice(0, 8)}`,
-    namespace: '',
-    description: '',
-    config: { default_lease_ttl: 0, max_lease_ttl: 0 },
-    options: { version },
-    local: false,
-    seal_wrap: false,
-  };
+  return testMount('kv', { path: 'secret/', options: { version } });
 }
 
 /** A clock tests move by hand. */
@@ -55,13 +43,13 @@ export class KvHarness {
 
   /** A fresh mount over in-memory storage behind an unsealed barrier. */
   static inmem(version: '1' | '2'): KvHarness {
-    return KvHarness.over(new InmemPhysical(), Keyring.generate(), kvMount(version));
+    const mount = kvMount(version);
+    return new KvHarness(mount, mountStorage(mount));
   }
 
+  /** A replica of `mount` over shared physical storage, unsealed with the shared keyring. */
   static over(physical: TransactionalStore, keyring: Keyring, mount: MountInfo, clock?: ManualClock): KvHarness {
-    const barrier = new Barrier(physical);
-    barrier.unseal(keyring);
-    return new KvHarness(mount, createView(barrier, `logical/${mount.uuid}/`), clock);
+    return new KvHarness(mount, mountStorage(mount, physical, keyring), clock);
   }
 
   /** What sys/mounts/:path/tune does to the mount's options. */
@@ -73,14 +61,7 @@ export class KvHarness {
   async call(operation: Exclude<Operation, 'help'>, path: string, data: Record<string, unknown> = {}, options: CallOptions = {}): Promise<Outcome> {
     try {
       const response = await this.backend.handle({
-        requestId: randomUUID(),
-        operation,
-        path,
-        data,
-        headers: {},
-        mount: this.mount,
-        storage: this.storage,
-        capabilities: new Set(options.capabilities ?? ['root']),
+        ...engineRequest(this.mount, this.storage, operation, path, data, options.capabilities),
         contentType: options.contentType ?? (operation === 'patch' ? 'application/merge-patch+json' : 'application/json'),
       });
       if (response === undefined) return { status: 204 };

@@ -72,6 +72,7 @@ export async function startGateway(
     core,
     stop: async () => {
       await frontend.close();
+      await Promise.all([...localServices.values()].map((host) => host.closeAll()));
       await core.stop();
       await shared.bus.close();
       await shared.locks.close();
@@ -110,6 +111,7 @@ export async function startService(config: ServerConfig, service: ServiceName): 
     addresses: [],
     stop: async () => {
       subscription.unsubscribe();
+      await host.closeAll();
       receiver.close();
       await shared.bus.close();
       await shared.locks.close();

@@ -1,9 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import type { Backend, Capability, MountInfo, Operation, Response } from '@svc/framework';
 import { ServiceError } from '@svc/http';
-import { MemoryLockManager } from '@svc/locks';
-import { Barrier, InmemPhysical, Keyring, createView, type StorageView } from '@svc/storage';
-import pino from 'pino';
+import type { LockManager } from '@svc/locks';
+import type { StorageView } from '@svc/storage';
+import { engineContext, engineRequest, mountStorage, testMount } from '@svc/testing';
 import { transitBackendFactory } from '../backend';
 
 /** Response data as tests read it: JSON whose shape each test asserts. */
@@ -19,11 +18,10 @@ export class TransitMount {
   ) {}
 
   /** A mount with its own storage; `replicaOf` gives a second backend (replica) over the same storage. */
-  static create(replicaOf?: TransitMount, locks = new MemoryLockManager()): TransitMount {
-    const mount = replicaOf?.mount ?? mountInfo();
-    const storage = replicaOf?.storage ?? newStorage(mount);
-    const backend = transitBackendFactory(mount, { locks, logger: pino({ level: 'silent' }), passwordPolicy: async () => undefined });
-    return new TransitMount(backend, storage, mount);
+  static create(replicaOf?: TransitMount, locks?: LockManager): TransitMount {
+    const mount = replicaOf?.mount ?? testMount('transit');
+    const storage = replicaOf?.storage ?? mountStorage(mount);
+    return new TransitMount(transitBackendFactory(mount, engineContext({ locks })), storage, mount);
   }
 
   async request(
@@ -32,16 +30,7 @@ export class TransitMount {
     data: Record<string, unknown> = {},
     capabilities: Capability[] = ['root'],
   ): Promise<Response | undefined> {
-    return this.backend.handle({
-      requestId: randomUUID(),
-      operation,
-      path,
-      data,
-      headers: {},
-      mount: this.mount,
-      storage: this.storage,
-      capabilities: new Set(capabilities),
-    });
+    return this.backend.handle(engineRequest(this.mount, this.storage, operation, path, data, capabilities));
   }
 
   /** POST; returns `data` (the whole response is available through `request`). */
@@ -54,38 +43,8 @@ export class TransitMount {
   }
 
   async periodic(): Promise<void> {
-    await this.backend.periodic({
-      requestId: randomUUID(),
-      operation: 'update',
-      path: '',
-      data: {},
-      headers: {},
-      mount: this.mount,
-      storage: this.storage,
-      capabilities: new Set(['root']),
-    });
+    await this.backend.periodic(engineRequest(this.mount, this.storage, 'update', ''));
   }
-}
-
-function mountInfo(): MountInfo {
-  return {
-    path: 'transit/',
-    type: 'transit',
-    uuid: randomUUID(),
-    accessor: `transit_${randomUUID().slice(0, 8)}`,
-    namespace: '',
-    description: '',
-    config: { default_lease_ttl: 0, max_lease_ttl: 0 },
-    options: {},
-    local: false,
-    seal_wrap: false,
-  };
-}
-
-function newStorage(mount: MountInfo): StorageView {
-  const barrier = new Barrier(new InmemPhysical());
-  barrier.unseal(Keyring.generate());
-  return createView(barrier, `logical/${mount.uuid}/`);
 }
 
 /** The status and messages of a rejected request. */
