@@ -278,6 +278,37 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('database engine, %s'
     expect(await mariadb.loginWorks(creds.username, creds.password)).toBe(true);
   });
 
+  test('a revocation the database refuses keeps the lease, shows the failure, and succeeds once the database allows it', async () => {
+    const prefix = ownPrefix(mariadb);
+    const journal = `${prefix}_journal`;
+    const { name } = await connect(mariadb);
+    // Revocation first records the user in a table that does not exist yet, so the database refuses it.
+    await writeRole('database/roles/kept', {
+      db_name: name,
+      creation_statements: mariadb.createStatements,
+      revocation_statements: [`INSERT INTO test.${journal} VALUES ('{{name}}')`, "DROP USER '{{name}}'@'%'"],
+    });
+    const creds = await readCreds('database/creds/kept');
+    expect(creds.status).toBe(200);
+    try {
+      const refused = await call('POST', 'sys/leases/revoke', { lease_id: creds.leaseId });
+      expect(refused.status).toBe(502);
+      expect(refused.body.errors[0]).toMatch(new RegExp(journal));
+      const kept = await call('POST', 'sys/leases/lookup', { lease_id: creds.leaseId });
+      expect(kept.status).toBe(200);
+      expect(kept.body.data).toMatchObject({ id: creds.leaseId, revoke_attempts: 1 });
+      expect(String(kept.body.data.last_revoke_error)).toMatch(new RegExp(journal));
+      expect(await mariadb.loginWorks(creds.username, creds.password)).toBe(true);
+
+      await mariadb.asRoot(`CREATE TABLE test.${journal} (name VARCHAR(128))`);
+      expect((await call('POST', 'sys/leases/revoke', { lease_id: creds.leaseId })).status).toBe(204);
+      expect(await mariadb.loginWorks(creds.username, creds.password)).toBe(false);
+      expect((await call('POST', 'sys/leases/lookup', { lease_id: creds.leaseId })).status).toBe(400);
+    } finally {
+      await mariadb.asRoot(`DROP TABLE IF EXISTS test.${journal}`);
+    }
+  });
+
   test('password policies: generate follows the policy, and a connection naming it issues passwords under it', async () => {
     const policy = 'length = 12\nrule "charset" {\n  charset = "0123456789"\n  min-chars = 1\n}\n';
     expect((await call('POST', 'sys/policies/password/short', { policy })).status).toBe(204);
