@@ -96,3 +96,23 @@ describe('svc server -dev', () => {
     expect(JSON.parse(mounts.stdout).data['secret/'].options).toEqual({ version: '1' });
   });
 });
+
+describe('svc cluster', () => {
+  test('starts the distributed topology, initialized, and stops it on SIGINT', async () => {
+    const child = spawn(process.execPath, [SVC_BIN, 'cluster', '-gateways=1', '-services=transit'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    try {
+      await eventually(async () => /Root Token: \S+/.test(output), 60_000);
+      const gateway = /Gateways: (\S+)/.exec(output)![1];
+      const rootToken = /Root Token: (\S+)/.exec(output)![1];
+      const status = await svc(['read', '-format=json', 'sys/mounts'], { SVC_ADDR: gateway, SVC_TOKEN: rootToken });
+      expect(status.code).toBe(0);
+    } finally {
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      child.kill('SIGINT');
+      expect(await exited).toBe(0);
+    }
+  });
+});

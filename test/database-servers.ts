@@ -2,9 +2,7 @@
  * The two real databases the database-engine suite issues users on, seen from outside the service:
  * how to point a connection at each, and how to check (and clean up) the users it creates.
  */
-import { createHash, createHmac, pbkdf2Sync } from 'node:crypto';
-import { createConnection } from 'mysql2/promise';
-import { Client } from 'pg';
+import { mysqlLoginWorks, mysqlUserExists, postgresLoginWorks, postgresRole, withMysql, withPostgres } from '@svc/testing';
 
 export interface TestDatabase {
   name: 'postgresql' | 'mariadb';
@@ -24,47 +22,9 @@ export interface TestDatabase {
   dropUsersStartingWith(prefix: string): Promise<void>;
 }
 
-// --- PostgreSQL. This machine trusts every TCP login (pg_hba "trust"), so whether a password would be
-// accepted is checked against the role's SCRAM-SHA-256 verifier, exactly as password authentication would.
+// --- PostgreSQL: logins are checked against the role's SCRAM verifier (see @svc/testing).
 
-const POSTGRES_ADMIN_URL = 'postgresql://postgres@127.0.0.1:5432/test';
-
-async function withPostgres<T>(fn: (client: Client) => Promise<T>): Promise<T> {
-  const client = new Client({ connectionString: POSTGRES_ADMIN_URL });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
-
-export interface PostgresRole {
-  canLogin: boolean;
-  validUntil: Date | null;
-  verifier: string | null;
-}
-
-export function postgresRole(name: string): Promise<PostgresRole | null> {
-  return withPostgres(async (client) => {
-    const result = await client.query<{ rolcanlogin: boolean; rolvaliduntil: Date | null; rolpassword: string | null }>(
-      'SELECT rolcanlogin, rolvaliduntil, rolpassword FROM pg_authid WHERE rolname = $1',
-      [name],
-    );
-    const row = result.rows[0];
-    return row ? { canLogin: row.rolcanlogin, validUntil: row.rolvaliduntil, verifier: row.rolpassword } : null;
-  });
-}
-
-/** Whether SCRAM-SHA-256 authentication would accept `password` against a stored verifier. */
-function scramAccepts(verifier: string | null, password: string): boolean {
-  const match = /^SCRAM-SHA-256\$(\d+):([^$]+)\$([^:]+):(.+)$/.exec(verifier ?? '');
-  if (!match) return false;
-  const [, iterations, salt, storedKey] = match;
-  const salted = pbkdf2Sync(password, Buffer.from(salt, 'base64'), Number(iterations), 32, 'sha256');
-  const clientKey = createHmac('sha256', salted).update('Client Key').digest();
-  return createHash('sha256').update(clientKey).digest('base64') === storedKey;
-}
+export { postgresRole } from '@svc/testing';
 
 export const postgres: TestDatabase = {
   name: 'postgresql',
@@ -81,12 +41,7 @@ export const postgres: TestDatabase = {
     message: /database "svc_e2e_no_such_database" does not exist/,
   },
   createStatements: [`CREATE ROLE "{{name}}" WITH LOGIN PASSWORD '{{password}}' VALID UNTIL '{{expiration}}'`],
-  async loginWorks(user, password) {
-    const role = await postgresRole(user);
-    if (!role?.canLogin) return false;
-    if (role.validUntil && role.validUntil.getTime() <= Date.now()) return false;
-    return scramAccepts(role.verifier, password);
-  },
+  loginWorks: postgresLoginWorks,
   async userExists(user) {
     return (await postgresRole(user)) !== null;
   },
@@ -106,17 +61,8 @@ export const postgres: TestDatabase = {
 
 // --- MariaDB enforces passwords: logins are real.
 
-async function withMariadb<T>(fn: (query: (sql: string, values?: unknown[]) => Promise<unknown>) => Promise<T>): Promise<T> {
-  const connection = await createConnection({ host: '127.0.0.1', port: 3306, user: 'root' });
-  try {
-    return await fn(async (sql, values) => (await connection.query(sql, values))[0]);
-  } finally {
-    await connection.end();
-  }
-}
-
 function mariadbAccounts(prefix: string): Promise<Array<{ user: string; host: string }>> {
-  return withMariadb(async (query) => (await query('SELECT User AS user, Host AS host FROM mysql.user WHERE LEFT(User, ?) = ?', [prefix.length, prefix])) as Array<{ user: string; host: string }>);
+  return withMysql(async (query) => (await query('SELECT User AS user, Host AS host FROM mysql.user WHERE LEFT(User, ?) = ?', [prefix.length, prefix])) as Array<{ user: string; host: string }>);
 }
 
 export const mariadb: TestDatabase & {
@@ -136,24 +82,15 @@ export const mariadb: TestDatabase & {
     message: /Access denied for user 'root'/,
   },
   createStatements: [`CREATE USER '{{name}}'@'%' IDENTIFIED BY '{{password}}'`],
-  async loginWorks(user, password) {
-    try {
-      const connection = await createConnection({ host: '127.0.0.1', port: 3306, user, password, connectTimeout: 5_000 });
-      await connection.query('SELECT 1');
-      await connection.end();
-      return true;
-    } catch {
-      return false;
-    }
-  },
-  userExists: (user) => withMariadb(async (query) => ((await query('SELECT 1 FROM mysql.user WHERE User = ?', [user])) as unknown[]).length > 0),
-  createUser: (user, password) => withMariadb(async (query) => void (await query('CREATE USER ?@? IDENTIFIED BY ?', [user, '%', password]))),
+  loginWorks: mysqlLoginWorks,
+  userExists: mysqlUserExists,
+  createUser: (user, password) => withMysql(async (query) => void (await query('CREATE USER ?@? IDENTIFIED BY ?', [user, '%', password]))),
   usersStartingWith: async (prefix) => [...new Set((await mariadbAccounts(prefix)).map((account) => account.user))],
   dropUsersStartingWith: async (prefix) => {
     const accounts = await mariadbAccounts(prefix);
-    await withMariadb(async (query) => {
+    await withMysql(async (query) => {
       for (const { user, host } of accounts) await query('DROP USER IF EXISTS ?@?', [user, host]);
     });
   },
-  asRoot: (sql, values) => withMariadb((query) => query(sql, values)),
+  asRoot: (sql, values) => withMysql((query) => query(sql, values)),
 };

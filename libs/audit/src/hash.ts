@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
-import type { AuditAuth, AuditLine, AuditWrapInfo, NonHmacKeys } from './types';
+import type { WrapInfo } from '@svc/http';
+import type { AuditAuth, AuditLine, NonHmacKeys } from './types';
 
 /** Turns a sensitive string into its audit form, `hmac-sha256:<hex>`. */
 export type HmacFn = (input: string) => string;
@@ -39,7 +40,7 @@ export function hashStructure(line: AuditLine, hmac: HmacFn, options: HashOption
     auth.client_token = token(auth.client_token);
     auth.accessor = accessor(auth.accessor);
   };
-  const hashWrapInfo = (wrapInfo: AuditWrapInfo) => {
+  const hashWrapInfo = (wrapInfo: WrapInfo) => {
     wrapInfo.token = token(wrapInfo.token);
     wrapInfo.accessor = accessor(wrapInfo.accessor);
     if (wrapInfo.wrapped_accessor) wrapInfo.wrapped_accessor = accessor(wrapInfo.wrapped_accessor);

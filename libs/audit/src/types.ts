@@ -1,3 +1,5 @@
+import type { WrapInfo } from '@svc/http';
+
 /** The authentication behind a request, or the one a login response issues. */
 export interface AuditAuth {
   client_token: string;
@@ -30,23 +32,14 @@ export interface AuditRequest {
   headers?: Record<string, string[]>;
 }
 
-export interface AuditWrapInfo {
-  token: string;
-  accessor: string;
-  /** Seconds. */
-  ttl: number;
-  creation_time: string;
-  creation_path: string;
-  wrapped_accessor?: string;
-}
-
 export interface AuditResponse {
   mount_type: string;
   mount_accessor?: string;
   data?: Record<string, unknown> | null;
   secret?: { lease_id: string };
   auth?: AuditAuth;
-  wrap_info?: AuditWrapInfo;
+  /** As the response envelope carries it. */
+  wrap_info?: WrapInfo;
   warnings?: string[];
   status?: number;
 }

@@ -1,7 +1,7 @@
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, devConfig, loadConfigFile, parseConfig, parseDurationMs, parseHcl } from './index';
+import { ConfigError, devConfig, loadConfigFile, parseConfig, parseHcl } from './index';
 
 let dir: string;
 let cert: string;
@@ -562,17 +562,4 @@ describe('devConfig', () => {
     expect(config.locks).toBeUndefined();
     expect(devConfig().listeners[0].address).toBe('127.0.0.1:8200');
   });
-});
-
-describe('parseDurationMs', () => {
-  it.each([
-    [30, 30_000],
-    ['30', 30_000],
-    ['768h', 2_764_800_000],
-    ['1h30m', 5_400_000],
-    ['250ms', 250],
-    ['2d', 172_800_000],
-  ])('%p -> %p ms', (input, ms) => expect(parseDurationMs(input)).toBe(ms));
-
-  it.each(['', 'h', '10x', '-5s', true])('rejects %p', (input) => expect(parseDurationMs(input)).toBeUndefined());
 });

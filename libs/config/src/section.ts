@@ -1,5 +1,5 @@
 import { ConfigError } from './errors';
-import { parseDurationMs } from './duration';
+import { durationMilliseconds } from '@svc/framework';
 
 export type RawObject = Record<string, unknown>;
 
@@ -73,7 +73,7 @@ export class Section {
   durationMs(key: string): number | undefined {
     const value = this.raw(key);
     if (value === undefined) return undefined;
-    const ms = parseDurationMs(value);
+    const ms = durationMilliseconds(value);
     if (ms === undefined) throw this.error(`${key} must be a duration such as "30s", "768h" or a number of seconds`);
     return ms;
   }

@@ -1,4 +1,5 @@
-import { DatabaseHarness, MYSQL_URL, mysqlLoginWorks, mysqlUserExists, unique, withMysql } from './spec-harness';
+import { mysqlLoginWorks, mysqlUserExists, withMysql } from '@svc/testing';
+import { DatabaseHarness, MYSQL_URL, unique } from './spec-harness';
 
 const CREATE = [`CREATE USER '{{name}}'@'%' IDENTIFIED BY '{{password}}'`, `GRANT SELECT ON mysql.db TO '{{name}}'@'%'`];
 

@@ -1,8 +1,8 @@
 import 'reflect-metadata';
 import { X509Certificate, createPublicKey, createPrivateKey, webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
-import { MemoryLockManager } from '@svc/locks';
-import { DatabaseHarness, databaseMount, mountStorage, POSTGRES_URL, postgresLoginWorks, postgresRole, scramAccepts, unique, withPostgres } from './spec-harness';
+import { postgresLoginWorks, postgresRole, scramAccepts, withPostgres } from '@svc/testing';
+import { DatabaseHarness, POSTGRES_URL, unique } from './spec-harness';
 
 /** A self-signed CA for client_certificate roles. */
 async function testCa(): Promise<{ cert: string; key: string }> {
@@ -283,10 +283,9 @@ describe('postgresql-database-plugin', () => {
     expect(scramAccepts(role!.verifier, 'abc-123')).toBe(true);
     expect(scramAccepts(role!.verifier, 'abc-124')).toBe(false);
   });
-  it('generates passwords under the connection\'s named policy through the injected resolver', async () => {
-    const mount = databaseMount();
-    const policies: Record<string, string> = { lowercase: 'length = 32\nrule "charset" {\n  charset = "abcdefghijklmnopqrstuvwxyz"\n  min-chars = 32\n}' };
-    const custom = new DatabaseHarness(mount, mountStorage(mount), new MemoryLockManager(), { passwordPolicies: async (name) => policies[name] });
+  it('generates passwords under the connection\'s named policy from the engine context\'s password policies', async () => {
+    const passwordPolicies = { lowercase: 'length = 32\nrule "charset" {\n  charset = "abcdefghijklmnopqrstuvwxyz"\n  min-chars = 32\n}' };
+    const custom = new DatabaseHarness(undefined, undefined, { passwordPolicies });
     try {
       await custom.call('update', 'config/pol', { plugin_name: 'postgresql-database-plugin', connection_url: POSTGRES_URL, username: 'postgres', allowed_roles: '*', password_policy: 'lowercase' });
       await custom.call('update', 'roles/pol', { db_name: 'pol', creation_statements: CREATE });

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { RedisLockManager } from '@svc/locks';
-import { Barrier, createView, InmemPhysical, Keyring } from '@svc/storage';
-import { DatabaseHarness, databaseMount, MYSQL_URL, mysqlLoginWorks, POSTGRES_URL, eventually, unique, withMysql, withPostgres } from './spec-harness';
+import { InmemPhysical, Keyring } from '@svc/storage';
+import { eventually, mountStorage, mysqlLoginWorks, withMysql, withPostgres } from '@svc/testing';
+import { DatabaseHarness, databaseMount, MYSQL_URL, POSTGRES_URL, unique } from './spec-harness';
 
 describe('static roles', () => {
   describe('input checks', () => {
@@ -78,11 +79,7 @@ describe('static roles', () => {
       const mount = databaseMount();
       locks = [0, 1].map(() => new RedisLockManager({ address: '127.0.0.1:6379', keyPrefix: lockPrefix }));
       // Each replica has its own barrier and view over the shared storage, and its own lock client.
-      replicas = locks.map((lockManager) => {
-        const barrier = new Barrier(physical);
-        barrier.unseal(keyring);
-        return new DatabaseHarness(mount, createView(barrier, `logical/${mount.uuid}/`), lockManager);
-      });
+      replicas = locks.map((lockManager) => new DatabaseHarness(mount, mountStorage(mount, physical, keyring), { locks: lockManager }));
     });
     beforeAll(async () => {
       await withMysql((query) => query('CREATE USER ?@? IDENTIFIED BY ?', [user, '%', 'initial']));
@@ -101,11 +98,10 @@ describe('static roles', () => {
       const rotations = () => a.rotationsLogged('fast') + b.rotationsLogged('fast');
 
       // Both replicas run their timers and, meanwhile, the core's periodic call, all at once.
-      const rotatedTwice = await eventually(async () => {
+      await eventually(async () => {
         await Promise.all([a.periodic(), b.periodic()]);
         return rotations() >= 3;
       }, 30_000);
-      expect(rotatedTwice).toBe(true);
 
       const times = [...a.logs, ...b.logs]
         .filter((line) => line.msg === 'rotated static role credentials')

@@ -34,16 +34,25 @@ export function parseDuration(value: unknown): number {
 
 export const INVALID_DURATION = 'is not a valid duration';
 
-/** The duration in whole seconds, or undefined when the value is not a duration. */
+/** The duration in whole seconds (rounded down), or undefined when the value is not a duration. */
 export function durationSeconds(value: unknown): number | undefined {
+  return durationIn(NANOS_PER_SECOND, value);
+}
+
+/** The duration in whole milliseconds (rounded down), or undefined when the value is not a duration. */
+export function durationMilliseconds(value: unknown): number | undefined {
+  return durationIn(NANOS_PER_UNIT.ms, value);
+}
+
+function durationIn(nanosPerUnit: bigint, value: unknown): number | undefined {
   if (typeof value === 'number') {
-    return value >= 0 && value <= Number.MAX_SAFE_INTEGER ? Math.floor(value) : undefined;
+    const units = Math.floor(value * Number(NANOS_PER_SECOND / nanosPerUnit));
+    return value >= 0 && units <= Number.MAX_SAFE_INTEGER ? units : undefined;
   }
   if (typeof value !== 'string') return undefined;
   const text = value.trim();
-  if (SECONDS.test(text)) return toSafeNumber(BigInt(text));
-  const nanos = goDurationNanos(text);
-  return nanos === undefined ? undefined : toSafeNumber(nanos / NANOS_PER_SECOND);
+  const nanos = SECONDS.test(text) ? BigInt(text) * NANOS_PER_SECOND : goDurationNanos(text);
+  return nanos === undefined ? undefined : toSafeNumber(nanos / nanosPerUnit);
 }
 
 function goDurationNanos(text: string): bigint | undefined {
@@ -61,6 +70,6 @@ function goDurationNanos(text: string): bigint | undefined {
   return total;
 }
 
-function toSafeNumber(seconds: bigint): number | undefined {
-  return seconds <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(seconds) : undefined;
+function toSafeNumber(units: bigint): number | undefined {
+  return units <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(units) : undefined;
 }

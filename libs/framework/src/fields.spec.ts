@@ -1,5 +1,5 @@
 import { ServiceError } from '@svc/http';
-import { createFieldData, parseDuration, type FieldMap, type FieldSchema, type FieldType } from './index';
+import { createFieldData, durationMilliseconds, parseDuration, type FieldMap, type FieldSchema, type FieldType } from './index';
 
 /** Coerces one value through a single field named "f". */
 function coerce(type: FieldType, value: unknown, extra: Partial<FieldSchema> = {}): unknown {
@@ -47,6 +47,21 @@ describe('parseDuration', () => {
       expect(() => parseDuration(input)).toThrow(`${JSON.stringify(input)} is not a valid duration`);
     },
   );
+});
+
+describe('durationMilliseconds', () => {
+  it.each([
+    [30, 30_000],
+    [1.5, 1_500],
+    ['30', 30_000],
+    ['768h', 2_764_800_000],
+    ['1h30m', 5_400_000],
+    ['250ms', 250],
+    ['1500us', 1],
+    ['2d', 172_800_000],
+  ])('%p -> %p ms', (input, ms) => expect(durationMilliseconds(input)).toBe(ms));
+
+  it.each(['', 'h', '10x', '-5s', '1.5', true])('rejects %p', (input) => expect(durationMilliseconds(input)).toBeUndefined());
 });
 
 describe('field coercion', () => {

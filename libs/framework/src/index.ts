@@ -6,6 +6,7 @@ export {
   unknownFieldsWarning,
   type FieldDataOptions,
 } from './fields';
+export { durationMilliseconds } from './duration';
 export {
   compilePattern,
   openApiTemplates,

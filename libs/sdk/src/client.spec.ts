@@ -1,5 +1,6 @@
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { envelope } from '@svc/http';
 import { RecordedRequest, StubApi, StubReply, SvcApiError, SvcClient, SvcConnectionError } from './index';
 
 let api: StubApi;
@@ -23,20 +24,9 @@ function reply(answer: (request: RecordedRequest) => StubReply): void {
   api.reply = answer;
 }
 
-const envelope = (data: Record<string, unknown>) => ({
-  request_id: 'r1',
-  lease_id: '',
-  renewable: false,
-  lease_duration: 0,
-  data,
-  wrap_info: null,
-  warnings: null,
-  auth: null,
-});
-
 describe('SvcClient', () => {
   it('sends the request marker, token and namespace headers', async () => {
-    reply(() => ({ status: 200, body: envelope({ a: 1 }) }));
+    reply(() => ({ status: 200, body: envelope('r1', { data: { a: 1 } }) }));
     const client = new SvcClient({ address, token: 's.token', namespace: 'team-a/' });
     await client.read('secret/foo');
     expect(requests[0].headers['x-service-request']).toBe('true');
@@ -52,7 +42,7 @@ describe('SvcClient', () => {
   });
 
   it('reads a secret under /v1/ and returns the envelope', async () => {
-    reply(() => ({ status: 200, body: envelope({ password: 'p' }) }));
+    reply(() => ({ status: 200, body: envelope('r1', { data: { password: 'p' } }) }));
     const secret = await new SvcClient({ address: `${address}/` }).read('/secret/foo');
     expect(requests[0]).toMatchObject({ method: 'GET', url: '/v1/secret/foo' });
     expect(secret?.data).toEqual({ password: 'p' });
@@ -66,7 +56,7 @@ describe('SvcClient', () => {
   });
 
   it('sends the LIST verb on the wire', async () => {
-    reply(() => ({ status: 200, body: envelope({ keys: ['a', 'b/'] }) }));
+    reply(() => ({ status: 200, body: envelope('r1', { data: { keys: ['a', 'b/'] } }) }));
     const listed = await new SvcClient({ address }).list('secret/dir/');
     expect(requests[0]).toMatchObject({ method: 'LIST', url: '/v1/secret/dir/' });
     expect(listed?.data?.keys).toEqual(['a', 'b/']);

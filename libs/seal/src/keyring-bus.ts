@@ -23,8 +23,6 @@ export function keyringSubjects(prefix = 'svc'): KeyringSubjects {
   return { request: `${prefix}.keyring.request`, announce: `${prefix}.keyring.announce`, seal: `${prefix}.keyring.seal` };
 }
 
-export const KEYRING_SUBJECTS = keyringSubjects();
-
 export interface KeyringBusOptions {
   /** Subject prefix, `svc` by default. */
   subjectPrefix?: string;

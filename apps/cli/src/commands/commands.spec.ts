@@ -5,6 +5,7 @@ import { PassThrough, Readable } from 'node:stream';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { generateKey, readKey } from 'openpgp';
+import { envelope } from '@svc/http';
 import { RecordedRequest, StubApi, StubReply } from '@svc/sdk';
 import { CliIO, InputStream, runClientCommand } from './index';
 
@@ -51,18 +52,6 @@ async function svc(argv: string[], options: { stdin?: InputStream; env?: Record<
 
 const sent = (index = 0) => api.requests[index];
 const sentJson = (index = 0) => JSON.parse(sent(index).body) as unknown;
-
-const envelope = (data: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
-  request_id: 'r',
-  lease_id: '',
-  renewable: false,
-  lease_duration: 0,
-  data,
-  wrap_info: null,
-  warnings: null,
-  auth: null,
-  ...extra,
-});
 
 const unsealed = { type: 'shamir', initialized: true, sealed: false, t: 3, n: 5, progress: 0, nonce: '', version: '0.1.0' };
 const sealed = { ...unsealed, sealed: true, progress: 1, nonce: 'nonce-1' };
@@ -298,7 +287,7 @@ describe('svc operator seal', () => {
 
 describe('svc read', () => {
   it('prints the data as a sorted table', async () => {
-    reply(() => ({ status: 200, body: envelope({ username: 'app', password: 'p@ss', port: 5432 }) }));
+    reply(() => ({ status: 200, body: envelope('r', { data: { username: 'app', password: 'p@ss', port: 5432 } }) }));
     const result = await svc(['read', 'secret/db']);
     expect(sent()).toMatchObject({ method: 'GET', url: '/v1/secret/db' });
     expect(result.stdout).toBe('Key         Value\n---         -----\npassword    p@ss\nport        5432\nusername    app\n');
@@ -307,7 +296,7 @@ describe('svc read', () => {
   it('shows lease fields and warnings', async () => {
     reply(() => ({
       status: 200,
-      body: envelope({ a: 'b' }, { lease_id: 'db/creds/x/1', lease_duration: 3600, renewable: true, warnings: ['deprecated path'] }),
+      body: envelope('r', { data: { a: 'b' }, lease_id: 'db/creds/x/1', lease_duration: 3600, renewable: true, warnings: ['deprecated path'] }),
     }));
     const result = await svc(['read', 'db/creds/x']);
     expect(result.stdout).toMatch(/lease_id +db\/creds\/x\/1\nlease_duration +3600s\nlease_renewable +true\na +b\n/);
@@ -315,7 +304,7 @@ describe('svc read', () => {
   });
 
   it('prints the whole envelope as JSON', async () => {
-    const body = envelope({ a: 'b' });
+    const body = envelope('r', { data: { a: 'b' } });
     reply(() => ({ status: 200, body }));
     expect(JSON.parse((await svc(['read', '-format=json', 'secret/a'])).stdout)).toEqual(body);
   });
@@ -360,7 +349,7 @@ describe('svc write', () => {
   });
 
   it('prints the response data when the API returns some', async () => {
-    reply(() => ({ status: 200, body: envelope({ version: 2 }) }));
+    reply(() => ({ status: 200, body: envelope('r', { data: { version: 2 } }) }));
     const result = await svc(['write', 'kv/data/a', 'x=y']);
     expect(result.stdout).toBe('Key        Value\n---        -----\nversion    2\n');
   });
@@ -392,14 +381,14 @@ describe('svc write', () => {
 
 describe('svc list', () => {
   it('sends LIST and prints the keys', async () => {
-    reply(() => ({ status: 200, body: envelope({ keys: ['a', 'dir/'] }) }));
+    reply(() => ({ status: 200, body: envelope('r', { data: { keys: ['a', 'dir/'] } }) }));
     const result = await svc(['list', 'secret/']);
     expect(sent()).toMatchObject({ method: 'LIST', url: '/v1/secret/' });
     expect(result).toEqual({ code: 0, stdout: 'Keys\n----\na\ndir/\n', stderr: '' });
   });
 
   it('prints the keys as JSON', async () => {
-    reply(() => ({ status: 200, body: envelope({ keys: ['a'] }) }));
+    reply(() => ({ status: 200, body: envelope('r', { data: { keys: ['a'] } }) }));
     expect(JSON.parse((await svc(['list', '-format=json', 'secret/'])).stdout)).toEqual(['a']);
   });
 

@@ -1,7 +1,8 @@
 import type { Socket } from 'node:net';
 import { createPool, type Pool, type PoolOptions } from 'mysql2/promise';
-import { InvalidSettingsError, type ConnectionSettings, type DatabasePlugin, type DeleteUserRequest, type NewUserRequest, type PluginDefinition, type UpdateUserRequest } from './plugin';
-import { renderConnectionUrl, renderStatements, rollBack, sqlTimestamp, SQL_CONNECTION_FIELDS, type StatementRunner } from './sql-statements';
+import { InvalidSettingsError, type ConnectionSettings, type PluginDefinition, type UpdateUserRequest } from './plugin';
+import { SqlPlugin, sqlPluginDefinition } from './sql-plugin';
+import { renderConnectionUrl, renderStatements, sqlTimestamp } from './sql-statements';
 
 // Vault's form `user:pass@tcp(host:port)/db?params`.
 const GO_DSN = /^(?:(?<userinfo>.*)@)?tcp\((?<address>[^)]*)\)\/(?<database>[^?]*)(?:\?.*)?$/s;
@@ -45,17 +46,16 @@ export function mysqlConnectionOptions(url: string, decode: boolean): PoolOption
   };
 }
 
-class MysqlPlugin implements DatabasePlugin, StatementRunner {
-  private readonly pool: Pool;
-  private closed = false;
-
+class MysqlPlugin extends SqlPlugin<Pool> {
   constructor(settings: ConnectionSettings) {
     const url = renderConnectionUrl(String(settings.details.connection_url ?? ''), settings.username, settings.password, settings.disableEscaping);
-    this.pool = createPool({
-      ...mysqlConnectionOptions(url, !settings.disableEscaping),
-      connectionLimit: Number(settings.details.max_open_connections ?? 4),
-      connectTimeout: 10_000,
-    });
+    super(
+      createPool({
+        ...mysqlConnectionOptions(url, !settings.disableEscaping),
+        connectionLimit: Number(settings.details.max_open_connections ?? 4),
+        connectTimeout: 10_000,
+      }),
+    );
     // Pooled connections must not keep a stopping process alive (pg's allowExitOnIdle): the core pool
     // hands out its connections, whose socket is `stream`.
     this.pool.pool.on('connection', (connection) => (connection as unknown as { stream?: Socket }).stream?.unref());
@@ -77,18 +77,13 @@ class MysqlPlugin implements DatabasePlugin, StatementRunner {
     return (rows as Array<{ host: string }>).map((row) => row.host);
   }
 
-  private async dropUser(username: string): Promise<void> {
+  protected async dropUser(username: string): Promise<void> {
     for (const host of await this.hostsOf(username)) await this.pool.query('DROP USER IF EXISTS ?@?', [username, host]);
   }
 
-  async newUser(request: NewUserRequest): Promise<void> {
-    const values = { name: request.username, credential: request.credential, expiration: sqlTimestamp(request.expiration) };
-    try {
-      await this.run(renderStatements(request.statements, values));
-    } catch (err) {
-      await rollBack(request.rollbackStatements, values, this, () => this.dropUser(request.username));
-      throw err;
-    }
+  /** DDL is not transactional here, so a half-done creation is undone by dropping the user. */
+  protected undoFailedCreation(username: string): Promise<void> {
+    return this.dropUser(username);
   }
 
   async updateUser(request: UpdateUserRequest): Promise<void> {
@@ -105,30 +100,10 @@ class MysqlPlugin implements DatabasePlugin, StatementRunner {
     // MySQL users have no expiry of their own: renewal runs only statements the role gives.
     if (expiration) await this.run(renderStatements(expiration.statements, { name: request.username, expiration: sqlTimestamp(expiration.value) }));
   }
-
-  async deleteUser(request: DeleteUserRequest): Promise<void> {
-    if (request.statements.length > 0) return this.run(renderStatements(request.statements, { name: request.username }));
-    await this.dropUser(request.username);
-  }
-
-  async verify(): Promise<void> {
-    await this.pool.query('SELECT 1');
-  }
-
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    await this.pool.end();
-  }
 }
 
-export const mysqlPlugin: PluginDefinition = {
+export const mysqlPlugin: PluginDefinition = sqlPluginDefinition({
   name: 'mysql-database-plugin',
-  version: 'v1.0.0+builtin.svc',
-  fields: SQL_CONNECTION_FIELDS,
-  requiredFields: ['connection_url'],
-  credentialTypes: ['password', 'rsa_private_key', 'client_certificate'],
-  defaultUsernameTemplate: 'v-{{.DisplayName | truncate 8}}-{{.RoleName | truncate 8}}-{{random 20}}-{{unix_time}}',
   maxUsernameLength: 32,
   open: (settings) => new MysqlPlugin(settings),
-};
+});

@@ -24,12 +24,7 @@ export class TransitMount {
     return new TransitMount(transitBackendFactory(mount, engineContext({ locks })), storage, mount);
   }
 
-  async request(
-    operation: Operation,
-    path: string,
-    data: Record<string, unknown> = {},
-    capabilities: Capability[] = ['root'],
-  ): Promise<Response | undefined> {
+  async request(operation: Operation, path: string, data?: Record<string, unknown>, capabilities?: Capability[]): Promise<Response | undefined> {
     return this.backend.handle(engineRequest(this.mount, this.storage, operation, path, data, capabilities));
   }
 

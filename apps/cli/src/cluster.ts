@@ -1,0 +1,39 @@
+import { initAndUnseal, startTopology } from '@svc/testing';
+
+const USAGE = `Usage: svc cluster [-gateways=N] [-services=transit,database] [-no-init]
+
+Starts the distributed topology as separate local processes (gateway replicas and engine
+services) against the NATS, PostgreSQL and Redis of this machine (SVC_TEST_NATS_URL,
+SVC_TEST_POSTGRES_URL, SVC_TEST_REDIS_ADDRESS override the defaults), initializes and unseals it,
+prints the addresses and the root token, and runs until interrupted. The end-to-end tests start
+the same topology through the same function.
+`;
+
+/** `svc cluster`: the whole distributed topology on one machine, for development and tests. */
+export async function runClusterCommand(argv: string[], io: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream }): Promise<number> {
+  let gateways = 2;
+  let services = ['transit', 'database'];
+  let init = true;
+  for (const arg of argv) {
+    const match = /^--?([a-z-]+)(?:=(.*))?$/.exec(arg);
+    if (match?.[1] === 'gateways' && /^[1-9]\d*$/.test(match[2] ?? '')) gateways = Number(match[2]);
+    else if (match?.[1] === 'services' && match[2] !== undefined) services = match[2].split(',').filter(Boolean);
+    else if (match?.[1] === 'no-init' && match[2] === undefined) init = false;
+    else {
+      io.stderr.write(`Error: unexpected argument "${arg}"\n\n${USAGE}`);
+      return 1;
+    }
+  }
+  const topology = await startTopology('distributed', { gateways, services });
+  io.stdout.write(`Gateways: ${topology.urls.join(' ')}\nServices: ${services.join(', ') || 'none'}\n`);
+  if (init) {
+    const { rootToken, keys } = await initAndUnseal(topology.urls[0]);
+    io.stdout.write(`Unseal Key: ${keys[0]}\nRoot Token: ${rootToken}\n`);
+  }
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  await topology.stop();
+  return 0;
+}
