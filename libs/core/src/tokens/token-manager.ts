@@ -9,24 +9,16 @@ export interface TokenLimits {
   maxTtl: number;
 }
 
-export interface NewToken {
+/** What a new token is made of: the entry's own fields, its parent, and where it lives. */
+export type NewToken = Pick<
+  TokenEntry,
+  'policies' | 'meta' | 'displayName' | 'numUses' | 'ttl' | 'explicitMaxTtl' | 'period' | 'renewable' | 'type' | 'namespace' | 'role' | 'path' | 'wrapping'
+> & {
   parent: TokenEntry | null;
-  policies: string[];
-  meta: Record<string, string> | null;
-  displayName: string;
-  numUses: number;
-  ttl: number;
-  explicitMaxTtl: number;
-  period: number;
-  renewable: boolean;
-  type: 'service' | 'batch';
-  namespace: string;
   namespaceId: string;
-  role: string;
-  path: string;
+  /** Chosen token value (root/sudo callers and dev mode). */
   id?: string;
-  wrapping?: boolean;
-}
+};
 
 export interface TokenHooks {
   /** Revokes the leases a token created (engine revocations). */
