@@ -1,22 +1,12 @@
 import pino from 'pino';
-import { Backend, type MountInfo } from '@svc/framework';
+import { Backend } from '@svc/framework';
+import { testMount } from '@svc/testing';
 import { MemoryLockManager } from '@svc/locks';
 import { Barrier, InmemPhysical, Keyring } from '@svc/storage';
 import { EngineHost } from './engine-host';
 import type { EngineRequest } from './protocol';
 
-const mount: MountInfo = {
-  path: 'echo/',
-  type: 'echo',
-  uuid: '00000000-0000-4000-8000-000000000001',
-  accessor: 'echo_1',
-  namespace: '',
-  description: '',
-  config: { default_lease_ttl: 0, max_lease_ttl: 0 },
-  options: {},
-  local: false,
-  seal_wrap: false,
-};
+const mount = testMount('echo');
 
 /** A tiny engine: `value` stores and reads a value; `admin` needs sudo; `login` is unauthenticated. */
 const echo = () =>
