@@ -1,4 +1,4 @@
 export { startGateway, startService, type RunningProcess } from './processes';
 export { runServerCommand, startServer, parseServerFlags, SERVER_USAGE, type ServerFlags, type DevCredentials } from './command';
 export { engineRegistry, SERVICE_ENGINES } from './engines';
-export { createLogger } from './logger';
+export { createLoggers, type Loggers } from './logger';

@@ -7,7 +7,7 @@ import { createLockManager, type LockManager } from '@svc/locks';
 import { KeyringReceiver } from '@svc/seal';
 import { Barrier, createPhysical } from '@svc/storage';
 import { engineRegistry, SERVICE_ENGINES } from './engines';
-import { createLogger } from './logger';
+import { createLoggers } from './logger';
 
 export interface RunningProcess {
   logger: Logger;
@@ -44,7 +44,7 @@ export async function startGateway(
   options: { distributed: boolean; defaultKvVersion?: '1' | '2'; beforeListen?: (core: Core) => Promise<void> },
 ): Promise<RunningProcess> {
   if (config.listeners.length === 0) throw new Error('the gateway needs at least one listener "tcp" stanza in its configuration');
-  const logger = createLogger(config, 'gateway');
+  const { logger, requestLogger } = createLoggers(config, 'gateway');
   const shared = await connectShared(config, 'gateway');
   const physical = createPhysical(config.storage);
   const localServices = new Map<string, EngineHost>();
@@ -63,7 +63,7 @@ export async function startGateway(
   }
   await core.start();
   await options.beforeListen?.(core);
-  const frontend: HttpFrontend = await startHttpFrontend(new RequestPipeline(core, logger), config.listeners);
+  const frontend: HttpFrontend = await startHttpFrontend(new RequestPipeline(core, requestLogger), config.listeners);
   const addresses = frontend.listeners.map((l) => l.address);
   logger.info({ addresses, storage: physical.kind, bus: shared.bus.kind, locks: shared.locks.kind }, 'gateway started');
   return {
@@ -88,7 +88,7 @@ export async function startService(config: ServerConfig, service: ServiceName): 
   const factories = SERVICE_ENGINES[service];
   if (!factories) throw new Error(`unknown service "${service}"`);
   if (!config.bus) throw new Error(`service "${service}" needs a bus "nats" stanza in its configuration`);
-  const logger = createLogger(config, service);
+  const { logger } = createLoggers(config, service);
   const shared = await connectShared(config, service);
   const physical = createPhysical(config.storage);
   await physical.open();

@@ -45,6 +45,8 @@ export async function bindListener(config: ListenerConfig, httpServer: http.Serv
     tls: useTls,
   };
   const accept = (socket: net.Socket) => {
+    // Node's HTTP server turns Nagle off for the sockets it accepts itself; these it is handed.
+    socket.setNoDelay(true);
     contexts.set(socket, context);
     acceptListMethod(socket);
     httpServer.emit('connection', socket);
