@@ -4,7 +4,7 @@ import type { Bus } from '@svc/bus';
 import { BusUnavailableError, decodeJson, encodeJson } from '@svc/bus';
 import type { ServerConfig } from '@svc/config';
 import { EngineHost, mountRemovedSubject, mountStoragePrefix, serviceSubject, type EngineReply, type EngineRequest, type OperationFields, type BackendFactory } from '@svc/engine-host';
-import type { Backend, MountInfo, Request, SecretResponse } from '@svc/framework';
+import type { Backend, MountInfo, Request } from '@svc/framework';
 import { ServiceError, SEALED_MESSAGE, UNINITIALIZED_MESSAGE } from '@svc/http';
 import type { LockManager } from '@svc/locks';
 import { KeyringDistributor, KeyringReceiver, ShamirSeal, encryptRootToken } from '@svc/seal';
@@ -22,7 +22,7 @@ import { TokenManager, type TokenLimits } from './tokens/token-manager';
 import { createTokenBackend } from './tokens/token-paths';
 import { createCubbyholeBackend } from './cubbyhole/cubbyhole-backend';
 import { ExpirationManager, LEASE_KEY_PREFIX } from './leases/expiration';
-import { clampTtl, type LeaseEntry } from './leases/lease';
+import { LeaseLifecycle } from './leases/lease-lifecycle';
 import { Authorizer } from './access/authorizer';
 import { ResponseWrapper } from './wrapping/response-wrapper';
 import { AUDIT_TABLE_KEY, AuditDevices } from './audit/audit-devices';
@@ -91,6 +91,7 @@ export class Core {
   readonly tokens: TokenStore;
   readonly tokenManager: TokenManager;
   readonly leases: ExpirationManager;
+  readonly leaseLifecycle: LeaseLifecycle;
   readonly authorizer: Authorizer;
   readonly wrapping: ResponseWrapper;
   readonly audit: AuditDevices;
@@ -117,9 +118,16 @@ export class Core {
     this.barrier = new Barrier(this.storageCache ?? options.physical);
     this.namespaces = new NamespaceRegistry(this.barrier);
     this.tokens = new TokenStore(createView(this.barrier, 'sys/token/'));
-    this.leases = new ExpirationManager(createView(this.barrier, 'sys/expire/'), options.locks, (lease) => this.revokeLease(lease), options.logger);
+    this.leases = new ExpirationManager(createView(this.barrier, 'sys/expire/'), options.locks, (lease) => this.leaseLifecycle.revoke(lease), options.logger);
+    this.leaseLifecycle = new LeaseLifecycle({
+      expiration: this.leases,
+      namespaces: this.namespaces,
+      dispatch: (message) => this.dispatch(message),
+      limits: (mount) => this.tokenLimits(mount),
+      revokeToken: (accessor) => this.tokenManager.revokeTree(accessor),
+    });
     this.tokenManager = new TokenManager(this.tokens, this.leases, {
-      revokeLeasesOf: (accessor) => this.revokeLeasesOfToken(accessor),
+      revokeLeasesOf: (accessor) => this.leaseLifecycle.revokeOfToken(accessor),
       purgeCubbyhole: (accessor) => this.purgeCubbyhole(accessor),
     });
     this.authorizer = new Authorizer(this.namespaces);
@@ -385,74 +393,12 @@ export class Core {
     };
   }
 
-  /**
-   * Registers the lease of a secret an engine returned (response step 7): TTL clamped by the
-   * mount tune, then the system maximum; returns the lease id and effective TTL.
-   */
-  async registerLease(namespace: Namespace, mount: MountInfo, requestPath: string, secret: SecretResponse, tokenAccessor: string): Promise<{ leaseId: string; ttl: number }> {
-    const limits = this.tokenLimits(mount);
-    const ttl = clampTtl(secret.ttl, limits);
-    const now = nowSeconds();
-    const maxTtl = secret.maxTtl && secret.maxTtl > 0 ? Math.min(secret.maxTtl, limits.maxTtl) : limits.maxTtl;
-    const leaseId = ExpirationManager.newLeaseId(requestPath);
-    await this.leases.put(namespace.record.id, {
-      leaseId,
-      namespace: namespace.path,
-      kind: 'secret',
-      mountAccessor: mount.accessor,
-      secretType: secret.type,
-      internalData: secret.internalData,
-      tokenAccessor,
-      issueTime: now,
-      lastRenewalTime: now,
-      expireTime: now + ttl,
-      maxExpireTime: maxTtl > 0 ? now + maxTtl : 0,
-      renewable: secret.renewable,
-      revokeAttempts: 0,
-    });
-    return { leaseId, ttl };
-  }
-
-  /** sys/leases/renew: the engine renews (it may refuse), then the lease gets its new expiry. */
-  async renewLease(namespace: Namespace, leaseId: string, increment: number): Promise<LeaseEntry> {
-    const key = ExpirationManager.key(namespace.record.id, leaseId);
-    const lease = await this.leases.readKey(key);
-    if (!lease) throw ServiceError.badRequest('invalid lease');
-    if (!lease.renewable) throw ServiceError.badRequest('lease is not renewable');
-    if (lease.kind === 'token') throw ServiceError.badRequest('token leases are renewed through auth/token/renew');
-    const { mount } = this.mountOfLease(lease);
-    if (!mount) throw ServiceError.badRequest('the lease\'s mount no longer exists');
-    const now = nowSeconds();
-    const limits = this.tokenLimits(mount);
-    const reply = await this.dispatch({
-      kind: 'renew',
-      requestId: randomUUID(),
-      mount,
-      path: '',
-      operation: 'update',
-      data: { increment },
-      headers: {},
-      capabilities: ['root'],
-      secretType: lease.secretType,
-      internalData: lease.internalData,
-    });
-    if (!reply.ok) throw new ServiceError(reply.status, reply.errors);
-    // The engine settles the new TTL (it knows the role's current limits); the core only clamps it.
-    let ttl = clampTtl(reply.response?.secret?.ttl || increment || 0, limits);
-    if (lease.maxExpireTime > 0) ttl = Math.min(ttl, lease.maxExpireTime - now);
-    const renewed: LeaseEntry = { ...lease, lastRenewalTime: now, expireTime: now + Math.max(0, ttl) };
-    await this.leases.put(namespace.record.id, renewed);
-    return renewed;
-  }
-
   /** Deletes a namespace: its tokens and leases are revoked, its mounts and data removed. */
   async deleteNamespace(namespace: Namespace): Promise<void> {
     if (this.namespaces.children(namespace).length > 0) {
       throw ServiceError.badRequest(`namespace "${namespace.path}" has child namespaces; delete them first`);
     }
-    for (const leaseId of await this.leases.idsUnder(namespace.record.id, '')) {
-      await this.leases.revokeKey(ExpirationManager.key(namespace.record.id, leaseId)).catch(() => undefined);
-    }
+    await this.leaseLifecycle.revokeUnder(namespace, '').catch(() => undefined);
     for (const accessor of await this.tokens.allAccessors()) {
       const found = await this.tokens.lookupAccessor(accessor);
       if (found?.entry.namespace === namespace.path) await this.tokenManager.revokeTree(accessor);
@@ -460,40 +406,6 @@ export class Core {
     for (const { mount } of namespace.allMounts()) await this.purgeMountData(mount);
     await this.namespaces.remove(namespace);
     await deleteTree(createView(this.barrier, Namespace.storagePrefix(namespace.record)), '');
-  }
-
-  /** How a lease is revoked: an engine secret through its engine, a token lease through the tree. */
-  private async revokeLease(lease: LeaseEntry): Promise<void> {
-    if (lease.kind === 'token') {
-      await this.tokenManager.revokeTree(lease.leaseId.slice(lease.leaseId.lastIndexOf('/') + 1));
-      return;
-    }
-    const { mount } = this.mountOfLease(lease);
-    if (!mount) return; // the mount is gone, and its data with it
-    const reply = await this.dispatch({
-      kind: 'revoke',
-      requestId: randomUUID(),
-      mount,
-      path: '', // revoke and renew work from the lease's internal data
-      operation: 'delete',
-      data: {},
-      headers: {},
-      capabilities: ['root'],
-      secretType: lease.secretType,
-      internalData: lease.internalData,
-    });
-    if (!reply.ok) throw new ServiceError(reply.status, reply.errors);
-  }
-
-  /** The namespace and mount a lease belongs to (by mount accessor, stable across remounts). */
-  mountOfLease(lease: LeaseEntry): { namespace?: Namespace; mount?: MountEntry } {
-    const namespace = this.namespaces.get(lease.namespace);
-    const mount = namespace?.allMounts().find((m) => m.mount.accessor === lease.mountAccessor)?.mount;
-    return { namespace, mount };
-  }
-
-  private async revokeLeasesOfToken(accessor: string): Promise<void> {
-    for (const key of await this.leases.keysOfToken(accessor)) await this.leases.revokeKey(key);
   }
 
   private async purgeCubbyhole(accessor: string): Promise<void> {
@@ -512,13 +424,6 @@ export class Core {
   async refreshInitialized(): Promise<CoreState> {
     if (!this.initialized) this.initialized = (await this.seal.status()).initialized;
     return this.state;
-  }
-
-  /** Revokes the leases of a mount before it goes (its engine must still be there to revoke). */
-  async revokeMountLeases(namespace: Namespace, mountPath: string): Promise<void> {
-    for (const leaseId of await this.leases.idsUnder(namespace.record.id, mountPath)) {
-      await this.leases.revokeKey(ExpirationManager.key(namespace.record.id, leaseId));
-    }
   }
 
   /** Deletes everything a disabled mount stored. */

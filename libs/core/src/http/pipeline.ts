@@ -229,7 +229,7 @@ export class RequestPipeline {
     const response = reply.response;
     let lease: { leaseId: string; ttl: number } | undefined;
     if (response?.secret) {
-      lease = await this.core.registerLease(ctx.namespace, mount, ctx.path, response.secret, ctx.token?.accessor ?? '');
+      lease = await this.core.leaseLifecycle.register(ctx.namespace, mount, ctx.path, response.secret, ctx.token?.accessor ?? '');
     }
     const body = response ? this.envelopeOf(ctx.requestId, response, lease) : undefined;
     ctx.auditResponse = {

@@ -69,7 +69,7 @@ export function leasePaths(core: Core): PathDeclaration[] {
         update: {
           summary: 'Renew a lease.',
           handler: async (req, f) => {
-            const renewed = await core.renewLease(core.namespaceOf(req), f.get('lease_id'), f.get('increment'));
+            const renewed = await core.leaseLifecycle.renew(core.namespaceOf(req), f.get('lease_id'), f.get('increment'));
             return { data: null, secret: undefined, raw: { request_id: req.requestId, lease_id: renewed.leaseId, renewable: renewed.renewable, lease_duration: leaseTtl(renewed, nowSeconds()), data: null, wrap_info: null, warnings: null, auth: null } };
           },
         },

@@ -148,7 +148,7 @@ function tablePaths(core: Core, prefix: 'mounts' | 'auth'): PathDeclaration[] {
           handler: async (req, f) => {
             const path = f.params.path.endsWith('/') ? f.params.path : `${f.params.path}/`;
             if (!table(req).get(path)) return undefined; // Vault: disabling a missing mount succeeds
-            await core.revokeMountLeases(core.namespaceOf(req), prefix === 'auth' ? `auth/${path}` : path);
+            await core.leaseLifecycle.revokeUnder(core.namespaceOf(req), prefix === 'auth' ? `auth/${path}` : path);
             const entry = await table(req).unmount(path);
             await core.purgeMountData(entry);
             return undefined;
