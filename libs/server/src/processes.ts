@@ -44,7 +44,7 @@ export async function startGateway(
   options: { distributed: boolean; defaultKvVersion?: '1' | '2'; beforeListen?: (core: Core) => Promise<void> },
 ): Promise<RunningProcess> {
   if (config.listeners.length === 0) throw new Error('the gateway needs at least one listener "tcp" stanza in its configuration');
-  const { logger, requestLogger } = createLoggers(config, 'gateway');
+  const { logger, requestLogger, flush } = createLoggers(config, 'gateway');
   const shared = await connectShared(config, 'gateway');
   const physical = createPhysical(config.storage);
   const localServices = new Map<string, EngineHost>();
@@ -66,6 +66,7 @@ export async function startGateway(
   const frontend: HttpFrontend = await startHttpFrontend(new RequestPipeline(core, requestLogger), config.listeners);
   const addresses = frontend.listeners.map((l) => l.address);
   logger.info({ addresses, storage: physical.kind, bus: shared.bus.kind, locks: shared.locks.kind }, 'gateway started');
+  flush();
   return {
     logger,
     addresses,
@@ -88,7 +89,7 @@ export async function startService(config: ServerConfig, service: ServiceName): 
   const factories = SERVICE_ENGINES[service];
   if (!factories) throw new Error(`unknown service "${service}"`);
   if (!config.bus) throw new Error(`service "${service}" needs a bus "nats" stanza in its configuration`);
-  const { logger } = createLoggers(config, service);
+  const { logger, flush } = createLoggers(config, service);
   const shared = await connectShared(config, service);
   const physical = createPhysical(config.storage);
   await physical.open();
@@ -106,6 +107,7 @@ export async function startService(config: ServerConfig, service: ServiceName): 
   const host = new EngineHost(service, factories, barrier, { locks: shared.locks, logger });
   const subscription = host.serve(shared.bus, config.bus.subjectPrefix);
   logger.info({ service, storage: physical.kind }, 'service started');
+  flush();
   return {
     logger,
     addresses: [],
