@@ -286,6 +286,7 @@ export class Core {
     await this.seal.seal();
     await this.audit.close();
     this.storageCache?.clear();
+    this.tokens.clear();
     this.barrier.seal();
     this.logger.info('sealed');
   }

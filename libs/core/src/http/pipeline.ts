@@ -33,6 +33,8 @@ export interface HttpResult {
 const UNINITIALIZED_PATHS = new Set(['sys/init', 'sys/seal-status', 'sys/health']);
 const SEALED_PATHS = new Set([...UNINITIALIZED_PATHS, 'sys/unseal', 'sys/leader']);
 
+const NO_QUERY = new URLSearchParams();
+
 const UI_PAGE =
   '<!doctype html><html><head><meta charset="utf-8"><title>Secrets Service</title></head>' +
   '<body><h1>Secrets Service</h1><p>The web UI is not built yet. Use the HTTP API under <code>/v1/</code> or the <code>svc</code> CLI.</p></body></html>';
@@ -89,7 +91,7 @@ export class RequestPipeline {
   private async route(req: HttpRequest, requestId: string): Promise<HttpResult> {
     const queryStart = req.url.indexOf('?');
     const urlPath = queryStart < 0 ? req.url : req.url.slice(0, queryStart);
-    const query = new URLSearchParams(queryStart < 0 ? '' : req.url.slice(queryStart + 1));
+    const query = queryStart < 0 ? NO_QUERY : new URLSearchParams(req.url.slice(queryStart + 1));
 
     if (urlPath === '/' || urlPath === '/ui') return { status: 307, headers: { location: '/ui/' } };
     if (urlPath.startsWith('/ui/')) return { status: 200, body: UI_PAGE, contentType: 'text/html; charset=utf-8' };
@@ -211,7 +213,8 @@ export class RequestPipeline {
       operation: ctx.operation,
       path: mountPath,
       data: ctx.data,
-      headers: forwardedHeaders(ctx.req.headers),
+      // Credentials never leave the gateway process; in-process engines get the headers as they are.
+      headers: inProcess ? ctx.req.headers : forwardedHeaders(ctx.req.headers),
       caller,
       capabilities: [...capabilities],
       remoteAddress: ctx.req.remoteAddress,

@@ -85,13 +85,23 @@ export class TokenStore {
   private salt?: Buffer;
   private batchKey?: Buffer;
   private readonly cache = new Map<string, TokenEntry>();
+  private readonly hashes = new Map<string, string>();
 
   constructor(private readonly storage: StorageView) {}
 
   async load(): Promise<void> {
     this.cache.clear();
+    this.hashes.clear();
     this.salt = await this.secretBytes(SALT_KEY);
     this.batchKey = await this.secretBytes(BATCH_KEY);
+  }
+
+  /** Sealing: forget the key material and every cached token. */
+  clear(): void {
+    this.cache.clear();
+    this.hashes.clear();
+    this.salt = undefined;
+    this.batchKey = undefined;
   }
 
   /** Storage key prefix (inside the barrier) of token entries, for cache invalidation. */
@@ -99,7 +109,15 @@ export class TokenStore {
 
   hash(token: string): string {
     if (!this.salt) throw ServiceError.unavailable('Service is sealed');
-    return createHmac('sha256', this.salt).update(token).digest('hex');
+    // The HMAC is a fixed function of the token: remembered for the tokens in use (bounded),
+    // it is computed once per token instead of once per request.
+    let key = this.hashes.get(token);
+    if (key === undefined) {
+      key = createHmac('sha256', this.salt).update(token).digest('hex');
+      if (this.hashes.size >= CACHE_LIMIT) this.hashes.delete(this.hashes.keys().next().value!);
+      this.hashes.set(token, key);
+    }
+    return key;
   }
 
   /** Drops cached entries another replica changed (keys are full barrier paths). */
