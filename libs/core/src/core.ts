@@ -399,7 +399,7 @@ export class Core {
     if (this.namespaces.children(namespace).length > 0) {
       throw ServiceError.badRequest(`namespace "${namespace.path}" has child namespaces; delete them first`);
     }
-    await this.leaseLifecycle.revokeUnder(namespace, '').catch(() => undefined);
+    await this.leaseLifecycle.revokeUnder(namespace, '', true);
     for (const accessor of await this.tokens.allAccessors()) {
       const found = await this.tokens.lookupAccessor(accessor);
       if (found?.entry.namespace === namespace.path) await this.tokenManager.revokeTree(accessor);

@@ -90,11 +90,16 @@ export class LeaseLifecycle {
     for (const key of await expiration.keysOfToken(accessor)) await expiration.revokeKey(key);
   }
 
-  /** Revokes every lease under a prefix of a namespace (a mount before it goes, a namespace). */
-  async revokeUnder(namespace: Namespace, prefix: string): Promise<void> {
+  /**
+   * Revokes every lease under a prefix of a namespace. Stops at the first refusal (a mount must
+   * not go while its engine still holds live credentials), unless `bestEffort`, where a refused
+   * lease stays recorded for retry and the others are still revoked (deleting a namespace).
+   */
+  async revokeUnder(namespace: Namespace, prefix: string, bestEffort = false): Promise<void> {
     const { expiration } = this.deps;
     for (const leaseId of await expiration.idsUnder(namespace.record.id, prefix)) {
-      await expiration.revokeKey(ExpirationManager.key(namespace.record.id, leaseId));
+      const revoked = expiration.revokeKey(ExpirationManager.key(namespace.record.id, leaseId));
+      await (bestEffort ? revoked.catch(() => undefined) : revoked);
     }
   }
 

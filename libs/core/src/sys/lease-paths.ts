@@ -15,14 +15,13 @@ export function leasePaths(core: Core): PathDeclaration[] {
     if (!lease) throw ServiceError.badRequest('invalid lease');
     return lease;
   };
-  const revokeUnder = async (req: Request, prefix: string, force: boolean) => {
+  /** revoke-force removes the leases without asking the engine (the operator's last resort). */
+  const forceRemoveUnder = async (req: Request, prefix: string) => {
     const id = nsId(req);
-    for (const leaseId of await core.leases.idsUnder(id, prefix.replace(/^\/+/, ''))) {
+    for (const leaseId of await core.leases.idsUnder(id, prefix)) {
       const key = ExpirationManager.key(id, leaseId);
-      if (force) {
-        const entry = await core.leases.readKey(key);
-        if (entry) await core.leases.delete(key, entry);
-      } else await core.leases.revokeKey(key);
+      const entry = await core.leases.readKey(key);
+      if (entry) await core.leases.delete(key, entry);
     }
     return undefined;
   };
@@ -93,12 +92,12 @@ export function leasePaths(core: Core): PathDeclaration[] {
     {
       pattern: 'leases/revoke-prefix/*prefix',
       synopsis: 'Revokes every lease under a prefix.',
-      operations: { update: { summary: 'Revoke leases by prefix.', sudo: true, handler: (req, f) => revokeUnder(req, f.params.prefix, false) } },
+      operations: { update: { summary: 'Revoke leases by prefix.', sudo: true, handler: async (req, f) => void (await core.leaseLifecycle.revokeUnder(core.namespaceOf(req), f.params.prefix)) } },
     },
     {
       pattern: 'leases/revoke-force/*prefix',
       synopsis: 'Removes every lease under a prefix without asking the engine to revoke (data loss risk).',
-      operations: { update: { summary: 'Force-remove leases by prefix.', sudo: true, handler: (req, f) => revokeUnder(req, f.params.prefix, true) } },
+      operations: { update: { summary: 'Force-remove leases by prefix.', sudo: true, handler: (req, f) => forceRemoveUnder(req, f.params.prefix) } },
     },
     {
       pattern: 'leases/tidy',

@@ -30,6 +30,15 @@ export function policyPaths(core: Core): PathDeclaration[] {
     return { data: { name: policy.name, policy: policy.text, ...(legacy ? { rules: policy.text } : {}) } };
   };
 
+  const writePolicy = async (req: Request, name: string, text: string): Promise<undefined> => {
+    await store(req).put(name.toLowerCase(), policyText(text));
+    return undefined;
+  };
+  const deletePolicy = async (req: Request, name: string): Promise<undefined> => {
+    await store(req).delete(name.toLowerCase());
+    return undefined;
+  };
+
   const capabilitiesOf = async (req: Request, token: TokenEntry, paths: string[]) => {
     const home = core.namespaces.get(token.namespace);
     if (!home) throw ServiceError.badRequest('the token\'s namespace no longer exists');
@@ -62,20 +71,8 @@ export function policyPaths(core: Core): PathDeclaration[] {
       fields: POLICY_FIELDS,
       operations: {
         read: { summary: 'Read an ACL policy.', handler: (req, f) => readPolicy(req, f.params.name, false) },
-        update: {
-          summary: 'Create or update an ACL policy.',
-          handler: async (req, f) => {
-            await store(req).put(f.params.name.toLowerCase(), policyText(f.get('policy')));
-            return undefined;
-          },
-        },
-        delete: {
-          summary: 'Delete an ACL policy.',
-          handler: async (req, f) => {
-            await store(req).delete(f.params.name.toLowerCase());
-            return undefined;
-          },
-        },
+        update: { summary: 'Create or update an ACL policy.', handler: (req, f) => writePolicy(req, f.params.name, f.get('policy')) },
+        delete: { summary: 'Delete an ACL policy.', handler: (req, f) => deletePolicy(req, f.params.name) },
       },
     },
     {
@@ -97,21 +94,8 @@ export function policyPaths(core: Core): PathDeclaration[] {
       fields: { ...POLICY_FIELDS, rules: { type: 'string', deprecated: true, description: 'Deprecated alias of policy.' } },
       operations: {
         read: { summary: 'Read a policy.', handler: (req, f) => readPolicy(req, f.params.name, true) },
-        update: {
-          summary: 'Write a policy.',
-          handler: async (req, f) => {
-            const text = f.get<string>('policy') ?? f.get<string>('rules');
-            await store(req).put(f.params.name.toLowerCase(), policyText(text));
-            return undefined;
-          },
-        },
-        delete: {
-          summary: 'Delete a policy.',
-          handler: async (req, f) => {
-            await store(req).delete(f.params.name.toLowerCase());
-            return undefined;
-          },
-        },
+        update: { summary: 'Write a policy.', handler: (req, f) => writePolicy(req, f.params.name, f.get<string>('policy') ?? f.get<string>('rules')) },
+        delete: { summary: 'Delete a policy.', handler: (req, f) => deletePolicy(req, f.params.name) },
       },
     },
     {
