@@ -1,7 +1,7 @@
 export { Core, type CoreOptions, type CoreState, type InitRequest } from './core';
 export type { Route } from './namespaces/namespace';
 export { EngineRegistry, type EngineDefinition } from './engines';
-export { RequestPipeline, type HttpRequest, type HttpResult } from './http/pipeline';
+export { RequestPipeline, type HttpRequest, type HttpResult, type RequestLine } from './http/pipeline';
 export { startHttpFrontend, type HttpFrontend } from './http/frontend';
 export { ResponseHeaderPolicy } from './http/headers';
 export { ListMethodRewriter } from './http/list-method';

@@ -20,6 +20,17 @@ export function passwordPolicyKey(namespace: string, name: string): string {
   return `sys/password-policy/${encodeURIComponent(namespace || 'root')}/${name}`;
 }
 
+/** In process, the gateway passes the same list for the same policy rule: its set is built once. */
+const capabilitySets = new WeakMap<readonly Capability[], ReadonlySet<Capability>>();
+function capabilitySet(list: readonly Capability[]): ReadonlySet<Capability> {
+  let set = capabilitySets.get(list);
+  if (!set) {
+    set = new Set(list);
+    capabilitySets.set(list, set);
+  }
+  return set;
+}
+
 export type BackendFactory = (mount: MountInfo, context: EngineContext) => Backend;
 
 /** Where a mount's data lives inside the barrier: a mount sees nothing else. */
@@ -70,7 +81,7 @@ export class EngineHost {
         storage,
         caller: message.caller,
         // Unauthenticated operations (init, login) are outside the ACL, as in Vault.
-        capabilities: open ? UNRESTRICTED : new Set(message.capabilities),
+        capabilities: open ? UNRESTRICTED : capabilitySet(message.capabilities),
         remoteAddress: message.remoteAddress,
         contentType: message.contentType,
       };

@@ -37,7 +37,7 @@ export interface Envelope {
 }
 
 export function envelope(requestId: string, fields: Partial<Envelope>): Envelope {
-  return {
+  const body: Envelope = {
     request_id: requestId,
     lease_id: fields.lease_id ?? '',
     renewable: fields.renewable ?? false,
@@ -46,6 +46,7 @@ export function envelope(requestId: string, fields: Partial<Envelope>): Envelope
     wrap_info: fields.wrap_info ?? null,
     warnings: fields.warnings && fields.warnings.length > 0 ? fields.warnings : null,
     auth: fields.auth ?? null,
-    ...(fields.mount_type !== undefined ? { mount_type: fields.mount_type } : {}),
   };
+  if (fields.mount_type !== undefined) body.mount_type = fields.mount_type;
+  return body;
 }

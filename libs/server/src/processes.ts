@@ -44,7 +44,7 @@ export async function startGateway(
   options: { distributed: boolean; defaultKvVersion?: '1' | '2'; beforeListen?: (core: Core) => Promise<void> },
 ): Promise<RunningProcess> {
   if (config.listeners.length === 0) throw new Error('the gateway needs at least one listener "tcp" stanza in its configuration');
-  const { logger, requestLogger, flush } = createLoggers(config, 'gateway');
+  const { logger, logRequest, flush } = createLoggers(config, 'gateway');
   const shared = await connectShared(config, 'gateway');
   const physical = createPhysical(config.storage);
   const localServices = new Map<string, EngineHost>();
@@ -63,7 +63,7 @@ export async function startGateway(
   }
   await core.start();
   await options.beforeListen?.(core);
-  const frontend: HttpFrontend = await startHttpFrontend(new RequestPipeline(core, requestLogger), config.listeners);
+  const frontend: HttpFrontend = await startHttpFrontend(new RequestPipeline(core, logger, logRequest), config.listeners);
   const addresses = frontend.listeners.map((l) => l.address);
   logger.info({ addresses, storage: physical.kind, bus: shared.bus.kind, locks: shared.locks.kind }, 'gateway started');
   flush();

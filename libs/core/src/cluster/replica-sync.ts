@@ -57,6 +57,11 @@ export class ReplicaSync {
     if (this.watched(key)) this.pending.add(key);
   }
 
+  /** Whether a change waits to be propagated (the common request changes nothing). */
+  get hasPending(): boolean {
+    return this.pending.size > 0;
+  }
+
   /** Propagates the noted changes and waits for every live replica to apply them (bounded). */
   async flush(): Promise<void> {
     if (this.pending.size === 0) return;

@@ -9,7 +9,7 @@ import type { Namespace } from '../namespaces/namespace';
 import { remainingTtl, type TokenEntry } from '../tokens/token-store';
 import type { AuditRequestEntry, AuditResponse } from '@svc/audit';
 import { describeRequestError } from './request-errors';
-import { decodePath, forwardedHeaders, header, joinNamespace, operationFor, requestData, tokenFrom, wrapTtlFrom } from './request-parsing';
+import { decodePath, header, joinNamespace, operationFor, requestData, tokenFrom, wrapTtlFrom } from './request-parsing';
 
 export interface HttpRequest {
   method: string;
@@ -29,11 +29,33 @@ export interface HttpResult {
   defaultsOnly?: boolean;
 }
 
+/** What the request log records of each request: never a body, a query or a header. */
+export interface RequestLine {
+  requestId: string;
+  method: string;
+  path: string;
+  status: number;
+  durationMs: number;
+}
+
 /** Paths served while the service is uninitialized or sealed (everything else: 501 / 503). */
 const UNINITIALIZED_PATHS = new Set(['sys/init', 'sys/seal-status', 'sys/health']);
 const SEALED_PATHS = new Set([...UNINITIALIZED_PATHS, 'sys/unseal', 'sys/leader']);
 
 const NO_QUERY = new URLSearchParams();
+const NO_HEADERS: HttpRequest['headers'] = Object.freeze({});
+const NO_META: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
+/** Capability sets belong to policy rules and live as long as them: each is listed once. */
+const capabilityLists = new WeakMap<ReadonlySet<Capability>, Capability[]>();
+function capabilityList(capabilities: ReadonlySet<Capability>): Capability[] {
+  let list = capabilityLists.get(capabilities);
+  if (!list) {
+    list = [...capabilities];
+    capabilityLists.set(capabilities, list);
+  }
+  return list;
+}
 
 const UI_PAGE =
   '<!doctype html><html><head><meta charset="utf-8"><title>Secrets Service</title></head>' +
@@ -67,24 +89,28 @@ export class RequestPipeline {
   constructor(
     private readonly core: Core,
     private readonly logger: Logger,
+    private readonly logRequest: (line: RequestLine) => void,
   ) {}
 
   async handle(req: HttpRequest): Promise<HttpResult> {
-    const started = process.hrtime.bigint();
+    const started = performance.now();
     const requestId = randomUUID();
-    const result = await this.route(req, requestId).catch((err) => this.errorResult(err, requestId));
+    let result: HttpResult;
+    try {
+      result = await this.route(req, requestId);
+    } catch (err) {
+      result = this.errorResult(err, requestId);
+    }
     // Changes to cached state reach every replica before the caller hears back.
-    await this.core.replicas.flush();
-    this.logger.info(
-      {
-        request_id: requestId,
-        method: req.method === 'LINK' ? 'LIST' : req.method,
-        path: req.url.split('?')[0],
-        status: result.status,
-        duration_ms: Number(process.hrtime.bigint() - started) / 1e6,
-      },
-      'request',
-    );
+    if (this.core.replicas.hasPending) await this.core.replicas.flush();
+    const queryStart = req.url.indexOf('?');
+    this.logRequest({
+      requestId,
+      method: req.method === 'LINK' ? 'LIST' : req.method,
+      path: queryStart < 0 ? req.url : req.url.slice(0, queryStart),
+      status: result.status,
+      durationMs: Math.round((performance.now() - started) * 1000) / 1000,
+    });
     return result;
   }
 
@@ -180,7 +206,7 @@ export class RequestPipeline {
     };
     const reply = await this.core.handleSystem(message);
     if (!reply.ok) return jsonError(reply.status, reply.errors);
-    return this.respond(requestId, operation, reply.response);
+    return this.respond(operation, reply.response, reply.response && this.envelopeOf(requestId, reply.response));
   }
 
   private systemMount(namespace: Namespace): MountInfo {
@@ -198,12 +224,12 @@ export class RequestPipeline {
       ? {
           tokenAccessor: token.accessor,
           // The token itself never leaves the gateway process.
-          ...(inProcess ? { tokenId: ctx.tokenValue } : {}),
+          tokenId: inProcess ? ctx.tokenValue : undefined,
           policies: token.policies,
           entityId: token.entityId,
           displayName: token.displayName,
           namespace: token.namespace,
-          meta: token.meta ?? {},
+          meta: token.meta ?? NO_META,
         }
       : undefined;
     return {
@@ -213,10 +239,11 @@ export class RequestPipeline {
       operation: ctx.operation,
       path: mountPath,
       data: ctx.data,
-      // Credentials never leave the gateway process; in-process engines get the headers as they are.
-      headers: inProcess ? ctx.req.headers : forwardedHeaders(ctx.req.headers),
+      // Core engines read request headers (e.g. the wrap TTL); engine services get none, as a
+      // plugin gets none in Vault unless a mount passes some through.
+      headers: inProcess ? ctx.req.headers : NO_HEADERS,
       caller,
-      capabilities: [...capabilities],
+      capabilities: capabilityList(capabilities),
       remoteAddress: ctx.req.remoteAddress,
       contentType: header(ctx.req, 'content-type'),
     };
@@ -235,20 +262,22 @@ export class RequestPipeline {
       lease = await this.core.leaseLifecycle.register(ctx.namespace, mount, ctx.path, response.secret, ctx.token?.accessor ?? '');
     }
     const body = response ? this.envelopeOf(ctx.requestId, response, lease) : undefined;
-    ctx.auditResponse = {
-      mount_type: mount.type,
-      mount_accessor: mount.accessor,
-      data: (body?.data ?? (response?.raw as Record<string, unknown> | undefined)) ?? null,
-      ...(lease ? { secret: { lease_id: lease.leaseId } } : {}),
-      ...(body?.warnings ? { warnings: body.warnings } : {}),
-      status: response?.status,
-    };
+    if (this.core.audit.broker.hasDevices) {
+      ctx.auditResponse = {
+        mount_type: mount.type,
+        mount_accessor: mount.accessor,
+        data: (body?.data ?? (response?.raw as Record<string, unknown> | undefined)) ?? null,
+        ...(lease ? { secret: { lease_id: lease.leaseId } } : {}),
+        ...(body?.warnings ? { warnings: body.warnings } : {}),
+        status: response?.status,
+      };
+    }
     if (ctx.wrapTtl !== undefined && body && response?.raw === undefined && (response?.status ?? 200) < 400) {
       const wrapped = await this.core.wrapping.wrap(body, ctx.wrapTtl, ctx.namespace, ctx.path);
       ctx.auditResponse = { mount_type: mount.type, wrap_info: wrapped };
       return json(200, envelope(ctx.requestId, { wrap_info: wrapped }));
     }
-    return this.respond(ctx.requestId, ctx.operation, response, lease);
+    return this.respond(ctx.operation, response, body);
   }
 
   private envelopeOf(requestId: string, response: Response, lease?: { leaseId: string; ttl: number }): Envelope {
@@ -262,14 +291,15 @@ export class RequestPipeline {
     });
   }
 
-  private respond(requestId: string, operation: Operation, response: Response | undefined, lease?: { leaseId: string; ttl: number }): HttpResult {
+  /** The HTTP answer for an engine's response and its envelope (built once, also for the audit log). */
+  private respond(operation: Operation, response: Response | undefined, body: Envelope | undefined): HttpResult {
     if (operation === 'list' && !hasListKeys(response)) return jsonError(404, []);
     // A read that finds nothing is a 404, as in Vault.
-    if (!response) return operation === 'read' ? jsonError(404, []) : { status: 204 };
+    if (!response || !body) return operation === 'read' ? jsonError(404, []) : { status: 204 };
     if (response.raw !== undefined) return json(response.status ?? 200, response.raw, response.headers);
-    const hasBody = response.data != null || (response.warnings?.length ?? 0) > 0 || response.auth != null || lease !== undefined;
+    const hasBody = body.data !== null || body.warnings !== null || body.auth !== null || body.lease_id !== '';
     if (!hasBody) return { status: response.status ?? 204, headers: response.headers };
-    return json(response.status ?? 200, this.envelopeOf(requestId, response, lease), response.headers);
+    return json(response.status ?? 200, body, response.headers);
   }
 
   private errorResult(err: unknown, requestId: string): HttpResult {

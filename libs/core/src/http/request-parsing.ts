@@ -16,15 +16,6 @@ export function tokenFrom(req: HttpRequest): string | undefined {
   return undefined;
 }
 
-/** Headers an engine may see; credentials are stripped so they never travel further. */
-export function forwardedHeaders(headers: HttpRequest['headers']): HttpRequest['headers'] {
-  const out: HttpRequest['headers'] = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (name !== 'x-service-token' && name !== 'authorization' && name !== 'cookie') out[name] = value;
-  }
-  return out;
-}
-
 export function operationFor(method: string, query: URLSearchParams): Operation {
   if (query.get('help') === '1' || query.get('help') === 'true') return 'help';
   switch (method) {
@@ -46,6 +37,7 @@ export function operationFor(method: string, query: URLSearchParams): Operation 
 }
 
 export function decodePath(raw: string): string {
+  if (!raw.includes('%')) return raw;
   try {
     return decodeURIComponent(raw);
   } catch {
@@ -53,22 +45,33 @@ export function decodePath(raw: string): string {
   }
 }
 
+const SLASH = 0x2f;
+
 /** Document 1, convention 8: header namespace joined with the request path. */
 export function joinNamespace(namespace: string | undefined, path: string): string {
+  if (!namespace && path.charCodeAt(0) !== SLASH) return path;
   const ns = (namespace ?? '').replace(/^\/+|\/+$/g, '');
   return ns ? `${ns}/${path.replace(/^\/+/, '')}` : path.replace(/^\/+/, '');
 }
 
 /** JSON body for writes; query parameters for reads and lists (Document 1, convention 6). */
 export function requestData(req: HttpRequest, operation: Operation, query: URLSearchParams): Record<string, unknown> {
-  const data: Record<string, unknown> = {};
-  if (operation === 'read' || operation === 'list' || operation === 'delete' || operation === 'help') {
-    for (const [key, value] of query) if (key !== 'list' && key !== 'help') data[key] = value;
-  }
-  if (!req.body || req.body.length === 0) return data;
+  const fromQuery = operation === 'read' || operation === 'list' || operation === 'delete' || operation === 'help' ? queryData(query) : undefined;
+  if (!req.body || req.body.length === 0) return fromQuery ?? {};
+  const parsed = parseBody(req.body);
+  return fromQuery ? Object.assign(fromQuery, parsed) : parsed;
+}
+
+function queryData(query: URLSearchParams): Record<string, unknown> | undefined {
+  let data: Record<string, unknown> | undefined;
+  for (const [key, value] of query) if (key !== 'list' && key !== 'help') (data ??= {})[key] = value;
+  return data;
+}
+
+function parseBody(body: Buffer): Record<string, unknown> {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(req.body.toString('utf8'));
+    parsed = JSON.parse(body.toString('utf8'));
   } catch {
     // The parser's message quotes the body around the fault, which may be a secret: never echo it.
     throw ServiceError.badRequest('failed to parse JSON input: the request body is not valid JSON');
@@ -76,7 +79,7 @@ export function requestData(req: HttpRequest, operation: Operation, query: URLSe
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
     throw ServiceError.badRequest('request body must be a JSON object');
   }
-  return Object.assign(data, parsed);
+  return parsed as Record<string, unknown>;
 }
 
 /** `X-Service-Wrap-TTL`: a duration, or undefined when absent. */
