@@ -1,4 +1,4 @@
-import { createDecipheriv } from 'node:crypto';
+import { createDecipheriv, randomBytes } from 'node:crypto';
 import { MAX_BATCH_ITEMS } from './batch';
 import { TransitMount, b64, failure, unb64 } from './testing/harness';
 
@@ -173,6 +173,14 @@ describe('transit encrypt, decrypt and rewrap', () => {
     it(`refuses batches over ${MAX_BATCH_ITEMS} items`, async () => {
       const batch_input = Array.from({ length: MAX_BATCH_ITEMS + 1 }, () => ({ plaintext: '' }));
       expect((await failure(transit.write('encrypt/k', { batch_input }))).message).toMatch(/at most 10000/);
+    });
+
+    it('round-trips items of every size, small and larger than the reused seal buffer, in one batch', async () => {
+      // 4,068 bytes seal to exactly 4,096 (nonce and tag add 28), the largest size assembled in place.
+      const plaintexts = [0, 1, 4_068, 4_069, 100_000].map((size) => randomBytes(size));
+      const { batch_results } = await transit.write('encrypt/k', { batch_input: plaintexts.map((p) => ({ plaintext: p.toString('base64') })) });
+      const decrypted = await transit.write('decrypt/k', { batch_input: batch_results });
+      expect(decrypted.batch_results.map((item: { plaintext: string }) => Buffer.from(item.plaintext, 'base64'))).toEqual(plaintexts);
     });
 
     it('processes a 1,000-item batch', async () => {

@@ -32,6 +32,12 @@ const CONVERGENT_NONCE_INFO = Buffer.from('svc-transit convergent nonce');
 const NONCE_POOL_BYTES = NONCE_BYTES * 1024;
 let noncePool: Buffer = Buffer.alloc(0);
 let nonceOffset = 0;
+/**
+ * Sealed values up to this size are assembled in one reused buffer and base64-encoded from it, so a
+ * batch item allocates no buffer of its own for nonce ‖ ciphertext ‖ tag. Larger ones get their own.
+ */
+const SEAL_BUFFER_BYTES = 4096;
+const sealBuffer = Buffer.allocUnsafe(SEAL_BUFFER_BYTES);
 
 /**
  * Encrypts with one version of the key. AEAD output is nonce ‖ ciphertext ‖ tag, so any standard
@@ -40,8 +46,8 @@ let nonceOffset = 0;
 export function encrypt(key: TransitKey, version: number, plaintext: Buffer, options: CipherOptions): string {
   if (!key.spec.supportsEncryption) throw ServiceError.badRequest(`key type ${key.spec.name} does not support encryption`);
   const material = key.material(version);
-  const sealed = key.spec.family === 'rsa' ? rsaEncrypt(material, plaintext, options) : aeadSeal(key, material, plaintext, options);
-  return formatVersioned(version, sealed.toString('base64'));
+  if (key.spec.family === 'rsa') return formatVersioned(version, rsaEncrypt(material, plaintext, options).toString('base64'));
+  return formatVersioned(version, aeadSeal(key, material, plaintext, options));
 }
 
 /** Decrypts `svc:v<n>:<base64>`; every failure is a 400 that never includes the data. */
@@ -59,14 +65,20 @@ function cipherName(key: TransitKey): CipherGCMTypes {
   return key.spec.cipher as CipherGCMTypes;
 }
 
-function aeadSeal(key: TransitKey, material: VersionMaterial, plaintext: Buffer, options: CipherOptions): Buffer {
+/** The base64 of nonce ‖ ciphertext ‖ tag. */
+function aeadSeal(key: TransitKey, material: VersionMaterial, plaintext: Buffer, options: CipherOptions): string {
   const secret = key.symmetricKey(material, options.context);
   const nonce = key.stored.convergent_encryption ? convergentNonce(secret, plaintext, options.nonce) : randomNonce(options.nonce);
   const cipher = createCipheriv(cipherName(key), secret, nonce, { authTagLength: TAG_BYTES });
   if (options.associatedData) cipher.setAAD(options.associatedData);
   const body = cipher.update(plaintext);
   cipher.final(); // AEAD modes emit everything from update()
-  return Buffer.concat([nonce, body, cipher.getAuthTag()], NONCE_BYTES + body.length + TAG_BYTES);
+  const length = NONCE_BYTES + body.length + TAG_BYTES;
+  const sealed = length <= SEAL_BUFFER_BYTES ? sealBuffer : Buffer.allocUnsafe(length);
+  sealed.set(nonce, 0);
+  sealed.set(body, NONCE_BYTES);
+  sealed.set(cipher.getAuthTag(), NONCE_BYTES + body.length);
+  return sealed.toString('base64', 0, length);
 }
 
 function aeadOpen(key: TransitKey, material: VersionMaterial, sealed: Buffer, options: CipherOptions): Buffer {
