@@ -358,9 +358,8 @@ export class Core {
 
   private async requestService(service: string, message: EngineRequest): Promise<EngineReply> {
     try {
-      const reply = await this.options.bus.request(serviceSubject(service, this.config.bus?.subjectPrefix), encodeJson(message), {
-        headers: { 'svc-request-id': message.requestId },
-      });
+      // The request id travels inside the message; no bus headers to encode on the hot path.
+      const reply = await this.options.bus.request(serviceSubject(service, this.config.bus?.subjectPrefix), encodeJson(message));
       return decodeJson<EngineReply>(reply.payload);
     } catch (err) {
       if (err instanceof BusUnavailableError) {
