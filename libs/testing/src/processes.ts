@@ -51,11 +51,15 @@ export function startServerProcess(name: string, args: string[], timeoutMs = 30_
       child.kill('SIGKILL');
       reject(new Error(`${name} did not start within ${timeoutMs} ms:\n${logs.join('\n')}`));
     }, timeoutMs);
+    let started = false;
     const onLine = (line: string) => {
       keep(line);
-      if (!line.startsWith('{')) return;
+      // Only the start line is looked into: parsing every request line would cost the process
+      // reading them (a benchmark's load generator) as much as serving costs the server.
+      if (started || !line.startsWith('{')) return;
       const entry = JSON.parse(line) as { msg?: string; addresses?: string[] };
       if (entry.msg === 'gateway started' || entry.msg === 'service started') {
+        started = true;
         clearTimeout(timer);
         resolve({ name, child, addresses: entry.addresses ?? [], logs, stop });
       }
