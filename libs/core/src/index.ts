@@ -4,7 +4,6 @@ export { EngineRegistry, type EngineDefinition } from './engines';
 export { RequestPipeline, type HttpRequest, type HttpResult, type RequestLine } from './http/pipeline';
 export { startHttpFrontend, type HttpFrontend } from './http/frontend';
 export { ResponseHeaderPolicy } from './http/headers';
-export { ListMethodRewriter } from './http/list-method';
 export { createSystemBackend } from './sys';
 export { MountTable, type MountEntry } from './mounts/mount-table';
 export { TokenStore, type TokenEntry } from './tokens/token-store';

@@ -1,41 +1,89 @@
-import { ListMethodRewriter } from './list-method';
+import * as http from 'node:http';
+import * as net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { answerAndClose, requestAnswered, requestStarted, takeListRequest, type ListHandlers } from './list-method';
 
-function feed(rewriter: ListMethodRewriter, text: string, splitEvery?: number): string {
-  const bytes = Buffer.from(text, 'latin1');
-  if (!splitEvery) return rewriter.transform(bytes).toString('latin1');
-  const out: string[] = [];
-  for (let i = 0; i < bytes.length; i += splitEvery) {
-    out.push(rewriter.transform(Buffer.from(bytes.subarray(i, i + splitEvery))).toString('latin1'));
-  }
-  return out.join('');
+/**
+ * A real node:http server wired as the gateway's front wires it: ordinary requests answer after
+ * `delayMs`, LIST requests echo what was read, and other parse errors get a 400.
+ */
+function startServer(delayMs = 0): Promise<{ port: number; close(): void }> {
+  const server = http.createServer((req, res) => {
+    requestStarted(req.socket);
+    setTimeout(() => {
+      res.end(`${req.method} ${req.url}`);
+      requestAnswered(req.socket);
+    }, delayMs);
+  });
+  const handlers: ListHandlers = {
+    serve: async (req) => ({ status: 200, body: JSON.stringify(req) }),
+    headersFor: (_result, body) => (body === undefined ? [] : ['content-length', String(Buffer.byteLength(body))]),
+  };
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: net.Socket) => {
+    if (!takeListRequest(err, socket, handlers)) answerAndClose(socket, 400, ['content-length', '3'], 'bad');
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ port: (server.address() as AddressInfo).port, close: () => server.close() })));
 }
 
-describe('ListMethodRewriter', () => {
-  it('rewrites LIST to LINK at the start of a request', () => {
-    expect(feed(new ListMethodRewriter(), 'LIST /v1/secret/ HTTP/1.1\r\nHost: x\r\n\r\n')).toBe(
-      'LINK /v1/secret/ HTTP/1.1\r\nHost: x\r\n\r\n',
-    );
+/** Writes `parts` with a pause between them and collects everything until the server closes. */
+async function exchange(port: number, parts: string[], pauseMs = 30): Promise<string> {
+  const socket = net.connect(port, '127.0.0.1');
+  const received: Buffer[] = [];
+  socket.on('data', (chunk) => received.push(chunk));
+  const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+  for (const part of parts) {
+    socket.write(part);
+    await new Promise((resolve) => setTimeout(resolve, pauseMs));
+  }
+  await closed;
+  return Buffer.concat(received).toString('latin1');
+}
+
+function listed(answer: string): { url: string; headers: Record<string, string> } {
+  return JSON.parse(answer.slice(answer.lastIndexOf('\r\n\r\n') + 4));
+}
+
+describe('LIST requests', () => {
+  let server: { port: number; close(): void };
+  beforeAll(async () => {
+    server = await startServer(50);
+  });
+  afterAll(() => server.close());
+
+  it('are served from what the parser refused, then the connection closes', async () => {
+    const answer = await exchange(server.port, ['LIST /v1/secret/?x=1 HTTP/1.1\r\nHost: a\r\nX-Service-Token: t\r\n\r\n']);
+    expect(answer).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(answer).toContain('connection: close');
+    expect(listed(answer)).toEqual({ url: '/v1/secret/?x=1', headers: { host: 'a', 'x-service-token': 't' } });
   });
 
-  it('leaves other methods and bodies that start with LIST alone', () => {
-    const body = 'LIST /v1/x HTTP/1.1';
-    const req = `POST /v1/a HTTP/1.1\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
-    expect(feed(new ListMethodRewriter(), req)).toBe(req);
+  it('follow earlier requests of a keep-alive connection, and answer after them', async () => {
+    // Sent in one write: the GET's answer is still owed when the LIST is read.
+    const answer = await exchange(server.port, ['GET /first HTTP/1.1\r\nHost: a\r\n\r\nLIST /v1/dir/ HTTP/1.1\r\nHost: a\r\n\r\n']);
+    expect(answer.indexOf('GET /first')).toBeGreaterThan(0);
+    expect(answer.indexOf('GET /first')).toBeLessThan(answer.indexOf('"url":"/v1/dir/"'));
   });
 
-  it('follows keep-alive framing with content-length and chunked bodies, whatever the chunking', () => {
-    const first = 'POST /v1/a HTTP/1.1\r\nContent-Length: 4\r\n\r\nLIST';
-    const second = 'PUT /v1/b HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n4;ext=1\r\nLIST\r\n0\r\nX-T: 1\r\n\r\n';
-    const third = 'LIST /v1/c HTTP/1.1\r\n\r\n';
-    for (const split of [undefined, 1, 2, 3, 7]) {
-      const out = feed(new ListMethodRewriter(), first + second + '\r\n' + third, split);
-      expect(out).toBe(first + second + '\r\n' + third.replace('LIST', 'LINK'));
-    }
+  it('are read when their head arrives in pieces', async () => {
+    const answer = await exchange(server.port, ['GET /a HTTP/1.1\r\nHost: a\r\n\r\nLI', 'S', 'T /v1/split/ HTTP/1.1\r\nHo', 'st: b\r\n', '\r\n']);
+    expect(answer).toContain('GET /a');
+    expect(listed(answer)).toEqual({ url: '/v1/split/', headers: { host: 'b' } });
   });
 
-  it('never turns an unknown method into a valid one', () => {
-    expect(feed(new ListMethodRewriter(), 'LISX / HTTP/1.1\r\n\r\n')).toBe('LISX / HTTP/1.1\r\n\r\n');
-    const split = feed(new ListMethodRewriter(), 'LISK / HTTP/1.1\r\n\r\n', 3);
-    expect(split.startsWith('LINK')).toBe(false);
+  it('with a body are refused with 400', async () => {
+    const answer = await exchange(server.port, ['LIST /v1/x HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}']);
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    expect(answer).toContain('a LIST request takes no body');
+  });
+
+  it('leave other unknown methods to the caller', async () => {
+    expect(await exchange(server.port, ['LISX /v1/x HTTP/1.1\r\nHost: a\r\n\r\n'])).toMatch(/^HTTP\/1\.1 400 [^\r]*\r\n[\s\S]*bad$/);
+    expect(await exchange(server.port, ['LIS /v1/x HTTP/1.1\r\nHost: a\r\n\r\n'])).toMatch(/bad$/);
+  });
+
+  it('with an oversized head are refused with 431', async () => {
+    const answer = await exchange(server.port, ['LIST /v1/x HTTP/1.1\r\n', `X-Big: ${'a'.repeat(70 * 1024)}\r\n`]);
+    expect(answer).toMatch(/^HTTP\/1\.1 431 /);
   });
 });

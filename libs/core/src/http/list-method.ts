@@ -1,191 +1,162 @@
+import { STATUS_CODES, type IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
+import type { HeaderList } from './headers';
+import type { HttpResult } from './pipeline';
 
 /**
- * Node's HTTP parser (llhttp) only knows a fixed set of methods and rejects `LIST`, which the
- * API uses. `LIST` and `LINK` (a method llhttp accepts) share their first two letters, so this
- * rewrites the third and fourth byte of a request line that starts with `LIST ` in place, before
- * the parser sees it; the router then treats `LINK` as `LIST`. The rewrite only happens at the
- * start of a request, so the tracker follows HTTP/1.1 framing (Content-Length and chunked bodies)
- * to know where each request on a keep-alive connection begins.
+ * Node's HTTP parser (llhttp) knows a fixed set of methods and rejects `LIST`, which the API uses.
+ * Connections are parsed natively, the fast path for every other request (reading them through
+ * JavaScript to rewrite `LIST` on the way cost a fifth of a simple request). A request the parser
+ * rejects because it is a `LIST` is read here instead: the parser hands over the bytes it refused
+ * (and, as it stays in its error state, each later chunk) through `clientError`, the head is parsed
+ * here, the request is served like any other, and the connection closes after the answer, since
+ * the native parser cannot resume. Clients open a new connection for their next request.
  */
 
-const enum State {
-  RequestStart, // before the first byte of a request (CR/LF allowed)
-  Head, // inside the request line and headers
-  Body, // Content-Length body bytes
-  ChunkSize, // reading a chunk-size line
-  ChunkData, // chunk payload (plus its trailing CRLF)
-  Trailers, // after the last chunk, until an empty line
-  Passthrough, // framing we do not follow (upgrade, oversized head): stop rewriting
+/** A LIST request as read from the wire. */
+export interface ListRequest {
+  url: string;
+  headers: IncomingHttpHeaders;
+}
+
+export interface ListHandlers {
+  serve(req: ListRequest): Promise<HttpResult>;
+  /** Every header of an answer (the listener's, content type and length). */
+  headersFor(result: HttpResult, body: string | undefined): HeaderList;
 }
 
 const MAX_HEAD = 64 * 1024;
-const L = 0x4c;
-const I = 0x49;
-const S = 0x53;
-const T = 0x54;
-const N = 0x4e;
-const K = 0x4b;
-const X = 0x58;
-const CR = 0x0d;
-const LF = 0x0a;
 const HEAD_END = Buffer.from('\r\n\r\n');
+const LIST = Buffer.from('LIST ');
 
-export class ListMethodRewriter {
-  private state = State.RequestStart;
-  private methodPos = 0; // bytes of the current request seen so far while they can still be "LIST"
-  private maybeList = true;
-  /** The head so far (already rewritten) while its end is not yet seen. */
-  private headParts: Buffer[] = [];
-  private headLength = 0;
-  private remaining = 0;
-  private line: number[] = [];
+interface Gathering {
+  parts: Buffer[];
+  size: number;
+}
 
-  /** Rewrites `chunk` in place (it is the only copy of these bytes) and returns it. */
-  transform(chunk: Buffer): Buffer {
-    for (let i = 0; i < chunk.length; i++) {
-      switch (this.state) {
-        case State.Passthrough:
-          return chunk;
-        case State.RequestStart: {
-          const b = chunk[i];
-          if (b === CR || b === LF) continue;
-          this.state = State.Head;
-          this.headParts = [];
-          this.headLength = 0;
-          this.methodPos = 0;
-          this.maybeList = true;
-          i--; // reprocess this byte as part of the head
-          break;
-        }
-        case State.Head: {
-          for (let m = i; this.maybeList && m < chunk.length && this.methodPos < 4; m++) this.rewriteMethodByte(chunk, m);
-          // Find the blank line ending the head, also across a chunk boundary (up to 3 bytes back).
-          const carry = Math.min(3, this.headLength);
-          const probe = carry > 0 ? Buffer.concat([this.lastHeadBytes(carry), chunk.subarray(i)]) : chunk.subarray(i);
-          const found = probe.indexOf(HEAD_END);
-          const end = found < 0 ? chunk.length : i + found - carry + HEAD_END.length;
-          // A head split across chunks is copied: the socket may reuse a chunk's memory later.
-          this.headParts.push(found >= 0 ? chunk.subarray(i, end) : Buffer.from(chunk.subarray(i, end)));
-          this.headLength += end - i;
-          if (this.headLength > MAX_HEAD) {
-            this.state = State.Passthrough;
-            return chunk;
-          }
-          if (found >= 0) this.startBody();
-          i = end - 1;
-          break;
-        }
-        case State.Body: {
-          const take = Math.min(this.remaining, chunk.length - i);
-          this.remaining -= take;
-          i += take - 1;
-          if (this.remaining === 0) this.state = State.RequestStart;
-          break;
-        }
-        case State.ChunkSize: {
-          const b = chunk[i];
-          if (b !== LF) {
-            this.line.push(b);
-            break;
-          }
-          const size = parseInt(Buffer.from(this.line).toString('latin1').split(';')[0].trim(), 16);
-          this.line = [];
-          if (Number.isNaN(size)) {
-            this.state = State.Passthrough; // the parser will reject it
-            return chunk;
-          }
-          if (size === 0) {
-            this.state = State.Trailers;
-          } else {
-            this.remaining = size + 2; // payload and its CRLF
-            this.state = State.ChunkData;
-          }
-          break;
-        }
-        case State.ChunkData: {
-          const take = Math.min(this.remaining, chunk.length - i);
-          this.remaining -= take;
-          i += take - 1;
-          if (this.remaining === 0) this.state = State.ChunkSize;
-          break;
-        }
-        case State.Trailers: {
-          const b = chunk[i];
-          if (b !== LF) {
-            if (b !== CR) this.line.push(b);
-            break;
-          }
-          const empty = this.line.length === 0;
-          this.line = [];
-          if (empty) this.state = State.RequestStart;
-          break;
-        }
-      }
-    }
-    return chunk;
-  }
+/** Per-socket state: the head of a LIST being gathered, and answers still owed before it. */
+const gathering = new WeakMap<Socket, Gathering>();
+const pending = new WeakMap<Socket, { count: number; idle?: () => void }>();
 
-  /**
-   * "LIS" is rewritten to "LIN" as soon as it is seen (its bytes may leave in this chunk); the
-   * fourth byte then decides: "T" becomes "K" (LINK), anything else restores the "S" when it is
-   * still in this chunk, or else keeps the method invalid (never a valid LINK), as it was.
-   */
-  private rewriteMethodByte(chunk: Buffer, i: number): void {
-    if (!this.maybeList) return;
-    const pos = this.methodPos++;
-    const b = chunk[i];
-    if (pos === 0) this.maybeList = b === L;
-    else if (pos === 1) this.maybeList = b === I;
-    else if (pos === 2) {
-      this.maybeList = b === S;
-      if (this.maybeList) chunk[i] = N;
-    } else {
-      this.maybeList = false;
-      if (b === T) chunk[i] = K;
-      else if (i > 0) chunk[i - 1] = S;
-      else if (b === K) chunk[i] = X;
-    }
-  }
+/** Counts a request the HTTP server is serving on `socket`, so a LIST after it answers in order. */
+export function requestStarted(socket: Socket): void {
+  const entry = pending.get(socket);
+  if (entry) entry.count++;
+  else pending.set(socket, { count: 1 });
+}
 
-  private lastHeadBytes(count: number): Buffer {
-    const joined = this.headParts.length === 1 ? this.headParts[0] : Buffer.concat(this.headParts);
-    return joined.subarray(joined.length - count);
-  }
+/** Called once the answer to a counted request has been written to its socket. */
+export function requestAnswered(socket: Socket): void {
+  const entry = pending.get(socket);
+  if (!entry) return;
+  entry.count--;
+  if (entry.count === 0) entry.idle?.();
+}
 
-  private startBody(): void {
-    const headText = Buffer.concat(this.headParts, this.headLength).toString('latin1');
-    this.headParts = [];
-    this.headLength = 0;
-    const chunked = /\r\ntransfer-encoding:[^\r\n]*chunked/i.test(headText);
-    const upgrade = /\r\nupgrade:/i.test(headText) || headText.startsWith('CONNECT ');
-    if (upgrade) {
-      this.state = State.Passthrough;
-      return;
-    }
-    if (chunked) {
-      this.state = State.ChunkSize;
-      this.line = [];
-      return;
-    }
-    const length = /\r\ncontent-length:\s*(\d+)/i.exec(headText);
-    this.remaining = length ? Number(length[1]) : 0;
-    this.state = this.remaining > 0 ? State.Body : State.RequestStart;
-  }
+function answered(socket: Socket): Promise<void> {
+  const entry = pending.get(socket);
+  if (!entry || entry.count === 0) return Promise.resolve();
+  return new Promise((resolve) => (entry.idle = resolve));
 }
 
 /**
- * Makes the HTTP server read `socket` through the rewriter. The server normally consumes a TCP
- * handle natively; marking the handle consumed makes it fall back to 'data' events, which pass
- * through the rewriter first.
+ * Handles a parse error of the HTTP server. Returns false when it is not about a LIST request
+ * (the caller answers 400 and closes).
  */
-export function acceptListMethod(socket: Socket): void {
-  const handle = (socket as unknown as { _handle?: { _consumed?: boolean } })._handle;
-  if (handle) handle._consumed = true;
-  const rewriter = new ListMethodRewriter();
-  const emit = socket.emit;
-  socket.emit = function (this: Socket, event: string | symbol, ...args: unknown[]): boolean {
-    if (event === 'data' && Buffer.isBuffer(args[0])) args[0] = rewriter.transform(args[0]);
-    return (emit as (event: string | symbol, ...args: unknown[]) => boolean).call(this, event, ...args);
-  } as Socket['emit'];
+export function takeListRequest(
+  err: NodeJS.ErrnoException & { rawPacket?: Buffer; bytesParsed?: number },
+  socket: Socket,
+  handlers: ListHandlers,
+): boolean {
+  const raw = err.rawPacket;
+  if (!Buffer.isBuffer(raw)) return false;
+  let state = gathering.get(socket);
+  if (!state) {
+    if (err.code !== 'HPE_INVALID_METHOD' || err.bytesParsed === undefined) return false;
+    // llhttp stops at the "S" of "LIST"; "L" or "LI" may have come at the end of an earlier chunk.
+    const start = err.bytesParsed - 2;
+    const carried = Math.max(0, -start);
+    const head = Buffer.concat([LIST.subarray(0, carried), raw.subarray(Math.max(0, start))]);
+    // A head cut short after "LIS" is taken too: if it is no LIST, its request line fails to parse.
+    const seen = Math.min(head.length, LIST.length);
+    if (carried > 2 || !head.subarray(0, seen).equals(LIST.subarray(0, seen))) return false;
+    state = { parts: [], size: 0 };
+    gathering.set(socket, state);
+    add(state, head);
+  } else {
+    add(state, raw);
+  }
+  const head = Buffer.concat(state.parts, state.size);
+  const end = head.indexOf(HEAD_END);
+  if (end < 0) {
+    if (head.length > MAX_HEAD) finish(socket, errorResult(431, 'request headers too large'), handlers);
+    return true;
+  }
+  const request = parseHead(head.subarray(0, end).toString('latin1'));
+  if (!request || hasBody(request.headers)) {
+    finish(socket, errorResult(400, request ? 'a LIST request takes no body' : 'malformed HTTP request'), handlers);
+    return true;
+  }
+  // Bytes after the head are a pipelined request: the connection closes before answering it, which
+  // tells the client to send it again.
+  state.parts = [];
+  // The answers to requests before this one go first, then the connection ends.
+  answered(socket)
+    .then(() => handlers.serve(request))
+    .then(
+      (result) => finish(socket, result, handlers),
+      () => socket.destroy(),
+    );
+  return true;
+}
+
+function add(state: Gathering, chunk: Buffer): void {
+  // The parser may reuse a chunk's memory once it returns: keep a copy.
+  state.parts.push(Buffer.from(chunk));
+  state.size += chunk.length;
+}
+
+function parseHead(text: string): ListRequest | undefined {
+  const lines = text.split('\r\n');
+  const requestLine = /^LIST (\S+) HTTP\/1\.[01]$/.exec(lines[0]);
+  if (!requestLine) return undefined;
+  const headers: IncomingHttpHeaders = {};
+  for (const line of lines.slice(1)) {
+    const colon = line.indexOf(':');
+    if (colon <= 0) return undefined;
+    const name = line.slice(0, colon).trim().toLowerCase();
+    const value = line.slice(colon + 1).trim();
+    const existing = headers[name];
+    headers[name] = existing === undefined ? value : `${existing}, ${value}`;
+  }
+  return { url: requestLine[1], headers };
+}
+
+function hasBody(headers: IncomingHttpHeaders): boolean {
+  return headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && headers['content-length'] !== '0');
+}
+
+function errorResult(status: number, message: string): HttpResult {
+  return { status, body: JSON.stringify({ errors: [message] }), contentType: 'application/json' };
+}
+
+function finish(socket: Socket, result: HttpResult, handlers: ListHandlers): void {
+  gathering.delete(socket);
+  const body = result.status === 204 ? undefined : result.body;
+  answerAndClose(socket, result.status, handlers.headersFor(result, body), body);
+}
+
+/** Writes an answer straight to a socket the HTTP server gave up on, and closes it. */
+export function answerAndClose(socket: Socket, status: number, headers: HeaderList, body: string | undefined): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const lines = [`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Unknown'}`];
+  for (let i = 0; i < headers.length; i += 2) {
+    const values = headers[i + 1];
+    for (const value of Array.isArray(values) ? values : [values]) lines.push(`${headers[i] as string}: ${value}`);
+  }
+  lines.push('connection: close', '', body ?? '');
+  socket.end(lines.join('\r\n'));
 }

@@ -4,7 +4,6 @@ import * as net from 'node:net';
 import * as tls from 'node:tls';
 import type { ListenerConfig } from '@svc/config';
 import { ResponseHeaderPolicy } from './headers';
-import { acceptListMethod } from './list-method';
 
 /** Per-listener settings the request handler needs, found from the request's socket. */
 export interface ListenerContext {
@@ -48,7 +47,6 @@ export async function bindListener(config: ListenerConfig, httpServer: http.Serv
     // Node's HTTP server turns Nagle off for the sockets it accepts itself; these it is handed.
     socket.setNoDelay(true);
     contexts.set(socket, context);
-    acceptListMethod(socket);
     httpServer.emit('connection', socket);
   };
   const server = useTls

@@ -106,7 +106,7 @@ export class RequestPipeline {
     const queryStart = req.url.indexOf('?');
     this.logRequest({
       requestId,
-      method: req.method === 'LINK' ? 'LIST' : req.method,
+      method: req.method,
       path: queryStart < 0 ? req.url : req.url.slice(0, queryStart),
       status: result.status,
       durationMs: Math.round((performance.now() - started) * 1000) / 1000,

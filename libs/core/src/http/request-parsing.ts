@@ -22,7 +22,7 @@ export function operationFor(method: string, query: URLSearchParams): Operation 
     case 'GET':
     case 'HEAD':
       return query.get('list') === 'true' ? 'list' : 'read';
-    case 'LINK': // LIST on the wire; see list-method.ts
+    case 'LIST': // read by list-method.ts, which Node's parser refuses
       return 'list';
     case 'POST':
     case 'PUT':
