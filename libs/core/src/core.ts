@@ -342,14 +342,16 @@ export class Core {
   }
 
   /** Sends an operation to the engine that owns the mount type. */
-  async dispatch(message: EngineRequest): Promise<EngineReply> {
+  dispatch(message: EngineRequest): Promise<EngineReply> {
     const definition = this.options.engines.get(message.mount.type);
-    if (!definition) throw ServiceError.badRequest(`unsupported mount type "${message.mount.type}"`);
+    if (!definition) return Promise.reject(ServiceError.badRequest(`unsupported mount type "${message.mount.type}"`));
     if (definition.kind === 'core') return this.coreEngines.handle(message);
-    const local = this.options.localServices.get(definition.service);
-    if (local) return local.handle(message);
+    return this.options.localServices.get(definition.service)?.handle(message) ?? this.dispatchRemote(definition.service, message);
+  }
+
+  private async dispatchRemote(service: string, message: EngineRequest): Promise<EngineReply> {
     for (let attempt = 0; ; attempt++) {
-      const reply = await this.requestService(definition.service, message);
+      const reply = await this.requestService(service, message);
       // Right after an unseal, services are still fetching the keyring: give them a moment.
       if (reply.ok || reply.status !== 503 || !reply.errors[0]?.endsWith(' is sealed') || attempt >= SERVICE_UNSEAL_RETRIES || this.barrier.sealed) return reply;
       await new Promise((resolve) => setTimeout(resolve, SERVICE_UNSEAL_RETRY_MS));

@@ -51,13 +51,14 @@ export function createLoggers(config: Pick<ServerConfig, 'logLevel'>, service: s
     destination,
   );
   // The request line has fixed fields that hold no secret, so it is formatted directly: through
-  // pino (object walk, redaction) it cost as much as the rest of a simple request.
+  // pino (object walk, redaction) it cost as much as the rest of a simple request. The method is
+  // one the HTTP parser accepted (an HTTP token: nothing to escape); the path may hold anything.
   const prefix = `{"level":${INFO},"time":"`;
   const bindings = `","service":${JSON.stringify(service)},"pid":${process.pid},"request_id":"`;
   const logRequest = logger.isLevelEnabled('info')
     ? (line: RequestLine) =>
         destination.write(
-          `${prefix}${isoNow()}${bindings}${line.requestId}","method":${JSON.stringify(line.method)},"path":${JSON.stringify(line.path)},"status":${line.status},"duration_ms":${line.durationMs},"msg":"request"}\n`,
+          `${prefix}${isoNow()}${bindings}${line.requestId}","method":"${line.method}","path":${JSON.stringify(line.path)},"status":${line.status},"duration_ms":${line.durationMs},"msg":"request"}\n`,
         )
     : () => undefined;
   return { logger, logRequest, flush };

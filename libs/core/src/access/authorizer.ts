@@ -40,7 +40,7 @@ export class Authorizer {
     const home = this.namespaces.get(token.namespace);
     if (!home || !namespace.path.startsWith(home.path)) throw ServiceError.forbidden();
     const aclPath = namespace.path.slice(home.path.length) + path;
-    const acl = await home.policies.acl(token.policies);
+    const acl = home.policies.cachedAcl(token.policies) ?? (await home.policies.acl(token.policies));
     const capabilities = acl.capabilities(aclPath);
     if (acl.isRoot) return capabilities;
 

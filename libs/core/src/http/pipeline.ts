@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { EngineReply, EngineRequest } from '@svc/engine-host';
 import type { Capability, Caller, MountInfo, Operation, Response } from '@svc/framework';
-import { envelope, ServiceError, toErrorBody, UNSUPPORTED_PATH, type Envelope } from '@svc/http';
+import { envelope, envelopeJson, ServiceError, toErrorBody, UNSUPPORTED_PATH, type Envelope } from '@svc/http';
 import type { Core } from '../core';
 import { SYSTEM_MOUNT } from '../mounts/system-mount';
 import type { Namespace } from '../namespaces/namespace';
@@ -138,7 +138,8 @@ export class RequestPipeline {
 
     const { namespace, path, route } = this.core.route(fullPath);
     const tokenValue = tokenFrom(req);
-    const token = tokenValue ? await this.core.tokens.lookup(tokenValue) : null;
+    let token = tokenValue ? this.core.tokens.cached(tokenValue) : null;
+    if (token === undefined) token = await this.core.tokens.lookup(tokenValue!);
     if (tokenValue && !token) throw ServiceError.forbidden();
     const ctx: Context = { requestId, req, operation, namespace, path, data, wrapTtl, token, tokenValue };
 
@@ -155,7 +156,8 @@ export class RequestPipeline {
       const capabilities = await this.authorize(ctx);
       // An audit device that cannot record the request stops it: nothing is served unaudited.
       if (audit) await this.core.audit.broker.logRequest(audit);
-      const result = await this.dispatchAndFinish(ctx, mount, mountPath, inProcess, capabilities);
+      const { token } = ctx;
+      const result = token && token.numUses > 0 ? await this.spendingUse(token, () => this.dispatch(ctx, mount, mountPath, inProcess, capabilities)) : await this.dispatch(ctx, mount, mountPath, inProcess, capabilities);
       if (audit) await this.core.audit.broker.logResponse({ ...audit, response: ctx.auditResponse, errors: ctx.auditErrors });
       return result;
     } catch (err) {
@@ -170,21 +172,21 @@ export class RequestPipeline {
     return this.core.authorizer.capabilities({ token, namespace, path, operation, data: ctx.data, wrapTtl: ctx.wrapTtl });
   }
 
-  private async dispatchAndFinish(ctx: Context, mount: MountInfo, mountPath: string, inProcess: boolean, capabilities: ReadonlySet<Capability>): Promise<HttpResult> {
-    const { token } = ctx;
-    let lastUse = false;
-    if (token && token.numUses > 0) {
-      const use = await this.core.tokens.spendUse(token.accessor);
-      if (!use.allowed) throw ServiceError.forbidden();
-      lastUse = use.remaining < 0;
-    }
+  /** A token with limited uses spends one; its last use revokes it once the request is served. */
+  private async spendingUse(token: TokenEntry, serve: () => Promise<HttpResult>): Promise<HttpResult> {
+    const use = await this.core.tokens.spendUse(token.accessor);
+    if (!use.allowed) throw ServiceError.forbidden();
     try {
-      const message = this.engineRequest(ctx, mount, mountPath, capabilities, inProcess);
-      const reply = mount.uuid === SYSTEM_MOUNT.uuid ? await this.core.handleSystem(message) : await this.core.dispatch(message);
-      return await this.finish(ctx, mount, reply);
+      return await serve();
     } finally {
-      if (lastUse) await this.core.tokenManager.revokeTree(token!.accessor);
+      if (use.remaining < 0) await this.core.tokenManager.revokeTree(token.accessor);
     }
+  }
+
+  private async dispatch(ctx: Context, mount: MountInfo, mountPath: string, inProcess: boolean, capabilities: ReadonlySet<Capability>): Promise<HttpResult> {
+    const message = this.engineRequest(ctx, mount, mountPath, capabilities, inProcess);
+    const reply = await (mount.uuid === SYSTEM_MOUNT.uuid ? this.core.handleSystem(message) : this.core.dispatch(message));
+    return this.finish(ctx, mount, reply);
   }
 
   /** Uninitialized or sealed: only the seal endpoints of the root namespace answer. */
@@ -250,17 +252,30 @@ export class RequestPipeline {
   }
 
   /** Step 7: lease registration and response wrapping, then the HTTP answer. */
-  private async finish(ctx: Context, mount: MountInfo, reply: EngineReply): Promise<HttpResult> {
+  private finish(ctx: Context, mount: MountInfo, reply: EngineReply): HttpResult | Promise<HttpResult> {
     if (!reply.ok) {
       ctx.auditErrors = reply.errors;
       return reply.status === 404 && reply.errors[0] === UNSUPPORTED_PATH ? unknownPath() : jsonError(reply.status, reply.errors);
     }
     if (reply.help) return json(200, reply.help);
     const response = reply.response;
-    let lease: { leaseId: string; ttl: number } | undefined;
-    if (response?.secret) {
-      lease = await this.core.leaseLifecycle.register(ctx.namespace, mount, ctx.path, response.secret, ctx.token?.accessor ?? '');
-    }
+    if (response?.secret || ctx.wrapTtl !== undefined) return this.finishWithStorage(ctx, mount, response);
+    return this.answer(ctx, mount, response, undefined);
+  }
+
+  /** A secret's lease is registered, and a wrapped answer stored: both write to storage. */
+  private async finishWithStorage(ctx: Context, mount: MountInfo, response: Response | undefined): Promise<HttpResult> {
+    const lease = response?.secret
+      ? await this.core.leaseLifecycle.register(ctx.namespace, mount, ctx.path, response.secret, ctx.token?.accessor ?? '')
+      : undefined;
+    const wrapTtl = ctx.wrapTtl;
+    if (wrapTtl === undefined || !response || response.raw !== undefined || (response.status ?? 200) >= 400) return this.answer(ctx, mount, response, lease);
+    const wrapped = await this.core.wrapping.wrap(this.envelopeOf(ctx.requestId, response, lease), wrapTtl, ctx.namespace, ctx.path);
+    ctx.auditResponse = { mount_type: mount.type, wrap_info: wrapped };
+    return envelopeResult(200, envelope(ctx.requestId, { wrap_info: wrapped }));
+  }
+
+  private answer(ctx: Context, mount: MountInfo, response: Response | undefined, lease: { leaseId: string; ttl: number } | undefined): HttpResult {
     const body = response ? this.envelopeOf(ctx.requestId, response, lease) : undefined;
     if (this.core.audit.broker.hasDevices) {
       ctx.auditResponse = {
@@ -271,11 +286,6 @@ export class RequestPipeline {
         ...(body?.warnings ? { warnings: body.warnings } : {}),
         status: response?.status,
       };
-    }
-    if (ctx.wrapTtl !== undefined && body && response?.raw === undefined && (response?.status ?? 200) < 400) {
-      const wrapped = await this.core.wrapping.wrap(body, ctx.wrapTtl, ctx.namespace, ctx.path);
-      ctx.auditResponse = { mount_type: mount.type, wrap_info: wrapped };
-      return json(200, envelope(ctx.requestId, { wrap_info: wrapped }));
     }
     return this.respond(ctx.operation, response, body);
   }
@@ -299,7 +309,7 @@ export class RequestPipeline {
     if (response.raw !== undefined) return json(response.status ?? 200, response.raw, response.headers);
     const hasBody = body.data !== null || body.warnings !== null || body.auth !== null || body.lease_id !== '';
     if (!hasBody) return { status: response.status ?? 204, headers: response.headers };
-    return json(response.status ?? 200, body, response.headers);
+    return envelopeResult(response.status ?? 200, body, response.headers);
   }
 
   private errorResult(err: unknown, requestId: string): HttpResult {
@@ -347,6 +357,10 @@ function auditEntry(ctx: Context, mount: MountInfo): AuditRequestEntry {
 
 function json(status: number, value: unknown, headers?: Record<string, string>): HttpResult {
   return { status, body: JSON.stringify(value), contentType: 'application/json', headers };
+}
+
+function envelopeResult(status: number, body: Envelope, headers?: Record<string, string>): HttpResult {
+  return { status, body: envelopeJson(body), contentType: 'application/json', headers };
 }
 
 function jsonError(status: number, errors: string[]): HttpResult {

@@ -50,6 +50,7 @@ export class NamespaceRegistry {
 
   /** Splits a full path (namespace path + path inside it) by the longest namespace prefix. */
   resolve(fullPath: string): { namespace: Namespace; path: string } {
+    if (this.byPath.size === 1) return { namespace: this.root, path: fullPath };
     let end = fullPath.length;
     for (;;) {
       const slash = fullPath.lastIndexOf('/', end - 1);

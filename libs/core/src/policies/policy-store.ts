@@ -64,14 +64,21 @@ export class PolicyStore {
 
   /** The ACL of a set of policy names; unknown names contribute nothing, as in Vault. */
   async acl(names: string[]): Promise<Acl> {
-    if (names.includes(ROOT_POLICY)) return Acl.root();
-    const key = [...names].sort().join('\n');
-    let acl = this.acls.get(key);
-    if (!acl) {
-      const policies = await Promise.all(names.map((name) => this.get(name)));
-      acl = new Acl(policies.filter((p): p is Policy => p !== null));
-      this.acls.set(key, acl);
-    }
+    const known = this.cachedAcl(names);
+    if (known) return known;
+    const policies = await Promise.all(names.map((name) => this.get(name)));
+    const acl = new Acl(policies.filter((p): p is Policy => p !== null));
+    this.acls.set(aclKey(names), acl);
     return acl;
   }
+
+  /** `acl` answered from memory (the request path's usual case); undefined when storage must say. */
+  cachedAcl(names: string[]): Acl | undefined {
+    if (names.includes(ROOT_POLICY)) return Acl.root();
+    return this.acls.get(aclKey(names));
+  }
+}
+
+function aclKey(names: string[]): string {
+  return names.length === 1 ? names[0] : [...names].sort().join('\n');
 }

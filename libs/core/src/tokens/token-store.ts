@@ -145,14 +145,20 @@ export class TokenStore {
 
   /** The live entry of a token value, or null (unknown, revoked, expired). */
   async lookup(token: string): Promise<TokenEntry | null> {
-    if (token.startsWith(BATCH_PREFIX)) return this.openBatch(token);
+    const known = this.cached(token);
+    if (known !== undefined) return known;
     const key = this.hash(token);
-    let entry = this.cache.get(key);
-    if (!entry) {
-      entry = (await this.storage.getJSON<TokenEntry>(ID + key)) ?? undefined;
-      if (!entry) return null;
-      this.remember(key, entry);
-    }
+    const entry = await this.storage.getJSON<TokenEntry>(ID + key);
+    if (!entry) return null;
+    this.remember(key, entry);
+    return isExpired(entry) ? null : entry;
+  }
+
+  /** `lookup` answered from memory (the request path's usual case); undefined when storage must say. */
+  cached(token: string): TokenEntry | null | undefined {
+    if (token.startsWith(BATCH_PREFIX)) return this.openBatch(token);
+    const entry = this.cache.get(this.hash(token));
+    if (!entry) return undefined;
     return isExpired(entry) ? null : entry;
   }
 
