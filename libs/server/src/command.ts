@@ -1,5 +1,6 @@
 import { devConfig, loadConfigFile, type ServerConfig, type ServiceName } from '@svc/config';
-import { startGateway, startService, type RunningProcess } from './processes';
+import { startGateway, startService } from './application';
+import type { RunningProcess } from './processes';
 
 export interface ServerFlags {
   dev: boolean;

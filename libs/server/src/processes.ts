@@ -7,7 +7,7 @@ import { createLockManager, type LockManager } from '@svc/locks';
 import { KeyringReceiver } from '@svc/seal';
 import { Barrier, createPhysical } from '@svc/storage';
 import { engineRegistry, SERVICE_ENGINES } from './engines';
-import { createLoggers } from './logger';
+import type { Loggers } from './logger';
 
 export interface RunningProcess {
   logger: Logger;
@@ -17,15 +17,22 @@ export interface RunningProcess {
   stop(): Promise<void>;
 }
 
-interface Shared {
+/** What every process connects to: the bus and the lock manager (closed after the process stops). */
+export interface Shared {
   bus: Bus;
   locks: LockManager;
 }
 
-async function connectShared(config: ServerConfig, service: string): Promise<Shared> {
+export async function connectShared(config: ServerConfig, service: string): Promise<Shared> {
   const bus = await createBus(config.bus ? { ...config.bus, name: `svc-${service}` } : undefined);
   const locks = createLockManager(config.locks);
   return { bus, locks };
+}
+
+export interface GatewayOptions {
+  distributed: boolean;
+  defaultKvVersion?: '1' | '2';
+  beforeListen?: (core: Core) => Promise<void>;
 }
 
 /** Services named by the config that this process hosts itself (all-in-one). */
@@ -35,17 +42,8 @@ function hostedServices(config: ServerConfig, distributed: boolean): ServiceName
   return wanted.filter((name) => name !== 'gateway' && SERVICE_ENGINES[name]);
 }
 
-/**
- * The gateway: HTTP listeners, the core, and (all-in-one) the engine services in the same process,
- * reached without serialization. `distributed` leaves the services to their own processes.
- */
-export async function startGateway(
-  config: ServerConfig,
-  options: { distributed: boolean; defaultKvVersion?: '1' | '2'; beforeListen?: (core: Core) => Promise<void> },
-): Promise<RunningProcess> {
-  if (config.listeners.length === 0) throw new Error('the gateway needs at least one listener "tcp" stanza in its configuration');
-  const { logger, logRequest, flush } = createLoggers(config, 'gateway');
-  const shared = await connectShared(config, 'gateway');
+/** Builds and starts the gateway's parts (see `startGateway`) on the process's loggers and connections. */
+export async function runGateway(config: ServerConfig, options: GatewayOptions, { logger, logRequest, flush }: Loggers, shared: Shared): Promise<RunningProcess> {
   const physical = createPhysical(config.storage);
   const localServices = new Map<string, EngineHost>();
   const core = new Core({
@@ -75,27 +73,19 @@ export async function startGateway(
       await frontend.close();
       await Promise.all([...localServices.values()].map((host) => host.closeAll()));
       await core.stop();
-      await shared.bus.close();
-      await shared.locks.close();
     },
   };
 }
 
-/**
- * An engine service on its own: it serves its subject on the bus with storage of its own, and
- * holds the keyring only while some gateway is unsealed.
- */
-export async function startService(config: ServerConfig, service: ServiceName): Promise<RunningProcess> {
-  const factories = SERVICE_ENGINES[service];
-  if (!factories) throw new Error(`unknown service "${service}"`);
-  if (!config.bus) throw new Error(`service "${service}" needs a bus "nats" stanza in its configuration`);
-  const { logger, flush } = createLoggers(config, service);
-  const shared = await connectShared(config, service);
+/** Builds and starts an engine service (see `startService`) on the process's loggers and connections. */
+export async function runService(config: ServerConfig, service: ServiceName, { logger, flush }: Loggers, shared: Shared): Promise<RunningProcess> {
+  const factories = SERVICE_ENGINES[service]!;
+  const subjectPrefix = config.bus?.subjectPrefix;
   const physical = createPhysical(config.storage);
   await physical.open();
   const barrier = new Barrier(physical);
   const receiver = new KeyringReceiver(shared.bus, {
-    subjectPrefix: config.bus.subjectPrefix,
+    subjectPrefix,
     onError: () => logger.warn('keyring request failed; retrying on the next announcement'),
   });
   receiver.onChange((keyring) => {
@@ -105,7 +95,7 @@ export async function startService(config: ServerConfig, service: ServiceName): 
   });
   await receiver.start();
   const host = new EngineHost(service, factories, barrier, { locks: shared.locks, logger });
-  const subscription = host.serve(shared.bus, config.bus.subjectPrefix);
+  const subscription = host.serve(shared.bus, subjectPrefix);
   logger.info({ service, storage: physical.kind }, 'service started');
   flush();
   return {
@@ -115,8 +105,6 @@ export async function startService(config: ServerConfig, service: ServiceName): 
       subscription.unsubscribe();
       await host.closeAll();
       receiver.close();
-      await shared.bus.close();
-      await shared.locks.close();
       await physical.close();
     },
   };
