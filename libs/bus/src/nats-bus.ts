@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import {
   ConnectionOptions,
   connect,
+  createInbox,
   credsAuthenticator,
   ErrorCode,
   headers as natsHeaders,
@@ -15,7 +16,22 @@ import { InFlight } from './in-flight';
 import { Bus, BusMessage, BusUnavailableError, NatsBusConfig, RequestOptions, Subscription } from './types';
 import { answer, DEFAULT_REQUEST_TIMEOUT_MS, notifyListener, readReply, requestTimeout } from './wire';
 
-/** The distributed transport: NATS core request-reply with queue groups. */
+/** A request waiting for its reply on this connection's inbox. */
+interface PendingReply {
+  subject: string;
+  resolve(msg: Msg): void;
+  reject(err: Error): void;
+  timer: NodeJS.Timeout;
+}
+
+/** The status NATS sends a requester when no subscriber serves the subject. */
+const NO_RESPONDERS = 503;
+
+/**
+ * The distributed transport: NATS core request-reply with queue groups. Replies come back on one
+ * inbox subscription per connection, matched here by request number (nats.js's own request
+ * allocates an error with a stack trace per call even when it succeeds).
+ */
 export class NatsBus implements Bus {
   readonly kind = 'nats';
   private readonly inFlight = new InFlight();
@@ -24,11 +40,16 @@ export class NatsBus implements Bus {
   private closing?: Promise<void>;
   /** Sends waiting for the end of this event-loop turn (see `sendSoon`). */
   private readonly pendingSends: (() => void)[] = [];
+  private readonly inbox = `${createInbox()}.`;
+  private readonly replies = new Map<string, PendingReply>();
+  private lastRequest = 0;
 
   private constructor(
     private readonly connection: NatsConnection,
     private readonly defaultTimeoutMs: number,
-  ) {}
+  ) {
+    connection.subscribe(`${this.inbox}*`, { callback: (err, msg) => err || this.onReply(msg) });
+  }
 
   static async connect(config: NatsBusConfig): Promise<NatsBus> {
     const options = connectionOptions(config);
@@ -43,14 +64,38 @@ export class NatsBus implements Bus {
   }
 
   async request(subject: string, payload: Uint8Array, opts: RequestOptions = {}): Promise<BusMessage> {
-    const options = { timeout: requestTimeout(opts.timeoutMs, this.defaultTimeoutMs), headers: toNatsHeaders(opts.headers) };
-    let reply: Msg;
-    try {
-      reply = await new Promise<Msg>((resolve, reject) => this.sendSoon(() => this.connection.request(subject, payload, options).then(resolve, reject)));
-    } catch (err) {
-      throw toBusError(subject, err);
-    }
+    const timeoutMs = requestTimeout(opts.timeoutMs, this.defaultTimeoutMs);
+    const headers = toNatsHeaders(opts.headers);
+    if (this.closing || this.connection.isClosed()) throw new BusUnavailableError(subject, 'closed');
+    const id = String(++this.lastRequest);
+    const reply = await new Promise<Msg>((resolve, reject) => {
+      const timer = setTimeout(() => this.settle(id)?.reject(new BusUnavailableError(subject, 'timeout')), timeoutMs);
+      this.replies.set(id, { subject, resolve, reject, timer });
+      this.sendSoon(() => {
+        try {
+          this.connection.publish(subject, payload, { reply: this.inbox + id, headers });
+        } catch (err) {
+          this.settle(id)?.reject(toBusError(subject, err) as Error);
+        }
+      });
+    });
     return readReply(subject, fromNatsMsg(reply));
+  }
+
+  private onReply(msg: Msg): void {
+    const pending = this.settle(msg.subject.slice(this.inbox.length));
+    if (!pending) return; // timed out already
+    if (msg.data.length === 0 && msg.headers?.code === NO_RESPONDERS) pending.reject(new BusUnavailableError(pending.subject, 'no-responders'));
+    else pending.resolve(msg);
+  }
+
+  /** Takes a pending request out of the table (once: a late reply or timer finds nothing). */
+  private settle(id: string): PendingReply | undefined {
+    const pending = this.replies.get(id);
+    if (!pending) return undefined;
+    this.replies.delete(id);
+    clearTimeout(pending.timer);
+    return pending;
   }
 
   serve(subject: string, queue: string, handler: (msg: BusMessage) => Promise<BusMessage>): Subscription {
@@ -88,6 +133,10 @@ export class NatsBus implements Bus {
     await Promise.allSettled([...this.subscriptions].map((sub) => sub.drain()));
     await this.inFlight.settled();
     if (!this.connection.isClosed()) await this.connection.drain();
+    for (const id of [...this.replies.keys()]) {
+      const pending = this.settle(id);
+      pending?.reject(new BusUnavailableError(pending.subject, 'closed'));
+    }
   }
 
   private listen(subject: string, queue: string | undefined, onMessage: (msg: Msg) => void): Subscription {
@@ -151,8 +200,7 @@ function connectionOptions(config: NatsBusConfig): ConnectionOptions {
     tls: config.tls ? { ...config.tls } : undefined,
     // A service outlives broker restarts: keep reconnecting; requests time out meanwhile.
     maxReconnectAttempts: -1,
-    // nats.js otherwise captures three stack traces per request, in case it times out: a tenth
-    // of a gateway's time under load. A timeout is reported by subject, which is what matters.
+    // nats.js otherwise captures stack traces for its own calls in case they time out.
     noAsyncTraces: true,
   };
 }

@@ -20,13 +20,14 @@ export function passwordPolicyKey(namespace: string, name: string): string {
   return `sys/password-policy/${encodeURIComponent(namespace || 'root')}/${name}`;
 }
 
-/** In process, the gateway passes the same list for the same policy rule: its set is built once. */
-const capabilitySets = new WeakMap<readonly Capability[], ReadonlySet<Capability>>();
+/** Capability sets are few (combinations of nine names): each is built once. */
+const capabilitySets = new Map<string, ReadonlySet<Capability>>();
 function capabilitySet(list: readonly Capability[]): ReadonlySet<Capability> {
-  let set = capabilitySets.get(list);
+  const key = list.join(',');
+  let set = capabilitySets.get(key);
   if (!set) {
     set = new Set(list);
-    capabilitySets.set(list, set);
+    capabilitySets.set(key, set);
   }
   return set;
 }
