@@ -5,6 +5,7 @@
  * BENCH_ONLY (comma-separated scenario names).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import * as path from 'node:path';
 import autocannon from 'autocannon';
@@ -21,6 +22,8 @@ export interface Target {
   requests?: { method: 'GET' | 'POST' | 'PUT'; path: string; body?: string }[];
   /** Replaces `[<id>]` in the path and body with a fresh id per request (e.g. every write a new key). */
   idReplacement?: boolean;
+  /** Processes serving the target, whose CPU time per request is reported. */
+  pids?: number[];
 }
 
 export interface Measurement {
@@ -28,7 +31,25 @@ export interface Measurement {
   p99Ms: number;
   errors: number;
   non2xx: number;
+  /**
+   * CPU time the serving processes spent per request (µs, user + system): steadier than req/s on a
+   * shared machine, and what a change to the hot path moves.
+   */
+  cpuUsPerRequest?: number;
 }
+
+/** CPU time (µs) a process has used so far, from /proc (Linux); 0 when it cannot be read. */
+function cpuMicros(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    // utime and stime, in clock ticks of 10 ms
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return 0;
+  }
+}
+
+const totalCpu = (pids: number[]) => pids.reduce((sum, pid) => sum + cpuMicros(pid), 0);
 
 export interface ScenarioResult {
   name: string;
@@ -41,6 +62,8 @@ const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 
 export async function measure(target: Target, connections = CONNECTIONS): Promise<Measurement> {
+  const pids = target.pids ?? [];
+  const cpuBefore = totalCpu(pids);
   const result = await autocannon({
     url: target.url + target.path,
     method: target.method,
@@ -52,11 +75,12 @@ export async function measure(target: Target, connections = CONNECTIONS): Promis
     duration: DURATION,
     pipelining: 1,
   });
-  return { reqPerSec: result.requests.average, p99Ms: result.latency.p99, errors: result.errors, non2xx: result.non2xx };
+  const cpuUsPerRequest = pids.length > 0 && result.requests.total > 0 ? (totalCpu(pids) - cpuBefore) / result.requests.total : undefined;
+  return { reqPerSec: result.requests.average, p99Ms: result.latency.p99, errors: result.errors, non2xx: result.non2xx, cpuUsPerRequest };
 }
 
 /** Runs a floor from dist/bench/floors in its own process; resolves with its base URL. */
-export function startFloor(name: string, env: NodeJS.ProcessEnv = {}): Promise<{ url: string; stop(): void }> {
+export function startFloor(name: string, env: NodeJS.ProcessEnv = {}): Promise<{ url: string; pid: number; stop(): void }> {
   const child: ChildProcess = spawn(process.execPath, [path.join(__dirname, 'floors', `${name}.js`)], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, ...env },
@@ -64,16 +88,16 @@ export function startFloor(name: string, env: NodeJS.ProcessEnv = {}): Promise<{
   return new Promise((resolve, reject) => {
     createInterface({ input: child.stdout! }).once('line', (line) => {
       const { port } = JSON.parse(line) as { port: number };
-      resolve({ url: `http://127.0.0.1:${port}`, stop: () => child.kill('SIGTERM') });
+      resolve({ url: `http://127.0.0.1:${port}`, pid: child.pid!, stop: () => child.kill('SIGTERM') });
     });
     child.once('exit', (code) => reject(new Error(`floor ${name} exited with ${code}`)));
   });
 }
 
 /** The all-in-one dev server with a known root token. */
-export async function startDevServer(): Promise<ServerProcess & { url: string; token: string }> {
+export async function startDevServer(): Promise<ServerProcess & { url: string; token: string; pids: number[] }> {
   const server = await startServerProcess('bench-dev', ['-dev', '-dev-root-token-id=bench-root', '-dev-listen-address=127.0.0.1:0']);
-  return Object.assign(server, { url: `http://${server.addresses[0]}`, token: 'bench-root' });
+  return Object.assign(server, { url: `http://${server.addresses[0]}`, token: 'bench-root', pids: [server.child.pid!] });
 }
 
 async function main(): Promise<void> {
@@ -84,12 +108,17 @@ async function main(): Promise<void> {
     process.stderr.write(`running ${scenario.name} (${DURATION}s each, ${CONNECTIONS} connections)\n`);
     results.push(await scenario.run());
   }
+  const cpu = (m: Measurement) => (m.cpuUsPerRequest === undefined ? '' : m.cpuUsPerRequest.toFixed(0));
   const rows = results.map(
     (r) =>
-      `| ${r.name} | ${r.target.reqPerSec.toFixed(0)} | ${r.target.p99Ms} | ${r.floor.reqPerSec.toFixed(0)} | ${r.floor.p99Ms} | ${(r.ratio * 100).toFixed(0)} % | ${r.target.errors + r.target.non2xx} |`,
+      `| ${r.name} | ${r.target.reqPerSec.toFixed(0)} | ${r.target.p99Ms} | ${cpu(r.target)} | ${r.floor.reqPerSec.toFixed(0)} | ${r.floor.p99Ms} | ${cpu(r.floor)} | ${(r.ratio * 100).toFixed(0)} % | ${r.target.errors + r.target.non2xx} |`,
   );
   process.stdout.write(
-    ['| scenario | req/s | p99 ms | floor req/s | floor p99 ms | ratio | errors |', '|---|---|---|---|---|---|---|', ...rows].join('\n') + '\n',
+    [
+      '| scenario | req/s | p99 ms | CPU µs/req | floor req/s | floor p99 ms | floor CPU µs/req | ratio | errors |',
+      '|---|---|---|---|---|---|---|---|---|',
+      ...rows,
+    ].join('\n') + '\n',
   );
 }
 

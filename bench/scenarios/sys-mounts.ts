@@ -9,8 +9,8 @@ export const sysMounts: Scenario = {
     const floor = await startFloor('mounts-floor');
     try {
       const headers = { 'x-service-token': server.token };
-      const target = await measure({ url: server.url, method: 'GET', path: '/v1/sys/mounts', headers });
-      const base = await measure({ url: floor.url, method: 'GET', path: '/v1/sys/mounts', headers });
+      const target = await measure({ url: server.url, method: 'GET', path: '/v1/sys/mounts', headers, pids: server.pids });
+      const base = await measure({ url: floor.url, method: 'GET', path: '/v1/sys/mounts', headers, pids: [floor.pid] });
       return { name: this.name, target, floor: base, ratio: target.reqPerSec / base.reqPerSec };
     } finally {
       floor.stop();

@@ -21,15 +21,15 @@ async function prepareTransit(url: string, token: string): Promise<void> {
   await eventually(async () => (await api(url, 'POST', KEY_PATH, { token })).status === 200, 30_000);
 }
 
-function encryptTarget(url: string, token: string, body = encryptBody) {
-  return { url, method: 'POST' as const, path: ENCRYPT_PATH, headers: { 'x-service-token': token, 'content-type': 'application/json' }, body };
+function encryptTarget(url: string, token: string, pids: number[], body = encryptBody) {
+  return { url, method: 'POST' as const, path: ENCRYPT_PATH, headers: { 'x-service-token': token, 'content-type': 'application/json' }, body, pids };
 }
 
 /** The floor (a): bare node:http + AES-256-GCM. */
 async function floorMeasurement(): Promise<Measurement> {
   const floor = await startFloor('aes-gcm');
   try {
-    return await measure(encryptTarget(floor.url, 'bench-root'));
+    return await measure(encryptTarget(floor.url, 'bench-root', [floor.pid]));
   } finally {
     floor.stop();
   }
@@ -47,7 +47,7 @@ export const transitEncrypt: Scenario = {
     const server = await startDevServer();
     try {
       await prepareTransit(server.url, server.token);
-      return result(this.name, await measure(encryptTarget(server.url, server.token)), floor);
+      return result(this.name, await measure(encryptTarget(server.url, server.token, server.pids)), floor);
     } finally {
       await server.stop();
     }
@@ -64,7 +64,9 @@ export const transitEncryptDistributed: Scenario = {
       const url = topology.urls[0];
       const { rootToken } = await initAndUnseal(url);
       await prepareTransit(url, rootToken);
-      return result(this.name, await measure(encryptTarget(url, rootToken)), floor);
+      // Every process of the topology: the gateway, the transit service (nats-server is not ours).
+      const pids = topology.processes.map((p) => p.child.pid!);
+      return result(this.name, await measure(encryptTarget(url, rootToken, pids)), floor);
     } finally {
       await topology.stop();
     }
@@ -101,8 +103,9 @@ export const transitBatch: Scenario = {
     try {
       await prepareTransit(server.url, server.token);
       const batch_input = Array.from({ length: BATCH_ITEMS }, () => ({ plaintext: randomBytes(32).toString('base64') }));
-      const requests = await measure(encryptTarget(server.url, server.token, JSON.stringify({ batch_input })));
-      const items = { ...requests, reqPerSec: requests.reqPerSec * BATCH_ITEMS };
+      const requests = await measure(encryptTarget(server.url, server.token, server.pids, JSON.stringify({ batch_input })));
+      const perItem = requests.cpuUsPerRequest === undefined ? undefined : requests.cpuUsPerRequest / BATCH_ITEMS;
+      const items = { ...requests, reqPerSec: requests.reqPerSec * BATCH_ITEMS, cpuUsPerRequest: perItem };
       return result(this.name, items, raw);
     } finally {
       await server.stop();
