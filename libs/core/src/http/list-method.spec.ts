@@ -16,7 +16,10 @@ function startServer(delayMs = 0): Promise<{ port: number; close(): void }> {
     }, delayMs);
   });
   const handlers: ListHandlers = {
-    serve: async (req) => ({ status: 200, body: JSON.stringify(req) }),
+    serve: async (req) => {
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      return { status: 200, body: JSON.stringify(req) };
+    },
     headersFor: (_result, body) => (body === undefined ? [] : ['content-length', String(Buffer.byteLength(body))]),
   };
   server.on('clientError', (err: NodeJS.ErrnoException, socket: net.Socket) => {
@@ -69,6 +72,12 @@ describe('LIST requests', () => {
     const answer = await exchange(server.port, ['GET /a HTTP/1.1\r\nHost: a\r\n\r\nLI', 'S', 'T /v1/split/ HTTP/1.1\r\nHo', 'st: b\r\n', '\r\n']);
     expect(answer).toContain('GET /a');
     expect(listed(answer)).toEqual({ url: '/v1/split/', headers: { host: 'b' } });
+  });
+
+  it('answer once when more requests follow on the connection, which then closes', async () => {
+    const answer = await exchange(server.port, ['LIST /v1/a/ HTTP/1.1\r\nHost: a\r\n\r\nGET /b HTTP/1.1\r\n', 'Host: a\r\n\r\n', 'LIST /v1/c/ HTTP/1.1\r\n\r\n']);
+    expect(answer.match(/HTTP\/1\.1 /g)).toHaveLength(1);
+    expect(listed(answer).url).toBe('/v1/a/');
   });
 
   it('with a body are refused with 400', async () => {

@@ -32,6 +32,8 @@ const LIST = Buffer.from('LIST ');
 interface Gathering {
   parts: Buffer[];
   size: number;
+  /** The head was read (and is being answered): later bytes are ignored. */
+  complete: boolean;
 }
 
 /** Per-socket state: the head of a LIST being gathered, and answers still owed before it. */
@@ -71,6 +73,7 @@ export function takeListRequest(
   const raw = err.rawPacket;
   if (!Buffer.isBuffer(raw)) return false;
   let state = gathering.get(socket);
+  if (state?.complete) return true; // pipelined after the LIST: never answered, the connection closes
   if (!state) {
     if (err.code !== 'HPE_INVALID_METHOD' || err.bytesParsed === undefined) return false;
     // llhttp stops at the "S" of "LIST"; "L" or "LI" may have come at the end of an earlier chunk.
@@ -80,7 +83,7 @@ export function takeListRequest(
     // A head cut short after "LIS" is taken too: if it is no LIST, its request line fails to parse.
     const seen = Math.min(head.length, LIST.length);
     if (carried > 2 || !head.subarray(0, seen).equals(LIST.subarray(0, seen))) return false;
-    state = { parts: [], size: 0 };
+    state = { parts: [], size: 0, complete: false };
     gathering.set(socket, state);
     add(state, head);
   } else {
@@ -88,23 +91,23 @@ export function takeListRequest(
   }
   const head = Buffer.concat(state.parts, state.size);
   const end = head.indexOf(HEAD_END);
-  if (end < 0) {
-    if (head.length > MAX_HEAD) finish(socket, errorResult(431, 'request headers too large'), handlers);
-    return true;
-  }
-  const request = parseHead(head.subarray(0, end).toString('latin1'));
-  if (!request || hasBody(request.headers)) {
-    finish(socket, errorResult(400, request ? 'a LIST request takes no body' : 'malformed HTTP request'), handlers);
-    return true;
-  }
-  // Bytes after the head are a pipelined request: the connection closes before answering it, which
-  // tells the client to send it again.
+  if (end < 0 && head.length <= MAX_HEAD) return true;
+  // Whatever follows the head (a pipelined request) is left unanswered: the connection closes
+  // after this answer, which tells the client to send it again.
+  state.complete = true;
   state.parts = [];
-  // The answers to requests before this one go first, then the connection ends.
+  const request = end < 0 ? undefined : parseHead(head.subarray(0, end).toString('latin1'));
+  const result = (): Promise<HttpResult> => {
+    if (end < 0) return Promise.resolve(errorResult(431, 'request headers too large'));
+    if (!request) return Promise.resolve(errorResult(400, 'malformed HTTP request'));
+    if (hasBody(request.headers)) return Promise.resolve(errorResult(400, 'a LIST request takes no body'));
+    return handlers.serve(request);
+  };
+  // The answers to requests before this one go first.
   answered(socket)
-    .then(() => handlers.serve(request))
+    .then(result)
     .then(
-      (result) => finish(socket, result, handlers),
+      (answer) => finish(answer, socket, handlers),
       () => socket.destroy(),
     );
   return true;
@@ -140,8 +143,7 @@ function errorResult(status: number, message: string): HttpResult {
   return { status, body: JSON.stringify({ errors: [message] }), contentType: 'application/json' };
 }
 
-function finish(socket: Socket, result: HttpResult, handlers: ListHandlers): void {
-  gathering.delete(socket);
+function finish(result: HttpResult, socket: Socket, handlers: ListHandlers): void {
   const body = result.status === 204 ? undefined : result.body;
   answerAndClose(socket, result.status, handlers.headersFor(result, body), body);
 }

@@ -156,8 +156,8 @@ export class RequestPipeline {
       const capabilities = await this.authorize(ctx);
       // An audit device that cannot record the request stops it: nothing is served unaudited.
       if (audit) await this.core.audit.broker.logRequest(audit);
-      const { token } = ctx;
-      const result = token && token.numUses > 0 ? await this.spendingUse(token, () => this.dispatch(ctx, mount, mountPath, inProcess, capabilities)) : await this.dispatch(ctx, mount, mountPath, inProcess, capabilities);
+      const dispatch = () => this.dispatch(ctx, mount, mountPath, inProcess, capabilities);
+      const result = ctx.token && ctx.token.numUses > 0 ? await this.spendingUse(ctx.token, dispatch) : await dispatch();
       if (audit) await this.core.audit.broker.logResponse({ ...audit, response: ctx.auditResponse, errors: ctx.auditErrors });
       return result;
     } catch (err) {
