@@ -38,12 +38,17 @@ const DIGEST_INFO_PREFIXES: Record<string, string> = {
   'sha3-512': '3051300d060960864801650304020a05000440',
 };
 
+/** A prehashed input as given, once checked to have the length of the hash's digest. */
+export function checkDigest(digest: string, hashed: Buffer): Buffer {
+  // The DigestInfo prefix ends with the digest length (DER OCTET STRING length).
+  const length = parseInt(DIGEST_INFO_PREFIXES[digest].slice(-2), 16);
+  if (hashed.length !== length) {
+    throw ServiceError.badRequest(`prehashed input must be a ${length}-byte digest for this hash algorithm`);
+  }
+  return hashed;
+}
+
 /** DigestInfo for a prehashed digest; the digest must have the hash's length. */
 export function digestInfo(digest: string, hashed: Buffer): Buffer {
-  const prefix = Buffer.from(DIGEST_INFO_PREFIXES[digest], 'hex');
-  // The prefix's last byte is the digest length (DER OCTET STRING length).
-  if (hashed.length !== prefix[prefix.length - 1]) {
-    throw ServiceError.badRequest(`prehashed input must be a ${prefix[prefix.length - 1]}-byte digest for this hash algorithm`);
-  }
-  return Buffer.concat([prefix, hashed]);
+  return Buffer.concat([Buffer.from(DIGEST_INFO_PREFIXES[digest], 'hex'), checkDigest(digest, hashed)]);
 }

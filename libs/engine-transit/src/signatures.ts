@@ -8,15 +8,18 @@ import {
   timingSafeEqual,
   type KeyObject,
 } from 'node:crypto';
+import { p256, p384, p521 } from '@noble/curves/nist';
 import { ServiceError } from '@svc/http';
 import { decodeBase64, formatVersioned, parseVersioned } from './encoding';
-import { digestInfo, opensslDigest } from './hashes';
+import { checkDigest, digestInfo, opensslDigest } from './hashes';
 import type { TransitKey, VersionMaterial } from './transit-key';
 
 export const SIGNATURE_ALGORITHMS = ['pss', 'pkcs1v15'] as const;
 export const MARSHALING_ALGORITHMS = ['asn1', 'jws'] as const;
 /** `hash_algorithm` value for RSA PKCS#1 v1.5 over prehashed input without a DigestInfo. */
 export const NO_HASH = 'none';
+/** Node's ECDSA signs only what it hashes itself; prehashed digests are signed by @noble/curves. */
+const CURVES = { 'P-256': p256, 'P-384': p384, 'P-521': p521 };
 
 export interface SignatureOptions {
   hashAlgorithm: string;
@@ -62,9 +65,9 @@ function signParameters(key: TransitKey, options: SignatureOptions, forVerify: b
   if (options.hashAlgorithm === NO_HASH && !(rsaPkcs1 && options.prehashed)) {
     throw ServiceError.badRequest('hash_algorithm "none" is only valid for prehashed input with RSA PKCS#1 v1.5 signatures');
   }
-  if (options.prehashed && !rsaPkcs1) {
+  if (options.prehashed && family !== 'ecdsa' && !rsaPkcs1) {
     throw ServiceError.badRequest(
-      'prehashed input is supported only for RSA keys with signature_algorithm pkcs1v15; send the input unhashed instead',
+      'prehashed input is supported only for ECDSA keys and RSA keys with signature_algorithm pkcs1v15; send the input unhashed instead',
     );
   }
   if (family === 'ed25519') return { digest: null, keyOptions: {} };
@@ -89,12 +92,47 @@ function prehashedBlock(digest: string, input: Buffer): Buffer {
   return digest === NO_HASH ? input : digestInfo(digest, input);
 }
 
+/** The curve of an ECDSA key and the signature format of the marshaling: `jws` is r ‖ s, `asn1` DER. */
+function ecdsaScheme(key: TransitKey, marshaling: string) {
+  const format: 'compact' | 'der' = marshaling === 'jws' ? 'compact' : 'der';
+  return { curve: CURVES[key.spec.curve ?? 'P-256'], format };
+}
+
+const jwkBytes = (value: string | undefined): Buffer => Buffer.from(value ?? '', 'base64url');
+
+/** Signs a prehashed digest: ECDSA by @noble/curves with the key's scalar, RSA PKCS#1 v1.5 by raw padding. */
+function signDigest(key: TransitKey, privateKey: KeyObject, digest: string, input: Buffer, marshaling: string): Buffer {
+  if (key.spec.family !== 'ecdsa') {
+    return privateEncrypt({ key: privateKey, padding: constants.RSA_PKCS1_PADDING }, prehashedBlock(digest, input));
+  }
+  const { curve, format } = ecdsaScheme(key, marshaling);
+  const scalar = jwkBytes(privateKey.export({ format: 'jwk' }).d);
+  return Buffer.from(curve.sign(checkDigest(digest, input), scalar, { prehash: false, lowS: false }).toBytes(format));
+}
+
+function verifyDigest(
+  key: TransitKey,
+  publicKey: KeyObject,
+  digest: string,
+  input: Buffer,
+  signature: Buffer,
+  marshaling: string,
+): boolean {
+  if (key.spec.family !== 'ecdsa') {
+    const expected = prehashedBlock(digest, input);
+    const recovered = publicDecrypt({ key: publicKey, padding: constants.RSA_PKCS1_PADDING }, signature);
+    return recovered.length === expected.length && timingSafeEqual(recovered, expected);
+  }
+  const { curve, format } = ecdsaScheme(key, marshaling);
+  const { x, y } = publicKey.export({ format: 'jwk' });
+  const point = Buffer.concat([Buffer.of(4), jwkBytes(x), jwkBytes(y)]); // uncompressed SEC 1 point
+  return curve.verify(signature, checkDigest(digest, input), point, { prehash: false, lowS: false, format });
+}
+
 function signBytes(key: TransitKey, privateKey: KeyObject, input: Buffer, options: SignatureOptions): Buffer {
   const { digest, keyOptions } = signParameters(key, options, false);
   try {
-    if (options.prehashed) {
-      return privateEncrypt({ key: privateKey, padding: constants.RSA_PKCS1_PADDING }, prehashedBlock(digest ?? NO_HASH, input));
-    }
+    if (options.prehashed) return signDigest(key, privateKey, digest ?? NO_HASH, input, options.marshaling);
     return cryptoSign(digest, input, { key: privateKey, ...keyOptions });
   } catch (err) {
     if (err instanceof ServiceError) throw err;
@@ -111,11 +149,7 @@ function verifyBytes(
 ): boolean {
   const { digest, keyOptions } = signParameters(key, options, true);
   try {
-    if (options.prehashed) {
-      const expected = prehashedBlock(digest ?? NO_HASH, input);
-      const recovered = publicDecrypt({ key: publicKey, padding: constants.RSA_PKCS1_PADDING }, signature);
-      return recovered.length === expected.length && timingSafeEqual(recovered, expected);
-    }
+    if (options.prehashed) return verifyDigest(key, publicKey, digest ?? NO_HASH, input, signature, options.marshaling);
     return cryptoVerify(digest, input, { key: publicKey, ...keyOptions }, signature);
   } catch (err) {
     if (err instanceof ServiceError) throw err;

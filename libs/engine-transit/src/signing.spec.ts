@@ -1,8 +1,33 @@
+import { spawnSync } from 'node:child_process';
 import { constants, createHash, createHmac, createPublicKey, verify as cryptoVerify } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { TransitMount, b64, failure } from './testing/harness';
 
 const MESSAGE = Buffer.from('the message');
 const signatureBytes = (signature: string, encoding: BufferEncoding = 'base64') => Buffer.from(signature.split(':')[2], encoding);
+
+/** The signature with one bit of its last byte flipped. */
+function tampered(signature: string, encoding: BufferEncoding = 'base64'): string {
+  const bytes = signatureBytes(signature, encoding);
+  bytes[bytes.length - 1] ^= 1;
+  return `${signature.split(':').slice(0, 2).join(':')}:${bytes.toString(encoding)}`;
+}
+
+/** OpenSSL's own verdict: `pkeyutl -verify` checks a DER signature over the digest as given. */
+function opensslVerifiesDigest(publicKeyPem: string, digest: Buffer, signature: Buffer): boolean {
+  const dir = mkdtempSync(join(tmpdir(), 'prehashed-'));
+  try {
+    writeFileSync(join(dir, 'pub.pem'), publicKeyPem);
+    writeFileSync(join(dir, 'digest.bin'), digest);
+    writeFileSync(join(dir, 'sig.der'), signature);
+    const args = ['pkeyutl', '-verify', '-pubin', '-inkey', 'pub.pem', '-in', 'digest.bin', '-sigfile', 'sig.der'];
+    return spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' }).stdout.includes('Signature Verified Successfully');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 describe('transit sign, verify, hmac, hash and random', () => {
   let transit: TransitMount;
@@ -27,6 +52,45 @@ describe('transit sign, verify, hmac, hash and random', () => {
     const raw = signatureBytes(jws, 'base64url');
     expect(cryptoVerify('sha256', MESSAGE, { key: await publicKeyOf(name), dsaEncoding: 'ieee-p1363' }, raw)).toBe(true);
     expect((await transit.write(`verify/${name}`, { input: b64(MESSAGE), signature: jws, marshaling_algorithm: 'jws' })).valid).toBe(true);
+  });
+
+  it.each([
+    ['ecdsa-p256', 'sha2-256', 'sha256'],
+    ['ecdsa-p256', 'sha3-512', 'sha3-512'],
+    ['ecdsa-p384', 'sha2-384', 'sha384'],
+    ['ecdsa-p521', 'sha2-512', 'sha512'],
+    ['ecdsa-p521', 'sha2-224', 'sha224'],
+  ])('signs and verifies prehashed input with %s and %s, as OpenSSL and the unhashed path do', async (name, hash, digestName) => {
+    const digest = createHash(digestName).update(MESSAGE).digest();
+    const publicKeyPem = (await transit.read(`keys/${name}`)).keys['1'].public_key;
+    const signWith = async (input: Buffer, prehashed: boolean, marshaling_algorithm = 'asn1') =>
+      (await transit.write(`sign/${name}/${hash}`, { input: b64(input), prehashed, marshaling_algorithm })).signature;
+    const verifies = async (input: Buffer, prehashed: boolean, signature: string, marshaling_algorithm = 'asn1') =>
+      (await transit.write(`verify/${name}/${hash}`, { input: b64(input), prehashed, signature, marshaling_algorithm })).valid;
+
+    const prehashed = await signWith(digest, true);
+    expect(opensslVerifiesDigest(publicKeyPem, digest, signatureBytes(prehashed))).toBe(true);
+    expect(await verifies(digest, true, prehashed)).toBe(true);
+    expect(await verifies(MESSAGE, false, prehashed)).toBe(true);
+    expect(await verifies(digest, true, await signWith(MESSAGE, false))).toBe(true);
+
+    const jws = await signWith(digest, true, 'jws');
+    expect(cryptoVerify(digestName, MESSAGE, { key: createPublicKey(publicKeyPem), dsaEncoding: 'ieee-p1363' }, signatureBytes(jws, 'base64url'))).toBe(
+      true,
+    );
+    expect(await verifies(digest, true, jws, 'jws')).toBe(true);
+    expect(await verifies(digest, true, await signWith(MESSAGE, false, 'jws'), 'jws')).toBe(true);
+
+    expect(opensslVerifiesDigest(publicKeyPem, digest, signatureBytes(tampered(prehashed)))).toBe(false);
+    expect(await verifies(digest, true, tampered(prehashed))).toBe(false);
+    expect(await verifies(digest, true, tampered(jws, 'base64url'), 'jws')).toBe(false);
+    expect(await verifies(createHash(digestName).update('other').digest(), true, prehashed)).toBe(false);
+
+    const length = digest.length;
+    for (const wrong of [digest.subarray(1), Buffer.concat([digest, digest])]) {
+      expect(await failure(signWith(wrong, true))).toEqual({ status: 400, message: `prehashed input must be a ${length}-byte digest for this hash algorithm` });
+      expect((await failure(verifies(wrong, true, prehashed))).message).toMatch(`${length}-byte digest`);
+    }
   });
 
   it('signs with ed25519, deterministically per context for derived keys', async () => {
@@ -74,7 +138,12 @@ describe('transit sign, verify, hmac, hash and random', () => {
       status: 400,
       message: 'key type aes256-gcm96 does not support signing',
     });
-    expect((await failure(transit.write('sign/ecdsa-p256', { input: b64(MESSAGE), prehashed: true }))).status).toBe(400);
+    const prehashedRefusal = { status: 400, message: expect.stringMatching(/^prehashed input is supported only for ECDSA keys/) };
+    expect(await failure(transit.write('sign/ed25519', { input: b64(MESSAGE), prehashed: true }))).toEqual(prehashedRefusal);
+    const digest = b64(createHash('sha256').update(MESSAGE).digest());
+    expect(await failure(transit.write('sign/rsa-2048', { input: digest, prehashed: true, signature_algorithm: 'pss' }))).toEqual(prehashedRefusal);
+    expect(await failure(transit.write('verify/rsa-2048', { input: digest, prehashed: true, signature: 'svc:v1:AAAA' }))).toEqual(prehashedRefusal);
+    expect((await failure(transit.write('sign/ecdsa-p256/none', { input: digest, prehashed: true }))).message).toMatch(/"none"/);
     expect((await failure(transit.write('sign/ecdsa-p256/none', { input: b64(MESSAGE) }))).status).toBe(400);
     expect((await failure(transit.write('sign/ecdsa-p256/md5', { input: b64(MESSAGE) }))).message).toMatch(/urlalgorithm/);
     expect((await failure(transit.write('verify/ecdsa-p256', { input: b64(MESSAGE), signature: 'svc:v9:AAAA' }))).status).toBe(400);

@@ -30,7 +30,7 @@ const COMMON_FIELDS: FieldMap = {
 
 const SIGNATURE_FIELDS: FieldMap = {
   context: { type: 'string', description: 'Base64 context for derived Ed25519 keys.' },
-  prehashed: { type: 'bool', default: false, description: 'The input is already a digest (RSA PKCS#1 v1.5).' },
+  prehashed: { type: 'bool', default: false, description: 'The input is already a digest (ECDSA, RSA PKCS#1 v1.5).' },
   signature_algorithm: {
     type: 'string',
     default: 'pss',
