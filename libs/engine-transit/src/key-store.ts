@@ -71,14 +71,20 @@ export class KeyStore {
    * version is older (another replica rotated it).
    */
   async get(storage: StorageView, name: string, atLeastVersion = 0): Promise<TransitKey | null> {
+    const key = this.fresh(name, atLeastVersion);
+    if (key) return key;
     const entry = this.cache.get(name);
-    const fresh = entry !== undefined && performance.now() - entry.checkedAt < CACHE_REVALIDATE_MS;
-    if (fresh && entry.loading) return entry.loading;
-    if (fresh && entry.key && entry.key.latestVersion >= atLeastVersion) {
-      if (this.capacity > 0) this.touch(name, entry);
-      return entry.key;
-    }
+    if (entry?.loading && performance.now() - entry.checkedAt < CACHE_REVALIDATE_MS) return entry.loading;
     return this.revalidate(storage, name, entry);
+  }
+
+  /** `get` answered from the cache without a promise (the request path's usual case), else undefined. */
+  fresh(name: string, atLeastVersion = 0): TransitKey | undefined {
+    const entry = this.cache.get(name);
+    // While a re-validation is in flight, the key it replaces may be out of date: wait for it.
+    if (!entry?.key || entry.loading || entry.key.latestVersion < atLeastVersion || performance.now() - entry.checkedAt >= CACHE_REVALIDATE_MS) return undefined;
+    if (this.capacity > 0) this.touch(name, entry);
+    return entry.key;
   }
 
   async require(storage: StorageView, name: string, atLeastVersion = 0): Promise<TransitKey> {

@@ -144,7 +144,10 @@ describe('transit keys', () => {
     const v1 = (await replicaB.write('encrypt/shared', { plaintext: b64('one') })).ciphertext;
 
     await replicaA.write('keys/shared/rotate');
-    expect((await replicaB.write('encrypt/shared', { plaintext: b64('two') })).ciphertext).toMatch(/^svc:v2:/);
+    // Concurrent requests: the later ones must wait for the re-validation the first one started,
+    // not use the key it is replacing.
+    const concurrent = await Promise.all(Array.from({ length: 8 }, () => replicaB.write('encrypt/shared', { plaintext: b64('two') })));
+    expect(concurrent.map((result) => result.ciphertext.slice(0, 7))).toEqual(Array(8).fill('svc:v2:'));
 
     await replicaA.write('keys/shared/config', { min_decryption_version: 2, deletion_allowed: true });
     expect((await failure(replicaB.write('decrypt/shared', { ciphertext: v1 }))).message).toMatch(/min_decryption_version/);

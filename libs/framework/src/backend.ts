@@ -70,22 +70,17 @@ export class Backend {
     // create and update stand in for each other, so the resolved write is always served
     const served = resolveOperation(declaration, operation) ?? declared;
 
-    const response = await served.handler({ ...req, operation }, fields);
+    const response = await served.handler(operation === req.operation ? req : { ...req, operation }, fields);
     const ignored = declaration.acceptsAnyFields ? [] : unknownFields(declaration.fields ?? {}, req.data, params);
     return ignored.length === 0 ? response : withWarning(response, unknownFieldsWarning(ignored));
   }
 
-  /** Create or update, per the existence check; the caller must hold that capability. */
-  private async writeOperation(
-    declaration: PathDeclaration,
-    req: Request,
-    fields: FieldData,
-  ): Promise<'create' | 'update'> {
-    let operation: 'create' | 'update';
-    if (declaration.existenceCheck) operation = (await declaration.existenceCheck(req, fields)) ? 'update' : 'create';
-    else operation = declaration.operations.create && !declaration.operations.update ? 'create' : 'update';
-    if (!permits(req.capabilities, operation)) throw ServiceError.forbidden();
-    return operation;
+  /** Create or update, per the existence check (which may answer at once); the caller must hold that capability. */
+  private writeOperation(declaration: PathDeclaration, req: Request, fields: FieldData): WriteOperation | Promise<WriteOperation> {
+    if (!declaration.existenceCheck) return permitted(req, declaration.operations.create && !declaration.operations.update ? 'create' : 'update');
+    const exists = declaration.existenceCheck(req, fields);
+    if (typeof exists === 'boolean') return permitted(req, exists ? 'update' : 'create');
+    return exists.then((found) => permitted(req, found ? 'update' : 'create'));
   }
 
   /**
@@ -170,6 +165,13 @@ export class Backend {
     this.matches.set(path, found);
     return found ?? undefined;
   }
+}
+
+type WriteOperation = 'create' | 'update';
+
+function permitted(req: Request, operation: WriteOperation): WriteOperation {
+  if (!permits(req.capabilities, operation)) throw ServiceError.forbidden();
+  return operation;
 }
 
 function withWarning(response: Response | undefined, warning: string): Response {

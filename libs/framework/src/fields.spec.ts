@@ -216,6 +216,26 @@ describe('createFieldData', () => {
     );
   });
 
+  it('reports problems in declaration order whatever the body order, and an invalid required field once', () => {
+    expect(() => createFieldData(schema, { count: 'many', ttl: 'soon', name: 'no/slash' })).toThrow(
+      expect.objectContaining({
+        errors: [
+          'field "name": "no/slash" is not a valid name (letters, digits, "_", "." and "-", starting with a letter or digit)',
+          'field "ttl": "soon" is not a valid duration',
+          'field "count": "many" is not a valid integer',
+        ],
+      }),
+    );
+  });
+
+  it('gives each request its own copy of a list default, the same one on every read', () => {
+    const lists: FieldMap = { tags: { type: 'comma-string-list', description: 'tags', default: ['a'] } };
+    const first = createFieldData(lists, {});
+    first.get<string[]>('tags').push('b');
+    expect(first.get('tags')).toEqual(['a', 'b']);
+    expect(createFieldData(lists, {}).get('tags')).toEqual(['a']);
+  });
+
   it('skips the required check when asked (reads and deletes)', () => {
     expect(createFieldData(schema, {}, {}, { enforceRequired: false }).get('name')).toBeUndefined();
   });

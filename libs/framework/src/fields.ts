@@ -10,23 +10,32 @@ export interface FieldDataOptions {
   enforceRequired?: boolean;
 }
 
-/** A schema's fields as a list, with their defaults coerced once (a bad default is a declaration bug). */
+/** A declared field, with its default coerced once (a bad default is a declaration bug). */
 interface CompiledField {
   name: string;
   field: FieldSchema;
+  /** Position in the schema: problems are reported in declaration order. */
+  index: number;
   coercedDefault: unknown;
 }
 
-const compiledSchemas = new WeakMap<FieldMap, CompiledField[]>();
+interface CompiledSchema {
+  byName: Map<string, CompiledField>;
+  required: CompiledField[];
+}
 
-function compile(schema: FieldMap): CompiledField[] {
+const compiledSchemas = new WeakMap<FieldMap, CompiledSchema>();
+
+function compile(schema: FieldMap): CompiledSchema {
   let compiled = compiledSchemas.get(schema);
   if (!compiled) {
-    compiled = Object.entries(schema).map(([name, field]) => ({
+    const fields = Object.entries(schema).map(([name, field], index) => ({
       name,
       field,
+      index,
       coercedDefault: field.default === undefined ? undefined : coerceDefault(name, field),
     }));
+    compiled = { byName: new Map(fields.map((f) => [f.name, f])), required: fields.filter((f) => f.field.required) };
     compiledSchemas.set(schema, compiled);
   }
   return compiled;
@@ -42,7 +51,8 @@ function defaultValue(compiled: CompiledField): unknown {
 
 class CoercedFields implements FieldData {
   constructor(
-    private readonly schema: FieldMap,
+    private readonly schema: CompiledSchema,
+    /** The fields the client sent, coerced; defaults join them when first asked for. */
     private readonly values: Map<string, unknown>,
     private readonly sent: Set<string>,
     readonly raw: Record<string, unknown>,
@@ -50,7 +60,8 @@ class CoercedFields implements FieldData {
   ) {}
 
   get<T = unknown>(name: string): T {
-    this.declared(name);
+    const compiled = this.declared(name);
+    if (!this.values.has(name) && compiled.coercedDefault !== undefined) this.values.set(name, defaultValue(compiled));
     return this.values.get(name) as T;
   }
 
@@ -60,17 +71,20 @@ class CoercedFields implements FieldData {
   }
 
   /** Asking for an undeclared field is a bug in the handler, not bad input. */
-  private declared(name: string): void {
-    if (!Object.hasOwn(this.schema, name)) throw new Error(`field "${name}" is not declared on this path`);
+  private declared(name: string): CompiledField {
+    const compiled = this.schema.byName.get(name);
+    if (!compiled) throw new Error(`field "${name}" is not declared on this path`);
+    return compiled;
   }
 }
 
 const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 
 /**
- * Coerces and validates every declared field at once, so a handler never sees a half-valid request.
- * Path parameters take precedence over body fields of the same name. `null` counts as absent.
- * All problems are reported together in one 400.
+ * Coerces and validates every field the client sent at once, so a handler never sees a half-valid
+ * request; only sent fields are visited (a schema may declare dozens). Path parameters take
+ * precedence over body fields of the same name. `null` counts as absent. All problems are reported
+ * together in one 400, in declaration order.
  */
 export function createFieldData(
   schema: FieldMap,
@@ -78,29 +92,35 @@ export function createFieldData(
   params: Record<string, string> = NO_PARAMS,
   options: FieldDataOptions = {},
 ): FieldData {
+  const compiled = compile(schema);
   const values = new Map<string, unknown>();
   const sent = new Set<string>();
-  let errors: string[] | undefined;
-  const enforceRequired = options.enforceRequired ?? true;
+  /** Fields given a value, valid or not: an invalid required field is reported once, as invalid. */
+  const given = new Set<string>();
+  let problems: { index: number; message: string }[] | undefined;
 
-  for (const compiled of compile(schema)) {
-    const { name, field } = compiled;
-    const input = Object.hasOwn(params, name) ? params[name] : Object.hasOwn(raw, name) ? raw[name] : undefined;
-    if (input === undefined || input === null) {
-      if (field.required && enforceRequired) (errors ??= []).push(`missing required field "${name}"`);
-      else if (compiled.coercedDefault !== undefined) values.set(name, defaultValue(compiled));
-      continue;
-    }
+  const take = (name: string, input: unknown) => {
+    const declared = compiled.byName.get(name);
+    if (!declared || input === undefined || input === null) return;
+    given.add(name);
     try {
-      values.set(name, coerceValue(field, input));
+      values.set(name, coerceValue(declared.field, input));
       sent.add(name);
     } catch (err) {
       if (!(err instanceof InvalidValue)) throw err;
-      (errors ??= []).push(`field "${name}": ${field.sensitive ? 'value' : describeValue(input)} ${err.reason}`);
+      const message = `field "${name}": ${declared.field.sensitive ? 'value' : describeValue(input)} ${err.reason}`;
+      (problems ??= []).push({ index: declared.index, message });
+    }
+  };
+  for (const name in params) if (Object.hasOwn(params, name)) take(name, params[name]);
+  for (const name in raw) if (Object.hasOwn(raw, name) && !Object.hasOwn(params, name)) take(name, raw[name]);
+  if (options.enforceRequired ?? true) {
+    for (const field of compiled.required) {
+      if (!given.has(field.name)) (problems ??= []).push({ index: field.index, message: `missing required field "${field.name}"` });
     }
   }
-  if (errors) throw new ServiceError(400, errors);
-  return new CoercedFields(schema, values, sent, raw, params);
+  if (problems) throw new ServiceError(400, problems.sort((a, b) => a.index - b.index).map((p) => p.message));
+  return new CoercedFields(compiled, values, sent, raw, params);
 }
 
 function coerceDefault(name: string, field: FieldSchema): unknown {

@@ -154,8 +154,8 @@ export interface PathDeclaration {
   pattern: string;
   fields?: FieldMap;
   operations: Partial<Record<Exclude<Operation, 'help'>, OperationDeclaration | OperationHandler>>;
-  /** Decides create vs update for POST/PUT; without it a write is an update. */
-  existenceCheck?: (req: Request, fields: FieldData) => Promise<boolean>;
+  /** Decides create vs update for POST/PUT; without it a write is an update. May answer at once. */
+  existenceCheck?: (req: Request, fields: FieldData) => boolean | Promise<boolean>;
   /** Markdown, one line. */
   synopsis: string;
   /** Markdown, longer description. */

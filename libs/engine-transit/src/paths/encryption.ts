@@ -58,10 +58,16 @@ const DECRYPT_ITEM = ['ciphertext', 'context', 'nonce', 'associated_data'];
 const REWRAP_ITEM = [...DECRYPT_ITEM, 'key_version'];
 
 export function encryptionPaths({ keys, settings }: TransitServices): PathDeclaration[] {
-  /** Encrypt creates missing keys only with `create` capability, unless upsert is disabled. */
-  const encryptTargetExists = async (req: Request, f: FieldData): Promise<boolean> => {
-    if ((await settings.getKeysConfig(req.storage)).disable_upsert) return true;
-    return (await keys.get(req.storage, f.get('name'))) !== null;
+  /**
+   * Encrypt creates missing keys only with `create` capability, unless upsert is disabled. A cached
+   * key answers at once (it exists either way).
+   */
+  const encryptTargetExists = (req: Request, f: FieldData): boolean | Promise<boolean> => {
+    if (keys.fresh(f.get('name'))) return true;
+    return (async () => {
+      if ((await settings.getKeysConfig(req.storage)).disable_upsert) return true;
+      return (await keys.get(req.storage, f.get('name'))) !== null;
+    })();
   };
 
   const encryptionKey = async (req: Request, f: FieldData): Promise<TransitKey> => {
@@ -107,7 +113,7 @@ export function encryptionPaths({ keys, settings }: TransitServices): PathDeclar
         update: {
           summary: 'Encrypt data.',
           handler: async (req, f) => {
-            const key = await encryptionKey(req, f);
+            const key = keys.fresh(f.get('name')) ?? (await encryptionKey(req, f));
             return runItems(f, singleItem(f, ENCRYPT_ITEM), (item) =>
               encryptItem(key, item, requireItemBase64(item, 'plaintext', 'missing plaintext to encrypt')),
             );
