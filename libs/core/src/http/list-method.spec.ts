@@ -80,6 +80,17 @@ describe('LIST requests', () => {
     expect(listed(answer).url).toBe('/v1/a/');
   });
 
+  it.each([
+    ['a control character in a header value', 'LIST /v1/x HTTP/1.1\r\nX-A: a\x01b\r\n\r\n'],
+    ['a space in a header name', 'LIST /v1/x HTTP/1.1\r\nX A: b\r\n\r\n'],
+    ['a control character in the target', 'LIST /v1/\x7fx HTTP/1.1\r\n\r\n'],
+    ['an unknown HTTP version', 'LIST /v1/x HTTP/2.0\r\n\r\n'],
+  ])('with %s are refused with 400, as the parser refuses other requests', async (_what, request) => {
+    const answer = await exchange(server.port, [request]);
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    expect(answer).toContain('malformed HTTP request');
+  });
+
   it('with a body are refused with 400', async () => {
     const answer = await exchange(server.port, ['LIST /v1/x HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}']);
     expect(answer).toMatch(/^HTTP\/1\.1 400 /);

@@ -119,18 +119,21 @@ function add(state: Gathering, chunk: Buffer): void {
   state.size += chunk.length;
 }
 
+/** What Node's parser accepts: a visible-ASCII target, token header names, no control characters in values. */
+const REQUEST_LINE = /^LIST ([\x21-\x7e]+) HTTP\/1\.[01]$/;
+const HEADER_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*([^\x00-\x08\x0a-\x1f\x7f]*?)[ \t]*$/;
+
 function parseHead(text: string): ListRequest | undefined {
   const lines = text.split('\r\n');
-  const requestLine = /^LIST (\S+) HTTP\/1\.[01]$/.exec(lines[0]);
+  const requestLine = REQUEST_LINE.exec(lines[0]);
   if (!requestLine) return undefined;
   const headers: IncomingHttpHeaders = {};
   for (const line of lines.slice(1)) {
-    const colon = line.indexOf(':');
-    if (colon <= 0) return undefined;
-    const name = line.slice(0, colon).trim().toLowerCase();
-    const value = line.slice(colon + 1).trim();
+    const header = HEADER_LINE.exec(line);
+    if (!header) return undefined;
+    const name = header[1].toLowerCase();
     const existing = headers[name];
-    headers[name] = existing === undefined ? value : `${existing}, ${value}`;
+    headers[name] = existing === undefined ? header[2] : `${existing}, ${header[2]}`;
   }
   return { url: requestLine[1], headers };
 }
