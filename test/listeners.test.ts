@@ -51,6 +51,18 @@ describe('listeners', () => {
     expect(plain.headers['strict-transport-security']).toBeUndefined();
   });
 
+  test('LIST works on every listener, with that listener\'s headers and rules', async () => {
+    expect((await api(plainUrl, 'PUT', '/v1/secret/listed/a', { token: rootToken, body: { v: 1 } })).status).toBe(204);
+    const overTls = await api<{ data: { keys: string[] } }>(tlsUrl, 'LIST', '/v1/secret/listed/', { token: rootToken, ca });
+    expect(overTls.status).toBe(200);
+    expect(overTls.body.data.keys).toEqual(['a']);
+    expect(overTls.headers['strict-transport-security']).toMatch(/max-age=/);
+    const unmarked = await api(limitedUrl, 'LIST', '/v1/secret/listed/', { token: rootToken });
+    expect(unmarked.status).toBe(412);
+    const marked = await api(limitedUrl, 'LIST', '/v1/secret/listed/', { token: rootToken, headers: { 'x-service-request': 'true' } });
+    expect(marked.status).toBe(200);
+  });
+
   test('TLS below the minimum version is refused', () => {
     const host = tlsUrl.replace('https://', '');
     expect(() =>
