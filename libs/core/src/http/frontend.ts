@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import type { ListenerConfig } from '@svc/config';
 import { bindListener, listenerOf, type BoundListener, type ListenerContext } from './listeners';
 import type { HeaderList } from './headers';
-import { answerAndClose, requestAnswered, requestStarted, takeListRequest, type ListHandlers } from './list-method';
+import { onParseError, requestAnswered, requestStarted } from './list-method';
 import type { HttpResult, RequestPipeline } from './pipeline';
 
 /**
@@ -31,13 +31,10 @@ export async function startHttpFrontend(pipeline: RequestPipeline, listeners: Li
   };
 }
 
-/**
- * A request the parser refused: a LIST (see list-method.ts) is served from here; anything else
- * (bad request line, oversized head) gets the API's error shape and the connection closes.
- */
+/** A request the parser refused: a LIST is served from here, anything else answered 400/431 (list-method.ts). */
 function onClientError(pipeline: RequestPipeline, err: NodeJS.ErrnoException, socket: Socket): void {
   const listener = listenerOf(socket);
-  const handlers: ListHandlers = {
+  onParseError(err, socket, {
     serve: (req) =>
       pipeline.handle({
         method: 'LIST',
@@ -48,11 +45,7 @@ function onClientError(pipeline: RequestPipeline, err: NodeJS.ErrnoException, so
         requireRequestHeader: listener?.config.requireRequestHeader ?? false,
       }),
     headersFor: (result, body) => headersFor(listener, result, body),
-  };
-  if (takeListRequest(err, socket, handlers)) return;
-  const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
-  const result = { status, body: JSON.stringify({ errors: [status === 431 ? 'request headers too large' : 'malformed HTTP request'] }) };
-  answerAndClose(socket, status, headersFor(listener, result, result.body), result.body);
+  });
 }
 
 function serveRequest(pipeline: RequestPipeline, req: http.IncomingMessage, res: http.ServerResponse): void {

@@ -61,56 +61,65 @@ function answered(socket: Socket): Promise<void> {
   return new Promise((resolve) => (entry.idle = resolve));
 }
 
+type ParseError = NodeJS.ErrnoException & { rawPacket?: Buffer; bytesParsed?: number };
+
 /**
- * Handles a parse error of the HTTP server. Returns false when it is not about a LIST request
- * (the caller answers 400 and closes).
+ * Handles a parse error of the HTTP server: a LIST request is gathered and served; any other
+ * (a malformed request line, an oversized head) is answered 400 or 431. Either way the answer
+ * follows the ones owed before it on the connection and closes it; later bytes are ignored.
  */
-export function takeListRequest(
-  err: NodeJS.ErrnoException & { rawPacket?: Buffer; bytesParsed?: number },
-  socket: Socket,
-  handlers: ListHandlers,
-): boolean {
-  const raw = err.rawPacket;
-  if (!Buffer.isBuffer(raw)) return false;
+export function onParseError(err: ParseError, socket: Socket, handlers: ListHandlers): void {
   let state = gathering.get(socket);
-  if (state?.complete) return true; // pipelined after the LIST: never answered, the connection closes
-  if (!state) {
-    if (err.code !== 'HPE_INVALID_METHOD' || err.bytesParsed === undefined) return false;
-    // llhttp stops at the "S" of "LIST"; "L" or "LI" may have come at the end of an earlier chunk.
-    const start = err.bytesParsed - 2;
-    const carried = Math.max(0, -start);
-    const head = Buffer.concat([LIST.subarray(0, carried), raw.subarray(Math.max(0, start))]);
-    // A head cut short after "LIS" is taken too: if it is no LIST, its request line fails to parse.
-    const seen = Math.min(head.length, LIST.length);
-    if (carried > 2 || !head.subarray(0, seen).equals(LIST.subarray(0, seen))) return false;
+  if (state?.complete) return; // pipelined after the answered request: never answered, the connection closes
+  const raw = Buffer.isBuffer(err.rawPacket) ? err.rawPacket : Buffer.alloc(0);
+  if (state) {
+    add(state, raw);
+  } else {
+    const head = listHead(err, raw);
     state = { parts: [], size: 0, complete: false };
     gathering.set(socket, state);
+    if (!head) {
+      const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+      return answerInOrder(socket, state, handlers, () => errorResult(status, status === 431 ? 'request headers too large' : 'malformed HTTP request'));
+    }
     add(state, head);
-  } else {
-    add(state, raw);
   }
   const head = Buffer.concat(state.parts, state.size);
   const end = head.indexOf(HEAD_END);
-  if (end < 0 && head.length <= MAX_HEAD) return true;
+  if (end < 0 && head.length <= MAX_HEAD) return;
   // Whatever follows the head (a pipelined request) is left unanswered: the connection closes
   // after this answer, which tells the client to send it again.
+  const request = end < 0 ? undefined : parseHead(head.subarray(0, end).toString('latin1'));
+  answerInOrder(socket, state, handlers, () => {
+    if (end < 0) return errorResult(431, 'request headers too large');
+    if (!request) return errorResult(400, 'malformed HTTP request');
+    if (hasBody(request.headers)) return errorResult(400, 'a LIST request takes no body');
+    return handlers.serve(request);
+  });
+}
+
+/** The start of a LIST request in what the parser refused, or undefined when it refused something else. */
+function listHead(err: ParseError, raw: Buffer): Buffer | undefined {
+  if (err.code !== 'HPE_INVALID_METHOD' || err.bytesParsed === undefined) return undefined;
+  // llhttp stops at the "S" of "LIST"; "L" or "LI" may have come at the end of an earlier chunk.
+  const start = err.bytesParsed - 2;
+  const carried = Math.max(0, -start);
+  const head = Buffer.concat([LIST.subarray(0, carried), raw.subarray(Math.max(0, start))]);
+  // A head cut short after "LIS" is taken too: if it is no LIST, its request line fails to parse.
+  const seen = Math.min(head.length, LIST.length);
+  return carried <= 2 && head.subarray(0, seen).equals(LIST.subarray(0, seen)) ? head : undefined;
+}
+
+/** The one answer of a connection the parser gave up on: after the answers owed before it, then close. */
+function answerInOrder(socket: Socket, state: Gathering, handlers: ListHandlers, result: () => HttpResult | Promise<HttpResult>): void {
   state.complete = true;
   state.parts = [];
-  const request = end < 0 ? undefined : parseHead(head.subarray(0, end).toString('latin1'));
-  const result = (): Promise<HttpResult> => {
-    if (end < 0) return Promise.resolve(errorResult(431, 'request headers too large'));
-    if (!request) return Promise.resolve(errorResult(400, 'malformed HTTP request'));
-    if (hasBody(request.headers)) return Promise.resolve(errorResult(400, 'a LIST request takes no body'));
-    return handlers.serve(request);
-  };
-  // The answers to requests before this one go first.
   answered(socket)
     .then(result)
     .then(
-      (answer) => finish(answer, socket, handlers),
+      (answer) => writeAndClose(socket, answer, handlers),
       () => socket.destroy(),
     );
-  return true;
 }
 
 function add(state: Gathering, chunk: Buffer): void {
@@ -146,18 +155,15 @@ function errorResult(status: number, message: string): HttpResult {
   return { status, body: JSON.stringify({ errors: [message] }), contentType: 'application/json' };
 }
 
-function finish(result: HttpResult, socket: Socket, handlers: ListHandlers): void {
-  const body = result.status === 204 ? undefined : result.body;
-  answerAndClose(socket, result.status, handlers.headersFor(result, body), body);
-}
-
-/** Writes an answer straight to a socket the HTTP server gave up on, and closes it. */
-export function answerAndClose(socket: Socket, status: number, headers: HeaderList, body: string | undefined): void {
+/** Writes the answer straight to the socket (the HTTP server gave up on it) and closes it. */
+function writeAndClose(socket: Socket, result: HttpResult, handlers: ListHandlers): void {
   if (!socket.writable) {
     socket.destroy();
     return;
   }
-  const lines = [`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Unknown'}`];
+  const body = result.status === 204 ? undefined : result.body;
+  const headers = handlers.headersFor(result, body);
+  const lines = [`HTTP/1.1 ${result.status} ${STATUS_CODES[result.status] ?? 'Unknown'}`];
   for (let i = 0; i < headers.length; i += 2) {
     const values = headers[i + 1];
     for (const value of Array.isArray(values) ? values : [values]) lines.push(`${headers[i] as string}: ${value}`);
