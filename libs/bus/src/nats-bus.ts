@@ -132,6 +132,8 @@ export class NatsBus implements Bus {
   private async shutdown(): Promise<void> {
     await Promise.allSettled([...this.subscriptions].map((sub) => sub.drain()));
     await this.inFlight.settled();
+    // Replies of the handlers that just finished leave before the connection drains.
+    this.sendQueued();
     if (!this.connection.isClosed()) await this.connection.drain();
     for (const id of [...this.replies.keys()]) {
       const pending = this.settle(id);
@@ -178,11 +180,11 @@ export class NatsBus implements Bus {
    * message was a write (and a wake-up of the NATS server) of its own.
    */
   private sendSoon(send: () => void): void {
-    if (this.pendingSends.push(send) > 1) return;
-    setImmediate(() => {
-      const sends = this.pendingSends.splice(0);
-      for (const queued of sends) queued();
-    });
+    if (this.pendingSends.push(send) === 1) setImmediate(() => this.sendQueued());
+  }
+
+  private sendQueued(): void {
+    for (const send of this.pendingSends.splice(0)) send();
   }
 }
 
