@@ -50,38 +50,14 @@ class InfrastructureModule {
   }
 }
 
+/** One process: its infrastructure and what `run` builds on it (the gateway or an engine service). */
 @Module({})
-class GatewayModule {
-  static register(config: ServerConfig, options: GatewayOptions): DynamicModule {
+class ProcessModule {
+  static register(config: ServerConfig, name: string, run: (loggers: Loggers, shared: Shared) => Promise<RunningProcess>): DynamicModule {
     return {
-      module: GatewayModule,
-      imports: [InfrastructureModule.register(config, 'gateway')],
-      providers: [
-        {
-          provide: PROCESS,
-          useFactory: (loggers: Loggers, shared: Shared) => runGateway(config, options, loggers, shared),
-          inject: [LOGGERS, SHARED],
-        },
-        ProcessLifecycle,
-      ],
-    };
-  }
-}
-
-@Module({})
-class ServiceModule {
-  static register(config: ServerConfig, service: ServiceName): DynamicModule {
-    return {
-      module: ServiceModule,
-      imports: [InfrastructureModule.register(config, service)],
-      providers: [
-        {
-          provide: PROCESS,
-          useFactory: (loggers: Loggers, shared: Shared) => runService(config, service, loggers, shared),
-          inject: [LOGGERS, SHARED],
-        },
-        ProcessLifecycle,
-      ],
+      module: ProcessModule,
+      imports: [InfrastructureModule.register(config, name)],
+      providers: [{ provide: PROCESS, useFactory: run, inject: [LOGGERS, SHARED] }, ProcessLifecycle],
     };
   }
 }
@@ -98,7 +74,7 @@ async function start(module: DynamicModule): Promise<RunningProcess> {
  */
 export async function startGateway(config: ServerConfig, options: GatewayOptions): Promise<RunningProcess> {
   if (config.listeners.length === 0) throw new Error('the gateway needs at least one listener "tcp" stanza in its configuration');
-  return start(GatewayModule.register(config, options));
+  return start(ProcessModule.register(config, 'gateway', (loggers, shared) => runGateway(config, options, loggers, shared)));
 }
 
 /**
@@ -108,5 +84,5 @@ export async function startGateway(config: ServerConfig, options: GatewayOptions
 export async function startService(config: ServerConfig, service: ServiceName): Promise<RunningProcess> {
   if (!SERVICE_ENGINES[service]) throw new Error(`unknown service "${service}"`);
   if (!config.bus) throw new Error(`service "${service}" needs a bus "nats" stanza in its configuration`);
-  return start(ServiceModule.register(config, service));
+  return start(ProcessModule.register(config, service, (loggers, shared) => runService(config, service, loggers, shared)));
 }
