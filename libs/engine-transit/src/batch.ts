@@ -25,15 +25,30 @@ export const BATCH_FIELDS: FieldMap = {
   },
 };
 
-/** Runs `run` once for the request, or once per batch item with per-item errors. */
-export function runItems(fields: FieldData, single: BatchItem, run: (item: BatchItem) => ItemResult): Response {
+/**
+ * The JSON of one result's own fields, without braces; `runItems` adds the reference. For results
+ * whose strings never need escaping (base64 and `svc:v<n>:` values): written directly, a large batch
+ * costs a tenth less than through JSON.stringify.
+ */
+export type ResultFieldsJson<R extends ItemResult> = (result: R) => string;
+
+/**
+ * Runs `run` once for the request, or once per batch item with per-item errors. With `fieldsJson`
+ * a batch's results are written as JSON text as they are produced.
+ */
+export function runItems<R extends ItemResult>(
+  fields: FieldData,
+  single: BatchItem,
+  run: (item: BatchItem) => R,
+  fieldsJson?: ResultFieldsJson<R>,
+): Response {
   if (!fields.has('batch_input')) return { data: run(single) };
   const items = fields.get<unknown[]>('batch_input');
   if (items.length === 0) throw ServiceError.badRequest('batch_input must contain at least one item');
   if (items.length > MAX_BATCH_ITEMS) {
     throw ServiceError.badRequest(`batch_input has ${items.length} items; at most ${MAX_BATCH_ITEMS} are allowed`);
   }
-  const results: ItemResult[] = new Array(items.length);
+  const results: (ItemResult | string)[] = new Array(items.length);
   let failed = 0;
   let internal = false;
   for (let index = 0; index < items.length; index++) {
@@ -41,24 +56,29 @@ export function runItems(fields: FieldData, single: BatchItem, run: (item: Batch
     const reference = isItem(item) && typeof item.reference === 'string' ? item.reference : '';
     try {
       if (!isItem(item)) throw ServiceError.badRequest('batch item is not an object');
-      const result = run(item);
-      result.reference = reference;
-      results[index] = result;
+      const result: ItemResult = run(item);
+      if (fieldsJson) {
+        results[index] = `{${fieldsJson(result as R)},"reference":${reference === '' ? '""' : JSON.stringify(reference)}}`;
+      } else {
+        result.reference = reference;
+        results[index] = result;
+      }
     } catch (err) {
       failed++;
       const clientError = err instanceof ServiceError && err.status < 500;
       if (!clientError) internal = true;
-      results[index] = { error: clientError ? err.errors.join('; ') : 'internal error', reference };
+      const failure = { error: clientError ? err.errors.join('; ') : 'internal error', reference };
+      results[index] = fieldsJson ? JSON.stringify(failure) : failure;
     }
   }
-  return batchResponse(results, failed, internal, fields);
+  const response: Response = fieldsJson ? { dataJson: `{"batch_results":[${results.join(',')}]}` } : { data: { batch_results: results } };
+  return withBatchStatus(response, failed, results.length, internal, fields);
 }
 
-function batchResponse(results: ItemResult[], failed: number, internal: boolean, fields: FieldData): Response {
-  const response: Response = { data: { batch_results: results } };
+function withBatchStatus(response: Response, failed: number, total: number, internal: boolean, fields: FieldData): Response {
   if (failed === 0) return response;
   let status = internal ? 500 : DEFAULT_PARTIAL_FAILURE_STATUS;
-  if (failed < results.length && fields.has('partial_failure_response_code')) {
+  if (failed < total && fields.has('partial_failure_response_code')) {
     const requested = fields.get<number>('partial_failure_response_code');
     if (requested >= 100 && requested <= 599) status = requested;
     else response.warnings = [`partial_failure_response_code ${requested} is not an HTTP status; returned ${status} instead`];

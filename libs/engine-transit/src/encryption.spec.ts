@@ -1,6 +1,6 @@
 import { createDecipheriv, randomBytes } from 'node:crypto';
 import { MAX_BATCH_ITEMS } from './batch';
-import { TransitMount, b64, failure, unb64 } from './testing/harness';
+import { TransitMount, b64, failure, responseData, unb64 } from './testing/harness';
 
 describe('transit encrypt, decrypt and rewrap', () => {
   let transit: TransitMount;
@@ -142,7 +142,7 @@ describe('transit encrypt, decrypt and rewrap', () => {
       const batch_input = ['a', 'b', 'c'].map((text) => ({ plaintext: b64(text), reference: `ref-${text}` }));
       const encrypted = (await transit.request('update', 'encrypt/k', { batch_input }))!;
       expect(encrypted.status).toBeUndefined();
-      const results = encrypted.data!.batch_results as { ciphertext: string; reference: string }[];
+      const results = responseData(encrypted).batch_results as { ciphertext: string; reference: string }[];
       expect(results.map((item) => item.reference)).toEqual(['ref-a', 'ref-b', 'ref-c']);
 
       const decrypted = await transit.write('decrypt/k', {
@@ -151,11 +151,21 @@ describe('transit encrypt, decrypt and rewrap', () => {
       expect(decrypted.batch_results.map((item: { plaintext: string }) => unb64(item.plaintext))).toEqual(['a', 'b', 'c']);
     });
 
+    it('echoes references exactly, whatever characters they hold, through encrypt, rewrap and decrypt', async () => {
+      const references = ['quote " and \\ backslash', 'line\nbreak\u0000\u001f', 'ünïcødé 秘密 🔑', '</script>', ''];
+      const encrypted = await transit.write('encrypt/k', { batch_input: references.map((reference) => ({ plaintext: b64(reference), reference })) });
+      expect(encrypted.batch_results.map((item: { reference: string }) => item.reference)).toEqual(references);
+      const rewrapped = await transit.write('rewrap/k', { batch_input: encrypted.batch_results });
+      expect(rewrapped.batch_results.map((item: { reference: string }) => item.reference)).toEqual(references);
+      const decrypted = await transit.write('decrypt/k', { batch_input: rewrapped.batch_results });
+      expect(decrypted.batch_results).toEqual(references.map((reference) => ({ plaintext: b64(reference), reference })));
+    });
+
     it('reports item errors in place with the partial failure status, and an error status when all fail', async () => {
       const batch_input = [{ plaintext: b64('ok') }, { plaintext: '%%%', reference: 'bad' }, 'not an object'];
       const partial = (await transit.request('update', 'encrypt/k', { batch_input }))!;
       expect(partial.status).toBe(400);
-      const results = partial.data!.batch_results as Record<string, unknown>[];
+      const results = responseData(partial).batch_results as Record<string, unknown>[];
       expect(results[0]).toEqual({ ciphertext: expect.stringMatching(/^svc:v1:/), key_version: 1, reference: '' });
       expect(results[1]).toEqual({ error: 'plaintext is not valid base64', reference: 'bad' });
       expect(results[2]).toEqual({ error: 'batch item is not an object', reference: '' });

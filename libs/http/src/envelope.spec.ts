@@ -1,7 +1,7 @@
-import { envelope, envelopeJson, type Envelope } from './envelope';
+import { envelope, envelopeJson, jsonBody, LARGE_BODY_CHARS, type OutgoingEnvelope } from './envelope';
 
 describe('envelopeJson', () => {
-  const cases: Envelope[] = [
+  const cases: OutgoingEnvelope[] = [
     envelope('id-1', {}),
     envelope('id-"quoted"\n', { data: { a: 1, nested: { b: [1, 'x', null] }, gone: undefined }, warnings: ['careful "here"'] }),
     envelope('id-3', { lease_id: 'database/creds/r/abc', lease_duration: 3600, renewable: true, data: { username: 'u', password: 'p' } }),
@@ -28,5 +28,23 @@ describe('envelopeJson', () => {
 
   it.each(cases.map((c) => [c.request_id, c]))('writes what JSON.stringify writes (%s)', (_id, value) => {
     expect(envelopeJson(value)).toBe(JSON.stringify(value));
+  });
+
+  it('writes a large envelope as the UTF-8 bytes of what JSON.stringify writes, multi-byte text included', () => {
+    const items = Array.from({ length: 2_000 }, (_, i) => ({ value: `item ${i}: grüße, 秘密, "quoted" \\ ${'x'.repeat(i % 7)}` }));
+    const value = envelope('id-large-é', { data: { items }, warnings: ['ünïcode'] });
+    const body = envelopeJson(value);
+    expect(Buffer.isBuffer(body)).toBe(true);
+    expect(body.toString()).toBe(JSON.stringify(value));
+  });
+});
+
+describe('jsonBody', () => {
+  it('keeps short bodies as text and turns long ones into their UTF-8 bytes', () => {
+    expect(jsonBody({ errors: ['nö'] })).toBe('{"errors":["nö"]}');
+    const long = { keys: Array.from({ length: LARGE_BODY_CHARS / 4 }, (_, i) => `kéy-${i}`) };
+    const body = jsonBody(long);
+    expect(Buffer.isBuffer(body)).toBe(true);
+    expect(JSON.parse(body.toString())).toEqual(long);
   });
 });

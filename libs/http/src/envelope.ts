@@ -24,6 +24,31 @@ export interface AuthBlock {
   num_uses: number;
 }
 
+/**
+ * Response data already serialized as JSON. JSON.stringify is a tenth of a 1,000-item transit
+ * batch's time, and an engine that knows its values need no escaping writes them faster itself;
+ * the envelope splices the text in unchanged. Whatever needs the object (the audit log, response
+ * wrapping) gets it parsed, once.
+ */
+export class JsonText {
+  private parsed?: Record<string, unknown>;
+
+  constructor(readonly text: string) {}
+
+  value(): Record<string, unknown> {
+    return (this.parsed ??= JSON.parse(this.text) as Record<string, unknown>);
+  }
+
+  toJSON(): Record<string, unknown> {
+    return this.value();
+  }
+}
+
+/** Response data as an object, whichever form it came in. */
+export function dataObject(data: Record<string, unknown> | JsonText): Record<string, unknown> {
+  return data instanceof JsonText ? data.value() : data;
+}
+
 export interface Envelope {
   request_id: string;
   lease_id: string;
@@ -36,8 +61,13 @@ export interface Envelope {
   mount_type?: string;
 }
 
-export function envelope(requestId: string, fields: Partial<Envelope>): Envelope {
-  const body: Envelope = {
+/** The envelope as the server builds it: its data may still be JsonText. */
+export interface OutgoingEnvelope extends Omit<Envelope, 'data'> {
+  data: Record<string, unknown> | JsonText | null;
+}
+
+export function envelope(requestId: string, fields: Partial<OutgoingEnvelope>): OutgoingEnvelope {
+  const body: OutgoingEnvelope = {
     request_id: requestId,
     lease_id: fields.lease_id ?? '',
     renewable: fields.renewable ?? false,
@@ -52,16 +82,46 @@ export function envelope(requestId: string, fields: Partial<Envelope>): Envelope
 }
 
 /**
+ * Bodies longer than this many characters are answered as UTF-8 bytes. Node writes a short string
+ * body from its stack, but a long one is first joined with the HTTP head and then copied into a new
+ * buffer three times its length; writing the parts into one buffer of the right size costs a
+ * 1,000-item transit batch an eighth of its time less.
+ */
+export const LARGE_BODY_CHARS = 16 * 1024;
+
+/** A JSON body ready for the socket: the text itself when short, its UTF-8 bytes when large. */
+export type JsonBody = string | Buffer;
+
+/**
  * The envelope as JSON, exactly as `JSON.stringify` writes it, with only the variable parts walked:
  * every answer is an envelope, and this is a third cheaper than stringifying the whole.
  */
-export function envelopeJson(e: Envelope): string {
+export function envelopeJson(e: OutgoingEnvelope): JsonBody {
   const mountType = e.mount_type === undefined ? '' : `,"mount_type":${JSON.stringify(e.mount_type)}`;
-  return (
+  const head =
     `{"request_id":${JSON.stringify(e.request_id)},"lease_id":${JSON.stringify(e.lease_id)},"renewable":${e.renewable ? 'true' : 'false'}` +
-    `,"lease_duration":${Number.isFinite(e.lease_duration) ? e.lease_duration : 'null'},"data":${orNull(e.data)},"wrap_info":${orNull(e.wrap_info)}` +
-    `,"warnings":${orNull(e.warnings)},"auth":${orNull(e.auth)}${mountType}}`
-  );
+    `,"lease_duration":${Number.isFinite(e.lease_duration) ? e.lease_duration : 'null'},"data":`;
+  const data = e.data instanceof JsonText ? e.data.text : orNull(e.data);
+  const tail = `,"wrap_info":${orNull(e.wrap_info)},"warnings":${orNull(e.warnings)},"auth":${orNull(e.auth)}${mountType}}`;
+  return data.length > LARGE_BODY_CHARS ? utf8Joined([head, data, tail]) : head + data + tail;
+}
+
+/** Any value as a JSON body (answers outside the envelope: errors, help, sys/health). */
+export function jsonBody(value: unknown): JsonBody {
+  const text = JSON.stringify(value);
+  return text.length > LARGE_BODY_CHARS ? Buffer.from(text) : text;
+}
+
+/** The parts' UTF-8 bytes in one buffer, without joining the strings first (that copies the whole). */
+function utf8Joined(parts: string[]): Buffer {
+  const lengths = parts.map((part) => Buffer.byteLength(part));
+  const joined = Buffer.allocUnsafe(lengths.reduce((sum, length) => sum + length, 0));
+  let offset = 0;
+  parts.forEach((part, index) => {
+    joined.write(part, offset, 'utf8');
+    offset += lengths[index];
+  });
+  return joined;
 }
 
 function orNull(value: unknown): string {

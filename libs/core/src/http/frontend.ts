@@ -4,6 +4,7 @@ import type { ListenerConfig } from '@svc/config';
 import { bindListener, listenerOf, type BoundListener, type ListenerContext } from './listeners';
 import type { HeaderList } from './headers';
 import { onParseError, requestAnswered, requestStarted } from './list-method';
+import type { JsonBody } from '@svc/http';
 import type { HttpResult, RequestPipeline } from './pipeline';
 
 /**
@@ -90,7 +91,7 @@ const NO_HEADERS: HeaderList = [];
  * Every header of an answer as a list, the form Node's writeHead takes fastest (a merged object
  * cost ~10 µs a request). An engine's own headers (rare) override the listener's.
  */
-function headersFor(listener: ListenerContext | undefined, result: HttpResult, body: string | undefined): (string | string[])[] {
+function headersFor(listener: ListenerContext | undefined, result: HttpResult, body: JsonBody | undefined): (string | string[])[] {
   const fixed = listener?.headers.forStatus(result.status, result.defaultsOnly) ?? NO_HEADERS;
   const content = body === undefined ? NO_HEADERS : ['content-type', result.contentType ?? 'application/json', 'content-length', String(Buffer.byteLength(body))];
   if (!result.headers) return [...fixed, ...content];

@@ -1,5 +1,6 @@
 import { STATUS_CODES, type IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
+import type { JsonBody } from '@svc/http';
 import type { HeaderList } from './headers';
 import type { HttpResult } from './pipeline';
 
@@ -22,7 +23,7 @@ export interface ListRequest {
 export interface ListHandlers {
   serve(req: ListRequest): Promise<HttpResult>;
   /** Every header of an answer (the listener's, content type and length). */
-  headersFor(result: HttpResult, body: string | undefined): HeaderList;
+  headersFor(result: HttpResult, body: JsonBody | undefined): HeaderList;
 }
 
 const MAX_HEAD = 64 * 1024;
@@ -168,6 +169,7 @@ function writeAndClose(socket: Socket, result: HttpResult, handlers: ListHandler
     const values = headers[i + 1];
     for (const value of Array.isArray(values) ? values : [values]) lines.push(`${headers[i] as string}: ${value}`);
   }
-  lines.push('connection: close', '', body ?? '');
-  socket.end(lines.join('\r\n'));
+  lines.push('connection: close', '', '');
+  socket.write(lines.join('\r\n'));
+  socket.end(body ?? '');
 }

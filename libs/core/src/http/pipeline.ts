@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { EngineReply, EngineRequest } from '@svc/engine-host';
 import type { Capability, Caller, MountInfo, Operation, Response } from '@svc/framework';
-import { envelope, envelopeJson, ServiceError, toErrorBody, UNSUPPORTED_PATH, type Envelope } from '@svc/http';
+import { dataObject, envelope, envelopeJson, JsonText, jsonBody, ServiceError, toErrorBody, UNSUPPORTED_PATH, type JsonBody, type OutgoingEnvelope } from '@svc/http';
 import type { Core } from '../core';
 import { SYSTEM_MOUNT } from '../mounts/system-mount';
 import type { Namespace } from '../namespaces/namespace';
@@ -22,7 +22,7 @@ export interface HttpRequest {
 
 export interface HttpResult {
   status: number;
-  body?: string;
+  body?: JsonBody;
   contentType?: string;
   headers?: Record<string, string>;
   /** Unknown-path answers carry only the `default` custom headers (Document 1, rule 3). */
@@ -281,7 +281,7 @@ export class RequestPipeline {
       ctx.auditResponse = {
         mount_type: mount.type,
         mount_accessor: mount.accessor,
-        data: (body?.data ?? (response?.raw as Record<string, unknown> | undefined)) ?? null,
+        data: body?.data ? dataObject(body.data) : ((response?.raw as Record<string, unknown> | undefined) ?? null),
         ...(lease ? { secret: { lease_id: lease.leaseId } } : {}),
         ...(body?.warnings ? { warnings: body.warnings } : {}),
         status: response?.status,
@@ -290,11 +290,11 @@ export class RequestPipeline {
     return this.respond(ctx.operation, response, body);
   }
 
-  private envelopeOf(requestId: string, response: Response, lease?: { leaseId: string; ttl: number }): Envelope {
+  private envelopeOf(requestId: string, response: Response, lease?: { leaseId: string; ttl: number }): OutgoingEnvelope {
     return envelope(requestId, {
-      data: response.data ?? null,
+      data: response.dataJson === undefined ? (response.data ?? null) : new JsonText(response.dataJson),
       warnings: response.warnings,
-      auth: (response.auth as unknown as Envelope['auth']) ?? null,
+      auth: (response.auth as unknown as OutgoingEnvelope['auth']) ?? null,
       lease_id: lease?.leaseId ?? '',
       lease_duration: lease?.ttl ?? 0,
       renewable: lease ? (response.secret?.renewable ?? false) : false,
@@ -302,7 +302,7 @@ export class RequestPipeline {
   }
 
   /** The HTTP answer for an engine's response and its envelope (built once, also for the audit log). */
-  private respond(operation: Operation, response: Response | undefined, body: Envelope | undefined): HttpResult {
+  private respond(operation: Operation, response: Response | undefined, body: OutgoingEnvelope | undefined): HttpResult {
     if (operation === 'list' && !hasListKeys(response)) return jsonError(404, []);
     // A read that finds nothing is a 404, as in Vault.
     if (!response || !body) return operation === 'read' ? jsonError(404, []) : { status: 204 };
@@ -356,10 +356,10 @@ function auditEntry(ctx: Context, mount: MountInfo): AuditRequestEntry {
 }
 
 function json(status: number, value: unknown, headers?: Record<string, string>): HttpResult {
-  return { status, body: JSON.stringify(value), contentType: 'application/json', headers };
+  return { status, body: jsonBody(value), contentType: 'application/json', headers };
 }
 
-function envelopeResult(status: number, body: Envelope, headers?: Record<string, string>): HttpResult {
+function envelopeResult(status: number, body: OutgoingEnvelope, headers?: Record<string, string>): HttpResult {
   return { status, body: envelopeJson(body), contentType: 'application/json', headers };
 }
 

@@ -1,4 +1,4 @@
-import { ServiceError, type Envelope, type WrapInfo } from '@svc/http';
+import { ServiceError, type Envelope, type OutgoingEnvelope, type WrapInfo } from '@svc/http';
 import { createView, type Barrier, type StorageView } from '@svc/storage';
 import { mountStoragePrefix } from '@svc/engine-host';
 import type { Namespace } from '../namespaces/namespace';
@@ -27,7 +27,7 @@ export class ResponseWrapper {
     private readonly barrier: Barrier,
   ) {}
 
-  async wrap(response: Envelope, ttl: number, namespace: Namespace, creationPath: string): Promise<WrapInfo> {
+  async wrap(response: OutgoingEnvelope, ttl: number, namespace: Namespace, creationPath: string): Promise<WrapInfo> {
     const { id, entry } = await this.tokens.create({
       parent: null,
       policies: ['response-wrapping'],

@@ -1,6 +1,6 @@
 import type { FieldData, FieldMap, PathDeclaration, Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
-import { BATCH_FIELDS, itemInt, itemString, requestItems, requireItemString, runItems, singleItem } from '../batch';
+import { BATCH_FIELDS, itemInt, itemString, requestItems, requireItemString, runItems, singleItem, type ItemResult, type ResultFieldsJson } from '../batch';
 import { decrypt, encrypt } from '../encryption';
 import { DEFAULT_KEY_TYPE, KEY_TYPE_NAMES } from '../key-types';
 import { NAME_FIELD, createKey, type TransitServices } from '../services';
@@ -57,6 +57,15 @@ const ENCRYPT_ITEM = ['plaintext', 'context', 'nonce', 'associated_data', 'key_v
 const DECRYPT_ITEM = ['ciphertext', 'context', 'nonce', 'associated_data'];
 const REWRAP_ITEM = [...DECRYPT_ITEM, 'key_version'];
 
+interface Ciphertext extends ItemResult {
+  ciphertext: string;
+  key_version: number;
+}
+
+// Ciphertexts (`svc:v<n>:` and base64) and base64 plaintexts never need escaping in JSON.
+const ciphertextJson: ResultFieldsJson<Ciphertext> = (r) => `"ciphertext":"${r.ciphertext}","key_version":${r.key_version}`;
+const plaintextJson: ResultFieldsJson<{ plaintext: string }> = (r) => `"plaintext":"${r.plaintext}"`;
+
 export function encryptionPaths({ keys, settings }: TransitServices): PathDeclaration[] {
   /**
    * Encrypt creates missing keys only with `create` capability, unless upsert is disabled. A cached
@@ -96,7 +105,7 @@ export function encryptionPaths({ keys, settings }: TransitServices): PathDeclar
     return { key, single };
   };
 
-  const encryptItem = (key: TransitKey, item: Record<string, unknown>, plaintext: Buffer) => {
+  const encryptItem = (key: TransitKey, item: Record<string, unknown>, plaintext: Buffer): Ciphertext => {
     const version = key.writeVersion(itemInt(item, 'key_version'));
     return { ciphertext: encrypt(key, version, plaintext, cipherOptions(item)), key_version: version };
   };
@@ -114,8 +123,11 @@ export function encryptionPaths({ keys, settings }: TransitServices): PathDeclar
           summary: 'Encrypt data.',
           handler: async (req, f) => {
             const key = keys.fresh(f.get('name')) ?? (await encryptionKey(req, f));
-            return runItems(f, singleItem(f, ENCRYPT_ITEM), (item) =>
-              encryptItem(key, item, requireItemBase64(item, 'plaintext', 'missing plaintext to encrypt')),
+            return runItems(
+              f,
+              singleItem(f, ENCRYPT_ITEM),
+              (item) => encryptItem(key, item, requireItemBase64(item, 'plaintext', 'missing plaintext to encrypt')),
+              ciphertextJson,
             );
           },
         },
@@ -130,7 +142,7 @@ export function encryptionPaths({ keys, settings }: TransitServices): PathDeclar
           summary: 'Decrypt data.',
           handler: async (req, f) => {
             const { key, single } = await decryptionKey(req, f, DECRYPT_ITEM);
-            return runItems(f, single, (item) => ({ plaintext: decryptItem(key, item).toString('base64') }));
+            return runItems(f, single, (item) => ({ plaintext: decryptItem(key, item).toString('base64') }), plaintextJson);
           },
         },
       },
@@ -144,7 +156,7 @@ export function encryptionPaths({ keys, settings }: TransitServices): PathDeclar
           summary: 'Rewrap data.',
           handler: async (req, f) => {
             const { key, single } = await decryptionKey(req, f, REWRAP_ITEM);
-            return runItems(f, single, (item) => encryptItem(key, item, decryptItem(key, item)));
+            return runItems(f, single, (item) => encryptItem(key, item, decryptItem(key, item)), ciphertextJson);
           },
         },
       },

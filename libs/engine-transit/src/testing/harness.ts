@@ -30,16 +30,22 @@ export class TransitMount {
 
   /** POST; returns `data` (the whole response is available through `request`). */
   async write(path: string, data: Record<string, unknown> = {}, capabilities?: Capability[]): Promise<Data> {
-    return ((await this.request('update', path, data, capabilities))?.data ?? {}) as Data;
+    return responseData(await this.request('update', path, data, capabilities));
   }
 
   async read(path: string, data: Record<string, unknown> = {}): Promise<Data> {
-    return ((await this.request('read', path, data))?.data ?? {}) as Data;
+    return responseData(await this.request('read', path, data));
   }
 
   async periodic(): Promise<void> {
     await this.backend.periodic(engineRequest(this.mount, this.storage, 'update', ''));
   }
+}
+
+/** A response's data as a client reads it, whether the engine gave an object or JSON text. */
+export function responseData(response: Response | undefined): Data {
+  if (response?.dataJson !== undefined) return JSON.parse(response.dataJson) as Data;
+  return (response?.data ?? {}) as Data;
 }
 
 /** The status and messages of a rejected request. */
