@@ -365,6 +365,23 @@ describe('audit devices', () => {
     expect(write[0].request.data.password).toBe(hash.body.data.hash);
   });
 
+  test('a batch the engine answered as JSON text is audited like any other answer, every string HMAC-ed', async () => {
+    const file = path.join(dir, 'audit.log');
+    expect((await api(url, 'POST', '/v1/sys/mounts/transit', { token: root, body: { type: 'transit' } })).status).toBe(204);
+    expect((await api(url, 'POST', '/v1/transit/keys/audited', { token: root })).status).toBe(200);
+    const plaintext = Buffer.from('correct horse').toString('base64');
+    const encrypted = await api<{ data: { batch_results: { ciphertext: string }[] } }>(url, 'POST', '/v1/transit/encrypt/audited', {
+      token: root,
+      body: { batch_input: [{ plaintext, reference: 'one' }] },
+    });
+    expect(encrypted.status).toBe(200);
+    const lines = readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { type: string; request: { path: string }; response?: { data: { batch_results: Record<string, string>[] } } });
+    const answer = lines.find((l) => l.type === 'response' && l.request.path === 'transit/encrypt/audited');
+    expect(answer?.response?.data.batch_results).toEqual([{ ciphertext: expect.stringMatching(/^hmac-sha256:/), key_version: 1, reference: expect.stringMatching(/^hmac-sha256:/) }]);
+    expect(readFileSync(file, 'utf8')).not.toContain(encrypted.body.data.batch_results[0].ciphertext);
+    expect(readFileSync(file, 'utf8')).not.toContain(plaintext);
+  });
+
   test('with no device able to log, requests fail instead of going unaudited', async () => {
     expect((await api(url, 'PUT', '/v1/sys/audit/full', { token: root, body: { type: 'file', options: { file_path: '/dev/full' } } })).status).toBe(204);
     expect((await api(url, 'GET', '/v1/secret/audited', { token: root })).status).toBe(200); // the file device still logs

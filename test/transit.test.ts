@@ -28,6 +28,7 @@ interface Reply {
   errors: string[];
   warnings?: string[];
   auth: { client_token: string };
+  wrap_info: { token: string };
 }
 
 const b64 = (value: string | Buffer) => Buffer.from(value).toString('base64');
@@ -255,6 +256,26 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('transit, %s', (kind)
       { error: expect.stringMatching(/invalid ciphertext|authentication/), reference: '' },
       { error: expect.stringMatching(/invalid ciphertext: no prefix/), reference: '' },
     ]);
+  });
+
+  test('a large batch answers with its exact byte length, and a wrapped batch unwraps to the same results', async () => {
+    await ok('POST', 'transit/keys/large');
+    const plaintexts = Array.from({ length: 2_000 }, (_, i) => b64(`item ${i} ✓`));
+    const encrypted = await call('POST', 'transit/encrypt/large', { batch_input: plaintexts.map((plaintext, i) => ({ plaintext, reference: `r"${i}` })) });
+    expect(encrypted.status).toBe(200);
+    expect(Number(encrypted.headers['content-length'])).toBe(Buffer.byteLength(encrypted.text));
+    const results = encrypted.body.data.batch_results as { ciphertext: string; reference: string }[];
+    expect(results.map((r) => r.reference)).toEqual(plaintexts.map((_, i) => `r"${i}`));
+
+    const wrapped = await api<Reply>(url, 'POST', '/v1/transit/decrypt/large', {
+      token,
+      body: { batch_input: results.slice(0, 3) },
+      headers: { 'x-service-wrap-ttl': '60s' },
+    });
+    expect(wrapped.status).toBe(200);
+    expect(wrapped.body.data).toBeNull();
+    const unwrapped = await ok('POST', 'sys/wrapping/unwrap', undefined, wrapped.body.wrap_info.token);
+    expect(unwrapped.batch_results).toEqual(plaintexts.slice(0, 3).map((plaintext, i) => ({ plaintext, reference: `r"${i}` })));
   });
 
   test('bad input per batch item and for the whole request is a 4xx naming the problem, never a 500, never the plaintext', async () => {
