@@ -2,7 +2,8 @@
  * `npm run bench`: each scenario measures the server beside its floor (a bare implementation of the
  * same work) in the same run, and reports the ratio, because this machine is shared and noisy.
  * Options: BENCH_DURATION (seconds per measurement, default 10), BENCH_CONNECTIONS (default 32),
- * BENCH_ONLY (comma-separated scenario names).
+ * BENCH_ROUNDS (floor/target pairs of the alternating scenarios, default 3), BENCH_ONLY
+ * (comma-separated scenario names).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -60,8 +61,32 @@ export interface ScenarioResult {
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const WARM_UP_SECONDS = 2;
 
-export async function measure(target: Target, connections = CONNECTIONS): Promise<Measurement> {
+/** Load that is not measured, so the first round does not pay for the JIT compiler's start. */
+export async function warmUp(target: Target): Promise<void> {
+  await measure(target, CONNECTIONS, WARM_UP_SECONDS);
+}
+
+/**
+ * Measures floor and target alternately, BENCH_ROUNDS times, and reports the round whose ratio is
+ * the median. This machine's speed drifts by a fifth within a minute; pairs measured back to back
+ * see the same machine, and the median ignores a pair that straddled a change.
+ */
+export async function alternating(name: string, floor: () => Promise<Measurement>, target: () => Promise<Measurement>): Promise<ScenarioResult> {
+  const rounds: ScenarioResult[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const floorMeasurement = await floor();
+    const targetMeasurement = await target();
+    rounds.push({ name, target: targetMeasurement, floor: floorMeasurement, ratio: targetMeasurement.reqPerSec / floorMeasurement.reqPerSec });
+    process.stderr.write(`  round ${round + 1}: ${(rounds[round].ratio * 100).toFixed(0)} %\n`);
+  }
+  rounds.sort((a, b) => a.ratio - b.ratio);
+  return rounds[Math.floor(rounds.length / 2)];
+}
+
+export async function measure(target: Target, connections = CONNECTIONS, seconds = DURATION): Promise<Measurement> {
   const pids = target.pids ?? [];
   const cpuBefore = totalCpu(pids);
   const result = await autocannon({
@@ -72,7 +97,7 @@ export async function measure(target: Target, connections = CONNECTIONS): Promis
     requests: target.requests?.map((r) => ({ method: r.method, path: r.path, body: r.body })),
     idReplacement: target.idReplacement,
     connections,
-    duration: DURATION,
+    duration: seconds,
     pipelining: 1,
   });
   const cpuUsPerRequest = pids.length > 0 && result.requests.total > 0 ? (totalCpu(pids) - cpuBefore) / result.requests.total : undefined;

@@ -1,12 +1,12 @@
 import { createCipheriv, randomBytes } from 'node:crypto';
 import { api, eventually, initAndUnseal, startTopology } from '@svc/testing';
-import { measure, startDevServer, startFloor, type Measurement, type ScenarioResult } from '../run';
+import { alternating, measure, startDevServer, startFloor, warmUp, type Measurement, type ScenarioResult, type Target } from '../run';
 import type { Scenario } from './scenario';
 
 /**
  * Transit encrypt of a 32-byte plaintext, all-in-one and distributed, each beside the bare
- * node:http + AES-256-GCM floor measured just before it (this machine is shared and its load
- * drifts); and a 1,000-item batch beside a plain AES-256-GCM loop.
+ * node:http + AES-256-GCM floor; and a 1,000-item batch beside a plain AES-256-GCM loop. Floor and
+ * target are measured in alternating rounds (this machine is shared and its speed drifts).
  */
 const KEY_PATH = '/v1/transit/keys/bench';
 const ENCRYPT_PATH = '/v1/transit/encrypt/bench';
@@ -25,29 +25,30 @@ function encryptTarget(url: string, token: string, pids: number[], body = encryp
   return { url, method: 'POST' as const, path: ENCRYPT_PATH, headers: { 'x-service-token': token, 'content-type': 'application/json' }, body, pids };
 }
 
-/** The floor (a): bare node:http + AES-256-GCM. */
-async function floorMeasurement(): Promise<Measurement> {
+/**
+ * Encrypt through `url` against the floor (a), a bare node:http + AES-256-GCM server running beside
+ * it, in alternating rounds.
+ */
+async function againstFloor(name: string, target: Target): Promise<ScenarioResult> {
   const floor = await startFloor('aes-gcm');
   try {
-    return await measure(encryptTarget(floor.url, 'bench-root', [floor.pid]));
+    const floorTarget = encryptTarget(floor.url, 'bench-root', [floor.pid]);
+    await warmUp(floorTarget);
+    await warmUp(target);
+    return await alternating(name, () => measure(floorTarget), () => measure(target));
   } finally {
     floor.stop();
   }
-}
-
-function result(name: string, target: Measurement, floor: Measurement): ScenarioResult {
-  return { name, target, floor, ratio: target.reqPerSec / floor.reqPerSec };
 }
 
 /** (b) the all-in-one dev server. */
 export const transitEncrypt: Scenario = {
   name: 'transit-encrypt',
   async run() {
-    const floor = await floorMeasurement();
     const server = await startDevServer();
     try {
       await prepareTransit(server.url, server.token);
-      return result(this.name, await measure(encryptTarget(server.url, server.token, server.pids)), floor);
+      return await againstFloor(this.name, encryptTarget(server.url, server.token, server.pids));
     } finally {
       await server.stop();
     }
@@ -58,7 +59,6 @@ export const transitEncrypt: Scenario = {
 export const transitEncryptDistributed: Scenario = {
   name: 'transit-encrypt-distributed',
   async run() {
-    const floor = await floorMeasurement();
     const topology = await startTopology('distributed', { services: ['transit'] });
     try {
       const url = topology.urls[0];
@@ -66,7 +66,7 @@ export const transitEncryptDistributed: Scenario = {
       await prepareTransit(url, rootToken);
       // Every process of the topology: the gateway, the transit service (nats-server is not ours).
       const pids = topology.processes.map((p) => p.child.pid!);
-      return result(this.name, await measure(encryptTarget(url, rootToken, pids)), floor);
+      return await againstFloor(this.name, encryptTarget(url, rootToken, pids));
     } finally {
       await topology.stop();
     }
@@ -98,15 +98,18 @@ function rawCryptoItemsPerSecond(): Measurement {
 export const transitBatch: Scenario = {
   name: 'transit-batch',
   async run() {
-    const raw = rawCryptoItemsPerSecond();
     const server = await startDevServer();
     try {
       await prepareTransit(server.url, server.token);
       const batch_input = Array.from({ length: BATCH_ITEMS }, () => ({ plaintext: randomBytes(32).toString('base64') }));
-      const requests = await measure(encryptTarget(server.url, server.token, server.pids, JSON.stringify({ batch_input })));
-      const perItem = requests.cpuUsPerRequest === undefined ? undefined : requests.cpuUsPerRequest / BATCH_ITEMS;
-      const items = { ...requests, reqPerSec: requests.reqPerSec * BATCH_ITEMS, cpuUsPerRequest: perItem };
-      return result(this.name, items, raw);
+      const target = encryptTarget(server.url, server.token, server.pids, JSON.stringify({ batch_input }));
+      await warmUp(target);
+      const items = async (): Promise<Measurement> => {
+        const requests = await measure(target);
+        const perItem = requests.cpuUsPerRequest === undefined ? undefined : requests.cpuUsPerRequest / BATCH_ITEMS;
+        return { ...requests, reqPerSec: requests.reqPerSec * BATCH_ITEMS, cpuUsPerRequest: perItem };
+      };
+      return await alternating(this.name, async () => rawCryptoItemsPerSecond(), items);
     } finally {
       await server.stop();
     }

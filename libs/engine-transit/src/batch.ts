@@ -90,23 +90,25 @@ function isItem(value: unknown): value is BatchItem {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+// The helpers below take an item's value rather than the item and a field name: read by name at
+// each call site (`item.plaintext`), the property load stays monomorphic; one shared `item[name]`
+// became V8's slowest, megamorphic, load — a fiftieth of a batch item's time.
+
 /** A string field of an item; numbers are accepted in their text form, as the framework does. */
-export function itemString(item: BatchItem, name: string): string | undefined {
-  const value = item[name];
+export function itemString(value: unknown, name: string): string | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value === 'string') return value;
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   throw ServiceError.badRequest(`field "${name}" must be a string`);
 }
 
-export function requireItemString(item: BatchItem, name: string): string {
-  const value = itemString(item, name);
-  if (value === undefined || value === '') throw ServiceError.badRequest(`missing ${name}`);
-  return value;
+export function requireItemString(value: unknown, name: string): string {
+  const text = itemString(value, name);
+  if (text === undefined || text === '') throw ServiceError.badRequest(`missing ${name}`);
+  return text;
 }
 
-export function itemInt(item: BatchItem, name: string): number {
-  const value = item[name];
+export function itemInt(value: unknown, name: string): number {
   if (value === undefined || value === null || value === '') return 0;
   const number = typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value;
   if (typeof number !== 'number' || !Number.isSafeInteger(number)) {

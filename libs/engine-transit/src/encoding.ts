@@ -16,9 +16,13 @@ export function decodeBase64(text: string, what: string): Buffer {
   return decoded;
 }
 
+const EQUALS_SIGN = 0x3d;
+
 function expectedLength(text: string): number {
   if (text.length === 0) return 0;
-  const padding = text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0;
+  const last = text.length - 1;
+  // charCodeAt, not endsWith: this runs for every batch item, and endsWith is a builtin call.
+  const padding = text.charCodeAt(last) !== EQUALS_SIGN ? 0 : text.charCodeAt(last - 1) === EQUALS_SIGN ? 2 : 1;
   return (text.length / 4) * 3 - padding;
 }
 

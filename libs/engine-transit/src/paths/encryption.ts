@@ -84,7 +84,7 @@ export function encryptionPaths({ keys, settings }: TransitServices): PathDeclar
     if (existing) return existing;
     if (req.operation !== 'create') throw ServiceError.badRequest(`encryption key not found: "${f.get<string>('name')}"`);
     const first = requestItems(f, singleItem(f, ENCRYPT_ITEM))[0];
-    const context = typeof first === 'object' && first !== null ? itemString(first as Record<string, unknown>, 'context') : undefined;
+    const context = typeof first === 'object' && first !== null ? itemString((first as Record<string, unknown>).context, 'context') : undefined;
     return createKey(keys, req.storage, f.get('name'), {
       type: f.get('type'),
       derived: Boolean(context),
@@ -106,11 +106,11 @@ export function encryptionPaths({ keys, settings }: TransitServices): PathDeclar
   };
 
   const encryptItem = (key: TransitKey, item: Record<string, unknown>, plaintext: Buffer): Ciphertext => {
-    const version = key.writeVersion(itemInt(item, 'key_version'));
+    const version = key.writeVersion(itemInt(item.key_version, 'key_version'));
     return { ciphertext: encrypt(key, version, plaintext, cipherOptions(item)), key_version: version };
   };
   const decryptItem = (key: TransitKey, item: Record<string, unknown>) =>
-    decrypt(key, requireItemString(item, 'ciphertext'), cipherOptions(item));
+    decrypt(key, requireItemString(item.ciphertext, 'ciphertext'), cipherOptions(item));
 
   return [
     {
@@ -126,7 +126,7 @@ export function encryptionPaths({ keys, settings }: TransitServices): PathDeclar
             return runItems(
               f,
               singleItem(f, ENCRYPT_ITEM),
-              (item) => encryptItem(key, item, requireItemBase64(item, 'plaintext', 'missing plaintext to encrypt')),
+              (item) => encryptItem(key, item, requireItemBase64(item.plaintext, 'plaintext', 'missing plaintext to encrypt')),
               ciphertextJson,
             );
           },

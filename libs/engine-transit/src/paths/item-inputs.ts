@@ -4,14 +4,14 @@ import { decodeBase64, parseVersioned } from '../encoding';
 import type { CipherOptions } from '../encryption';
 
 /** A base64 item field decoded; absent or empty gives undefined. */
-export function itemBase64(item: BatchItem, name: string): Buffer | undefined {
-  const text = itemString(item, name);
+export function itemBase64(value: unknown, name: string): Buffer | undefined {
+  const text = itemString(value, name);
   return text ? decodeBase64(text, name) : undefined;
 }
 
 /** A base64 item field that must be present (it may encode nothing); `missing` is the error. */
-export function requireItemBase64(item: BatchItem, name: string, missing: string): Buffer {
-  const text = itemString(item, name);
+export function requireItemBase64(value: unknown, name: string, missing: string): Buffer {
+  const text = itemString(value, name);
   if (text === undefined) throw ServiceError.badRequest(missing);
   return decodeBase64(text, name);
 }
@@ -19,9 +19,9 @@ export function requireItemBase64(item: BatchItem, name: string, missing: string
 /** context, nonce and associated_data of one item. */
 export function cipherOptions(item: BatchItem): CipherOptions {
   return {
-    context: itemBase64(item, 'context'),
-    nonce: itemBase64(item, 'nonce'),
-    associatedData: itemBase64(item, 'associated_data'),
+    context: itemBase64(item.context, 'context'),
+    nonce: itemBase64(item.nonce, 'nonce'),
+    associatedData: itemBase64(item.associated_data, 'associated_data'),
   };
 }
 

@@ -67,11 +67,11 @@ function signatureOptions(f: FieldData, item: BatchItem): SignatureOptions {
     signatureAlgorithm: f.get('signature_algorithm'),
     marshaling: f.get('marshaling_algorithm'),
     saltLength: f.get('salt_length'),
-    context: itemBase64(item, 'context'),
+    context: itemBase64(item.context, 'context'),
   };
 }
 
-const input = (item: BatchItem): Buffer => requireItemBase64(item, 'input', 'missing input');
+const input = (item: BatchItem): Buffer => requireItemBase64(item.input, 'input', 'missing input');
 
 export function signingPaths({ keys }: TransitServices): PathDeclaration[] {
   /** The key, re-validated when the request names a version newer than the cached latest. */
@@ -93,7 +93,7 @@ export function signingPaths({ keys }: TransitServices): PathDeclaration[] {
             const key = await keyFor(req, f, HMAC_ITEM);
             const algorithm = hashAlgorithm(f);
             return runItems(f, singleItem(f, HMAC_ITEM), (item) => ({
-              hmac: hmac(key, key.writeVersion(itemInt(item, 'key_version')), input(item), algorithm),
+              hmac: hmac(key, key.writeVersion(itemInt(item.key_version, 'key_version')), input(item), algorithm),
             }));
           },
         },
@@ -109,7 +109,7 @@ export function signingPaths({ keys }: TransitServices): PathDeclaration[] {
           handler: async (req, f) => {
             const key = await keyFor(req, f, SIGN_ITEM);
             return runItems(f, singleItem(f, SIGN_ITEM), (item) => {
-              const version = key.writeVersion(itemInt(item, 'key_version'));
+              const version = key.writeVersion(itemInt(item.key_version, 'key_version'));
               return { signature: sign(key, version, input(item), signatureOptions(f, item)), key_version: version };
             });
           },
@@ -131,8 +131,8 @@ export function signingPaths({ keys }: TransitServices): PathDeclaration[] {
           handler: async (req, f) => {
             const key = await keyFor(req, f, VERIFY_ITEM, ['signature', 'hmac']);
             return runItems(f, singleItem(f, VERIFY_ITEM), (item) => {
-              const signature = itemString(item, 'signature');
-              const mac = itemString(item, 'hmac');
+              const signature = itemString(item.signature, 'signature');
+              const mac = itemString(item.hmac, 'hmac');
               if (signature && mac) throw ServiceError.badRequest('give either signature or hmac, not both');
               if (mac) return { valid: verifyHmac(key, mac, input(item), hashAlgorithm(f)) };
               if (!signature) throw ServiceError.badRequest('missing signature or hmac to verify');
