@@ -28,7 +28,7 @@ export const BATCH_FIELDS: FieldMap = {
 /**
  * The JSON of one result's own fields, without braces; `runItems` adds the reference. For results
  * whose strings never need escaping (base64 and `svc:v<n>:` values): written directly, a large batch
- * costs a tenth less than through JSON.stringify.
+ * takes about 5 % fewer instructions per item than through JSON.stringify.
  */
 export type ResultFieldsJson<R extends ItemResult> = (result: R) => string;
 
