@@ -27,8 +27,8 @@ export interface AuthBlock {
 /**
  * Response data already serialized as JSON. JSON.stringify was the largest cost of a 1,000-item
  * transit batch after the cipher calls, and an engine whose values need no escaping writes them
- * faster; the envelope splices the text in unchanged. Whatever needs the object (the audit log, response
- * wrapping) gets it parsed, once.
+ * faster; the envelope splices the text in unchanged. Whatever needs the object (the audit log,
+ * response wrapping) gets it parsed, once.
  */
 export class JsonText {
   private parsed?: Record<string, unknown>;
