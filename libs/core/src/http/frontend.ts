@@ -1,11 +1,11 @@
 import * as http from 'node:http';
 import type { Socket } from 'node:net';
 import type { ListenerConfig } from '@svc/config';
+import type { JsonBody } from '@svc/http';
 import { bindListener, listenerOf, type BoundListener, type ListenerContext } from './listeners';
 import type { HeaderList } from './headers';
 import { onParseError, requestAnswered, requestStarted } from './list-method';
-import type { JsonBody } from '@svc/http';
-import type { HttpResult, RequestPipeline } from './pipeline';
+import { jsonError, type HttpResult, type RequestPipeline } from './pipeline';
 
 /**
  * The gateway's HTTP front: one `node:http` server behind every listener, handing each request
@@ -55,10 +55,7 @@ function serveRequest(pipeline: RequestPipeline, req: http.IncomingMessage, res:
   const limit = listener?.config.maxRequestSize ?? Infinity;
   readBody(req, limit).then(
     (body) => {
-      if (body === TOO_LARGE) {
-        const message = JSON.stringify({ errors: [`request body too large: the limit is ${limit} bytes`] });
-        return send(res, listener, { status: 413, body: message, contentType: 'application/json' }, false);
-      }
+      if (body === TOO_LARGE) return send(res, listener, jsonError(413, [`request body too large: the limit is ${limit} bytes`]), false);
       return pipeline
         .handle({
           method: req.method ?? 'GET',

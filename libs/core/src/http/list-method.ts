@@ -2,7 +2,7 @@ import { STATUS_CODES, type IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
 import type { JsonBody } from '@svc/http';
 import type { HeaderList } from './headers';
-import type { HttpResult } from './pipeline';
+import { jsonError, type HttpResult } from './pipeline';
 
 /**
  * Node's HTTP parser (llhttp) knows a fixed set of methods and rejects `LIST`, which the API uses.
@@ -81,7 +81,7 @@ export function onParseError(err: ParseError, socket: Socket, handlers: ListHand
     gathering.set(socket, state);
     if (!head) {
       const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
-      return answerInOrder(socket, state, handlers, () => errorResult(status, status === 431 ? 'request headers too large' : 'malformed HTTP request'));
+      return answerInOrder(socket, state, handlers, () => jsonError(status, [status === 431 ? 'request headers too large' : 'malformed HTTP request']));
     }
     add(state, head);
   }
@@ -92,9 +92,9 @@ export function onParseError(err: ParseError, socket: Socket, handlers: ListHand
   // after this answer, which tells the client to send it again.
   const request = end < 0 ? undefined : parseHead(head.subarray(0, end).toString('latin1'));
   answerInOrder(socket, state, handlers, () => {
-    if (end < 0) return errorResult(431, 'request headers too large');
-    if (!request) return errorResult(400, 'malformed HTTP request');
-    if (hasBody(request.headers)) return errorResult(400, 'a LIST request takes no body');
+    if (end < 0) return jsonError(431, ['request headers too large']);
+    if (!request) return jsonError(400, ['malformed HTTP request']);
+    if (hasBody(request.headers)) return jsonError(400, ['a LIST request takes no body']);
     return handlers.serve(request);
   });
 }
@@ -150,10 +150,6 @@ function parseHead(text: string): ListRequest | undefined {
 
 function hasBody(headers: IncomingHttpHeaders): boolean {
   return headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && headers['content-length'] !== '0');
-}
-
-function errorResult(status: number, message: string): HttpResult {
-  return { status, body: JSON.stringify({ errors: [message] }), contentType: 'application/json' };
 }
 
 /** Writes the answer straight to the socket (the HTTP server gave up on it) and closes it. */

@@ -363,7 +363,8 @@ function envelopeResult(status: number, body: OutgoingEnvelope, headers?: Record
   return { status, body: envelopeJson(body), contentType: 'application/json', headers };
 }
 
-function jsonError(status: number, errors: string[]): HttpResult {
+/** The API's error answer, `{"errors": [...]}`, for every status ≥ 400. */
+export function jsonError(status: number, errors: string[]): HttpResult {
   return json(status, { errors });
 }
 
