@@ -25,16 +25,22 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
+export interface StartOptions {
+  env?: NodeJS.ProcessEnv;
+  /** The file-creation mask the process starts with (its parent's by default). */
+  umask?: number;
+}
+
 /**
  * Starts `svc server ARGS` and resolves when the process logs that it started (the log line of a
  * gateway carries the addresses it bound, so port 0 works). Rejects with the process output if it
  * exits first or does not start within `timeoutMs`.
  */
-export function startServerProcess(name: string, args: string[], timeoutMs = 30_000, env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [SVC_BIN, 'server', ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...env },
-  });
+export function startServerProcess(name: string, args: string[], timeoutMs = 30_000, options: StartOptions = {}): Promise<ServerProcess> {
+  const command = [process.execPath, SVC_BIN, 'server', ...args];
+  // Node cannot set a child's umask; a shell sets it and then becomes the server.
+  const [file, ...argv] = options.umask === undefined ? command : ['/bin/sh', '-c', `umask ${options.umask.toString(8)} && exec "$@"`, 'sh', ...command];
+  const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...options.env } });
   const logs: string[] = [];
   const keep = (line: string) => {
     logs.push(line);

@@ -1,0 +1,88 @@
+import { linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+
+export const LOCK_FILE = 'svc.lock';
+
+interface LockOwner {
+  pid: number;
+  hostname: string;
+}
+
+/**
+ * Exclusive use of a data directory by one server process, as PostgreSQL's postmaster.pid: a lock
+ * file created with O_EXCL names its owner. A lock left by a process that is gone is stale and taken
+ * over; so is one naming this very process, since pids repeat across container restarts.
+ */
+export class DirectoryLock {
+  private constructor(private readonly file: string) {}
+
+  /** Takes the directory or throws an error that says who holds it. */
+  static acquire(directory: string): DirectoryLock {
+    const file = join(directory, LOCK_FILE);
+    // Written aside and linked into place, so a lock file is never seen empty.
+    const draft = `${file}.${process.pid}`;
+    writeFileSync(draft, JSON.stringify({ pid: process.pid, hostname: hostname() } satisfies LockOwner), { mode: 0o600 });
+    try {
+      // Bounded: a lock that keeps reappearing is held by a live process, which ends the loop.
+      for (let attempt = 0; attempt < 10; attempt++) {
+        if (tryLink(draft, file)) return new DirectoryLock(file);
+        const owner = readOwner(file);
+        if (owner && isLive(owner)) {
+          throw new Error(
+            `data directory ${directory} is in use by another server (pid ${owner.pid} on ${owner.hostname}); ` +
+              `stop that server first, or remove ${file} if no server uses the directory`,
+          );
+        }
+        removeIfPresent(file);
+      }
+      throw new Error(`data directory ${directory}: cannot create ${file}`);
+    } finally {
+      removeIfPresent(draft);
+    }
+  }
+
+  release(): void {
+    removeIfPresent(this.file);
+  }
+}
+
+function tryLink(draft: string, file: string): boolean {
+  try {
+    linkSync(draft, file);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
+  }
+}
+
+/** The lock's owner, or undefined when the file is gone or unreadable. */
+function readOwner(file: string): LockOwner | undefined {
+  try {
+    const owner = JSON.parse(readFileSync(file, 'utf8')) as Partial<LockOwner>;
+    return typeof owner.pid === 'number' && typeof owner.hostname === 'string' ? { pid: owner.pid, hostname: owner.hostname } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A lock from another host cannot be checked and counts as held. */
+function isLive(owner: LockOwner): boolean {
+  if (owner.hostname !== hostname()) return true;
+  if (owner.pid === process.pid) return false;
+  try {
+    process.kill(owner.pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function removeIfPresent(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+}
