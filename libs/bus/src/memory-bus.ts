@@ -12,6 +12,8 @@ export interface MemoryBusOptions {
 /** The all-in-one transport: the NATS contract within one process. */
 export class MemoryBus implements Bus {
   readonly kind = 'memory';
+  /** In one process there is no link to lose. */
+  readonly connected = true;
   private readonly hub: MemoryBusHub;
   private readonly defaultTimeoutMs: number;
   private readonly inFlight = new InFlight();
@@ -76,6 +78,10 @@ export class MemoryBus implements Bus {
 
   subscribe(subject: string, handler: (msg: BusMessage) => void): Subscription {
     return this.listen({ pattern: subject, deliver: (msg) => notifyListener(handler, msg) });
+  }
+
+  onConnectionChange(): () => void {
+    return () => undefined;
   }
 
   async flush(): Promise<void> {

@@ -43,12 +43,44 @@ export class NatsBus implements Bus {
   private readonly inbox = `${createInbox()}.`;
   private readonly replies = new Map<string, PendingReply>();
   private lastRequest = 0;
+  private linkUp = true;
+  private readonly connectionListeners = new Set<(connected: boolean) => void>();
 
   private constructor(
     private readonly connection: NatsConnection,
     private readonly defaultTimeoutMs: number,
   ) {
     connection.subscribe(`${this.inbox}*`, { callback: (err, msg) => err || this.onReply(msg) });
+    void this.followStatus();
+  }
+
+  get connected(): boolean {
+    return this.linkUp;
+  }
+
+  onConnectionChange(listener: (connected: boolean) => void): () => void {
+    this.connectionListeners.add(listener);
+    return () => this.connectionListeners.delete(listener);
+  }
+
+  /**
+   * While the link is down, replies cannot arrive: waiting requests fail at once instead of at their
+   * timeout, and new ones are refused rather than queued for a reconnect that may never come.
+   */
+  private async followStatus(): Promise<void> {
+    for await (const status of this.connection.status()) {
+      if (status.type !== 'disconnect' && status.type !== 'reconnect') continue;
+      this.linkUp = status.type === 'reconnect';
+      if (!this.linkUp) this.abandonReplies('disconnected');
+      for (const listener of this.connectionListeners) listener(this.linkUp);
+    }
+  }
+
+  private abandonReplies(reason: BusUnavailableError['reason']): void {
+    for (const id of [...this.replies.keys()]) {
+      const pending = this.settle(id);
+      pending?.reject(new BusUnavailableError(pending.subject, reason));
+    }
   }
 
   static async connect(config: NatsBusConfig): Promise<NatsBus> {
@@ -67,6 +99,7 @@ export class NatsBus implements Bus {
     const timeoutMs = requestTimeout(opts.timeoutMs, this.defaultTimeoutMs);
     const headers = toNatsHeaders(opts.headers);
     if (this.closing || this.connection.isClosed()) throw new BusUnavailableError(subject, 'closed');
+    if (!this.linkUp) throw new BusUnavailableError(subject, 'disconnected');
     const id = String(++this.lastRequest);
     const reply = await new Promise<Msg>((resolve, reject) => {
       const timer = setTimeout(() => this.settle(id)?.reject(new BusUnavailableError(subject, 'timeout')), timeoutMs);
@@ -135,10 +168,7 @@ export class NatsBus implements Bus {
     // Replies of the handlers that just finished leave before the connection drains.
     this.sendQueued();
     if (!this.connection.isClosed()) await this.connection.drain();
-    for (const id of [...this.replies.keys()]) {
-      const pending = this.settle(id);
-      pending?.reject(new BusUnavailableError(pending.subject, 'closed'));
-    }
+    this.abandonReplies('closed');
   }
 
   private listen(subject: string, queue: string | undefined, onMessage: (msg: Msg) => void): Subscription {

@@ -17,7 +17,7 @@ export interface RequestOptions {
 export class BusUnavailableError extends Error {
   constructor(
     readonly subject: string,
-    readonly reason: 'no-responders' | 'timeout' | 'closed',
+    readonly reason: 'no-responders' | 'timeout' | 'closed' | 'disconnected',
   ) {
     super(`no answer on ${subject}: ${reason}`);
     this.name = 'BusUnavailableError';
@@ -49,6 +49,10 @@ export interface Bus {
   /** Broadcast to every subscriber (cache invalidation, keyring announcements). */
   publish(subject: string, payload: Uint8Array, headers?: Record<string, string>): Promise<void>;
   subscribe(subject: string, handler: (msg: BusMessage) => void): Subscription;
+  /** Whether the broker is reachable now; while it is not, requests fail at once ('disconnected'). */
+  readonly connected: boolean;
+  /** Called when the link to the broker drops or comes back. Returns an unsubscribe function. */
+  onConnectionChange(listener: (connected: boolean) => void): () => void;
   /** Resolves once every `serve`/`subscribe` made so far is active at the broker (readiness). */
   flush(): Promise<void>;
   /** Stops taking messages, lets in-flight handlers answer, then disconnects. */

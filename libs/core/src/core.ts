@@ -13,6 +13,7 @@ import type { EngineRegistry } from './engines';
 import { SYSTEM_MOUNT } from './mounts/system-mount';
 import { describeRequestError } from './http/request-errors';
 import { ReplicaSync } from './cluster/replica-sync';
+import { ServiceWatch } from './cluster/service-watch';
 import { BUILD_DATE, VERSION } from './version';
 import type { MountEntry } from './mounts/mount-table';
 import { Namespace, type Route } from './namespaces/namespace';
@@ -35,6 +36,8 @@ const AUTH_MOUNTS_KEY = 'core/auth';
 const POLICY_PREFIX = 'sys/policy/';
 /** Not a barrier key: marks a keyring rotation for the replicas. */
 const KEYRING_CHANGED = 'core/keyring';
+/** Physical key counting cluster-wide seals, so a replica that missed one while cut off learns of it. */
+const SEAL_GENERATION_KEY = 'core/seal-generation';
 
 /** Storage keys whose contents gateway replicas cache in memory. */
 function isCachedKey(key: string): boolean {
@@ -101,6 +104,7 @@ export class Core {
   private readonly peers: KeyringReceiver;
   /** Keeps the caches of gateway replicas in step with writes made through any of them. */
   readonly replicas: ReplicaSync;
+  private readonly services: ServiceWatch;
   private initialized = false;
   /** Identity of this cluster, created on first unseal. */
   clusterName = '';
@@ -109,6 +113,8 @@ export class Core {
   private readonly migrations = new Map<string, Record<string, string>>();
   private periodic?: NodeJS.Timeout;
   private peerTransitions: Promise<void> = Promise.resolve();
+  /** The seal generation when this replica unsealed. */
+  private unsealedInGeneration = 0;
 
   constructor(readonly options: CoreOptions) {
     this.seal = new ShamirSeal(options.physical, { version: VERSION, buildDate: BUILD_DATE });
@@ -144,8 +150,12 @@ export class Core {
       onError: (err) => this.logger.warn({ err: describeRequestError(err) }, 'keyring request from peer failed'),
     });
     const watched = this.storageCache ? () => true : isCachedKey;
-    this.replicas = new ReplicaSync(options.bus, subjectPrefix ?? 'svc', watched, (keys) => this.reloadCaches(keys));
+    this.replicas = new ReplicaSync(options.bus, subjectPrefix ?? 'svc', watched, {
+      apply: (keys) => this.reloadCaches(keys),
+      resync: () => this.resyncCaches(),
+    });
     this.barrier.onWrite((event) => this.replicas.noteWrite(event.key));
+    this.services = new ServiceWatch(options.bus, subjectPrefix);
     this.system = options.systemBackend(this);
     this.coreEngines.register(SYSTEM_MOUNT, this.system);
   }
@@ -214,11 +224,38 @@ export class Core {
     }
   }
 
+  /**
+   * Contact with the cluster came back after a gap, during which changes may have been missed: drop
+   * every cache and reload from storage. A seal made meanwhile seals this replica too; a keyring
+   * rotated meanwhile is fetched from the peers.
+   */
+  private async resyncCaches(): Promise<void> {
+    this.storageCache?.clear();
+    if (this.barrier.sealed) return;
+    if ((await this.sealGeneration()) !== this.unsealedInGeneration) {
+      this.logger.warn('the cluster was sealed while this replica was out of contact; sealing');
+      await this.sealLocally();
+      await this.peers.refresh();
+      return;
+    }
+    await this.fetchRotatedKeyring();
+    await this.tokens.load();
+    await this.namespaces.load(this.defaultKvVersion);
+    await this.audit.load();
+    this.leases.forgetSchedule();
+  }
+
+  private async sealGeneration(): Promise<number> {
+    const stored = await this.options.physical.get(SEAL_GENERATION_KEY);
+    return stored ? Number(Buffer.from(stored).toString('utf8')) : 0;
+  }
+
   async stop(): Promise<void> {
     clearInterval(this.periodic);
     await this.coreEngines.closeAll();
     await this.leases.stop();
     this.replicas.stop();
+    this.services.stop();
     this.peers.close();
     this.distributor.close();
     await this.options.physical.close();
@@ -259,6 +296,7 @@ export class Core {
 
   /** Opens the barrier and loads cached state; `announce` hands the keyring to services and peers. */
   async unsealWith(keyring: Keyring, announce = true): Promise<void> {
+    this.unsealedInGeneration = await this.sealGeneration();
     this.barrier.unseal(keyring);
     await this.tokens.load();
     await this.namespaces.load(this.defaultKvVersion);
@@ -274,6 +312,11 @@ export class Core {
 
   /** Seals this process and every process holding the keyring. */
   async sealNow(): Promise<void> {
+    await this.options.physical.transaction(async (tx) => {
+      const current = await tx.get(SEAL_GENERATION_KEY);
+      const next = (current ? Number(Buffer.from(current).toString('utf8')) : 0) + 1;
+      await tx.put(SEAL_GENERATION_KEY, Buffer.from(String(next)));
+    });
     await this.sealLocally();
     await this.distributor.seal();
   }
@@ -361,7 +404,7 @@ export class Core {
   private async requestService(service: string, message: EngineRequest): Promise<EngineReply> {
     try {
       // The request id travels inside the message; no bus headers to encode on the hot path.
-      const reply = await this.options.bus.request(serviceSubject(service, this.config.bus?.subjectPrefix), encodeJson(message));
+      const reply = await this.services.track(service, this.options.bus.request(serviceSubject(service, this.config.bus?.subjectPrefix), encodeJson(message)));
       return decodeJson<EngineReply>(reply.payload);
     } catch (err) {
       if (err instanceof BusUnavailableError) {

@@ -5,7 +5,7 @@ import type { LockManager } from '@svc/locks';
 import { decodeJson, encodeJson } from '@svc/bus';
 import { toErrorBody, ServiceError } from '@svc/http';
 import { createView, type Barrier, type StorageView } from '@svc/storage';
-import { mountRemovedSubject, serviceQueue, serviceSubject, type EngineReply, type EngineRequest } from './protocol';
+import { mountRemovedSubject, servicePresenceSubject, serviceQueue, serviceSubject, type EngineReply, type EngineRequest } from './protocol';
 
 /** What a backend may use besides its mount's storage: locks for one-replica jobs, a logger. */
 export interface EngineContext {
@@ -22,6 +22,7 @@ export function passwordPolicyKey(namespace: string, name: string): string {
 
 /** Capability sets are few (combinations of nine names): each is built once. */
 const capabilitySets = new Map<string, ReadonlySet<Capability>>();
+const NO_REPLY = { payload: new Uint8Array(), headers: {} };
 function capabilitySet(list: readonly Capability[]): ReadonlySet<Capability> {
   const key = list.join(',');
   let set = capabilitySets.get(key);
@@ -125,10 +126,12 @@ export class EngineHost {
       payload: encodeJson(await this.handle(decodeJson<EngineRequest>(msg.payload))),
       headers: {},
     }));
+    const presence = bus.serve(servicePresenceSubject(this.service, subjectPrefix), serviceQueue(this.service, subjectPrefix), async () => NO_REPLY);
     const removals = bus.subscribe(mountRemovedSubject(subjectPrefix), (msg) => this.forget(decodeJson<{ uuid: string }>(msg.payload).uuid));
     return {
       unsubscribe: () => {
         requests.unsubscribe();
+        presence.unsubscribe();
         removals.unsubscribe();
       },
     };

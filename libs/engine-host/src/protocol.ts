@@ -32,6 +32,11 @@ export function serviceSubject(service: string, prefix = 'svc'): string {
   return `${prefix}.${service}.request`;
 }
 
+/** Answered by every live instance of a service: "no responders" here means none is left. */
+export function servicePresenceSubject(service: string, prefix = 'svc'): string {
+  return `${prefix}.${service}.presence`;
+}
+
 export function serviceQueue(service: string, prefix = 'svc'): string {
   return `${prefix}.${service}`;
 }

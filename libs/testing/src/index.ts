@@ -5,3 +5,4 @@ export * from './openapi';
 export * from './engine-harness';
 export * from './postgres-logins';
 export * from './mysql-logins';
+export * from './tcp-proxy';

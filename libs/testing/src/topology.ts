@@ -18,6 +18,8 @@ export interface TopologyOptions {
   services?: string[];
   /** Listener blocks (HCL) replacing the default plain-HTTP listener on a free port. */
   listeners?: string[];
+  /** The NATS URL a process (by name: gateway-0, transit, ...) connects to; a relay, say (distributed only). */
+  natsUrlFor?: (processName: string) => string;
 }
 
 export interface Topology {
@@ -59,24 +61,27 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
     } else {
       const table = `svc_e2e_${id}`;
       cleanups.push(() => dropTable(table));
-      const shared =
-        `storage "postgresql" {\n  connection_url = "${POSTGRES_URL}"\n  table = "${table}"\n}\n` +
-        `bus "nats" {\n  servers = ["${NATS_URL}"]\n  subject_prefix = "svc-${id}"\n}\n` +
-        `locks "redis" {\n  address = "${REDIS_ADDRESS}"\n  key_prefix = "svc-${id}:lock:"\n}\n`;
-      const gatewayConfig = path.join(dir, 'gateway.hcl');
-      writeFileSync(gatewayConfig, `${listenerBlocks(options)}\n${shared}`);
-      const serviceConfig = path.join(dir, 'service.hcl');
-      writeFileSync(serviceConfig, shared);
+      // One configuration file per process: processes may reach NATS through different addresses.
+      const configFor = (name: string, listeners: string) => {
+        const file = path.join(dir, `${name}.hcl`);
+        writeFileSync(
+          file,
+          `${listeners}\nstorage "postgresql" {\n  connection_url = "${POSTGRES_URL}"\n  table = "${table}"\n}\n` +
+            `bus "nats" {\n  servers = ["${options.natsUrlFor?.(name) ?? NATS_URL}"]\n  subject_prefix = "svc-${id}"\n}\n` +
+            `locks "redis" {\n  address = "${REDIS_ADDRESS}"\n  key_prefix = "svc-${id}:lock:"\n}\n`,
+        );
+        return `-config=${file}`;
+      };
+      const startGateway = (name: string) => startServerProcess(name, [configFor(name, listenerBlocks(options)), '-service=gateway']);
       // The first gateway creates the schema; the others and the services then start in parallel.
-      processes.push(await startServerProcess('gateway-0', [`-config=${gatewayConfig}`, '-service=gateway']));
+      processes.push(await startGateway('gateway-0'));
       const rest = await Promise.all([
-        ...Array.from({ length: (options.gateways ?? 1) - 1 }, (_, i) =>
-          startServerProcess(`gateway-${i + 1}`, [`-config=${gatewayConfig}`, '-service=gateway']),
-        ),
+        ...Array.from({ length: (options.gateways ?? 1) - 1 }, (_, i) => startGateway(`gateway-${i + 1}`)),
         // A repeated service gets numbered names (transit, transit-1, ...) so each can be stopped.
         ...(options.services ?? []).map((service, i, all) => {
           const copy = all.slice(0, i).filter((s) => s === service).length;
-          return startServerProcess(copy === 0 ? service : `${service}-${copy}`, [`-config=${serviceConfig}`, `-service=${service}`]);
+          const name = copy === 0 ? service : `${service}-${copy}`;
+          return startServerProcess(name, [configFor(name, ''), `-service=${service}`]);
         }),
       ]);
       processes.push(...rest);

@@ -1,11 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus, Subscription } from '@svc/bus';
-import { decodeJson, encodeJson } from '@svc/bus';
+import { BusUnavailableError, decodeJson, encodeJson } from '@svc/bus';
+import { ServiceError } from '@svc/http';
 
-const HEARTBEAT_MS = 1_000;
-/** A replica not heard from for this long is no longer waited for. */
-const MEMBER_TIMEOUT_MS = 3_500;
-const ACK_TIMEOUT_MS = 2_000;
+const HEARTBEAT_MS = 500;
+/** A replica whose own heartbeat has not come back through the bus for this long distrusts its caches. */
+const CONTACT_WINDOW_MS = 2_000;
+/**
+ * A peer not heard from for this long has stopped trusting its caches by the rule above: its last
+ * heartbeat that came back to it left at most one interval after the last one that reached us.
+ */
+const PEER_FENCED_AFTER_MS = CONTACT_WINDOW_MS + HEARTBEAT_MS + 500;
+/** How long a request waits for this replica to regain contact before it is refused. */
+const CONTACT_WAIT_MS = 1_000;
+/** Invalidations already applied, remembered so a message received twice is applied once. */
+const REMEMBERED_NONCES = 1_024;
 
 interface InvalidateMessage {
   from: string;
@@ -13,43 +22,107 @@ interface InvalidateMessage {
   keys: string[];
 }
 
+interface Heartbeat {
+  from: string;
+  seq: number;
+}
+
+export const LOST_CONTACT_MESSAGE = 'this gateway has lost contact with the cluster and cannot vouch for its caches; retry, or use another gateway';
+
+export interface ReplicaSyncHooks {
+  /** Another replica changed these storage keys: reload what is cached of them. */
+  apply(keys: string[]): Promise<void>;
+  /** Contact came back after a gap: every cache may be stale, reload everything. */
+  resync(): Promise<void>;
+}
+
 /**
- * Keeps the in-memory caches of gateway replicas (mount tables, tokens, policies) in step. Writes to
- * watched storage keys are noted as they pass the barrier; before a request's answer leaves, `flush`
- * tells every live replica which keys changed and waits until each has applied it, so a change is
- * in force cluster-wide when the call that made it returns. Replicas find each other by heartbeat.
+ * Keeps the in-memory caches of gateway replicas (mount tables, tokens, policies, storage reads) in
+ * step, so a change made through any replica is in force on all of them when the call returns.
+ *
+ * - Writes to watched keys are noted as they pass the barrier. Before a request's answer leaves,
+ *   `flush` broadcasts the keys (for replicas still joining) and asks every known replica directly;
+ *   each answers once it has applied them. A replica whose connection is gone gets no responder from
+ *   the broker and is dropped at once; one that stays silent is waited for only until it has fenced
+ *   itself (below), then dropped.
+ * - A replica trusts its caches only while its own heartbeat keeps coming back through the bus.
+ *   After a gap (link lost, broker unreachable, event loop stalled) it serves nothing from caches: it
+ *   reloads everything, then resumes; requests meanwhile wait briefly, then get 503.
  */
 export class ReplicaSync {
   readonly id = randomUUID();
+  /** Peers by id: when each was last heard from (performance.now()). */
   private readonly members = new Map<string, number>();
   private readonly pending = new Set<string>();
   private readonly subscriptions: Subscription[] = [];
+  private readonly applied = new Set<string>();
   private heartbeat?: NodeJS.Timeout;
+  private heartbeatSeq = 0;
+  private readonly heartbeatSentAt = new Map<number, number>();
+  /** When the newest heartbeat that came back to us left. */
+  private lastEchoSentAt = -Infinity;
+  private trusted = false;
+  private resyncing?: Promise<void>;
+  private readonly contactWaiters = new Set<() => void>();
+  private stopConnectionWatch?: () => void;
 
   constructor(
     private readonly bus: Bus,
     private readonly subjectPrefix: string,
     private readonly watched: (key: string) => boolean,
-    private readonly apply: (keys: string[]) => Promise<void>,
+    private readonly hooks: ReplicaSyncHooks,
   ) {}
 
   start(): void {
     const subjects = this.subjects();
     this.subscriptions.push(
-      this.bus.subscribe(subjects.heartbeat, (msg) => {
-        const { from } = decodeJson<{ from: string }>(msg.payload);
-        if (from !== this.id) this.members.set(from, Date.now());
+      this.bus.subscribe(subjects.heartbeat, (msg) => this.onHeartbeat(decodeJson<Heartbeat>(msg.payload))),
+      this.bus.subscribe(subjects.invalidate, (msg) => void this.receive(decodeJson<InvalidateMessage>(msg.payload)).catch(() => undefined)),
+      this.bus.serve(subjects.member(this.id), 'replica', async (msg) => {
+        await this.receive(decodeJson<InvalidateMessage>(msg.payload));
+        return { payload: new Uint8Array(), headers: {} };
       }),
-      this.bus.subscribe(subjects.invalidate, (msg) => void this.receive(decodeJson<InvalidateMessage>(msg.payload))),
     );
-    const beat = () => void this.bus.publish(subjects.heartbeat, encodeJson({ from: this.id })).catch(() => undefined);
-    beat();
-    this.heartbeat = setInterval(beat, HEARTBEAT_MS).unref();
+    this.stopConnectionWatch = this.bus.onConnectionChange((connected) => {
+      if (!connected) this.trusted = false;
+    });
+    this.beat();
+    this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_MS).unref();
   }
 
   stop(): void {
     clearInterval(this.heartbeat);
+    this.stopConnectionWatch?.();
     this.subscriptions.splice(0).forEach((s) => s.unsubscribe());
+  }
+
+  /**
+   * Whether this replica may serve from its caches now. In one process there are no peers and
+   * nothing to lose contact with.
+   */
+  get inContact(): boolean {
+    if (this.bus.kind === 'memory') return true;
+    if (this.trusted && this.bus.connected && performance.now() - this.lastEchoSentAt < CONTACT_WINDOW_MS) return true;
+    this.trusted = false;
+    return false;
+  }
+
+  /** Resolves once this replica is in contact (and resynchronized), or throws 503 after a short wait. */
+  async awaitContact(): Promise<void> {
+    if (this.inContact) return;
+    const regained = await new Promise<boolean>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.contactWaiters.delete(done);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        this.contactWaiters.delete(done);
+        resolve(false);
+      }, CONTACT_WAIT_MS);
+      this.contactWaiters.add(done);
+    });
+    if (!regained || !this.inContact) throw ServiceError.unavailable(LOST_CONTACT_MESSAGE);
   }
 
   /** Barrier write listener. */
@@ -62,37 +135,81 @@ export class ReplicaSync {
     return this.pending.size > 0;
   }
 
-  /** Propagates the noted changes and waits for every live replica to apply them (bounded). */
+  /**
+   * Propagates the noted changes and waits until every replica has applied them or has certainly
+   * stopped trusting its caches. Throws 503 when this replica cannot reach the bus: the change is
+   * stored, and is propagated once the link is back.
+   */
   async flush(): Promise<void> {
     if (this.pending.size === 0) return;
+    if (this.bus.kind === 'nats' && !this.bus.connected) throw ServiceError.unavailable(`the change is stored, but ${LOST_CONTACT_MESSAGE}`);
     const keys = [...this.pending];
     this.pending.clear();
-    const now = Date.now();
-    const waitingFor = new Set([...this.members].filter(([, seen]) => now - seen < MEMBER_TIMEOUT_MS).map(([id]) => id));
-    const message: InvalidateMessage = { from: this.id, nonce: randomUUID(), keys };
-    if (waitingFor.size === 0) {
-      await this.bus.publish(this.subjects().invalidate, encodeJson(message));
+    const message = encodeJson({ from: this.id, nonce: randomUUID(), keys } satisfies InvalidateMessage);
+    await this.bus.publish(this.subjects().invalidate, message);
+    const now = performance.now();
+    await Promise.all(
+      [...this.members].map(([member, heardAt]) => {
+        const fencedAt = heardAt + PEER_FENCED_AFTER_MS;
+        if (fencedAt <= now) {
+          this.members.delete(member);
+          return undefined;
+        }
+        return this.tellMember(member, message, fencedAt - now);
+      }),
+    );
+  }
+
+  private async tellMember(member: string, message: Uint8Array, untilFencedMs: number): Promise<void> {
+    try {
+      await this.bus.request(this.subjects().member(member), message, { timeoutMs: untilFencedMs });
+    } catch (err) {
+      if (!(err instanceof BusUnavailableError)) throw err;
+      // No responder: its connection is gone. Timeout: it has fenced itself by now. Either way it
+      // serves nothing stale, and comes back through a full resync.
+      this.members.delete(member);
+    }
+  }
+
+  private beat(): void {
+    const seq = ++this.heartbeatSeq;
+    this.heartbeatSentAt.set(seq, performance.now());
+    this.heartbeatSentAt.delete(seq - Math.ceil(CONTACT_WINDOW_MS / HEARTBEAT_MS) - 1);
+    void this.bus.publish(this.subjects().heartbeat, encodeJson({ from: this.id, seq } satisfies Heartbeat)).catch(() => undefined);
+  }
+
+  private onHeartbeat({ from, seq }: Heartbeat): void {
+    if (from !== this.id) {
+      this.members.set(from, performance.now());
       return;
     }
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, ACK_TIMEOUT_MS);
-      const acks = this.bus.subscribe(this.subjects().ack(message.nonce), (msg) => {
-        waitingFor.delete(decodeJson<{ from: string }>(msg.payload).from);
-        if (waitingFor.size === 0) done();
-      });
-      function done() {
-        clearTimeout(timer);
-        acks.unsubscribe();
-        resolve();
-      }
-      void this.bus.publish(this.subjects().invalidate, encodeJson(message)).catch(done);
-    });
+    const sentAt = this.heartbeatSentAt.get(seq);
+    if (sentAt === undefined || sentAt <= this.lastEchoSentAt) return;
+    const gap = sentAt - this.lastEchoSentAt >= CONTACT_WINDOW_MS;
+    this.lastEchoSentAt = sentAt;
+    if (gap) this.trusted = false;
+    if (!this.trusted) this.resyncing ??= this.resync();
+  }
+
+  /** Reloads every cache, then trusts them again and sends what could not be propagated. */
+  private async resync(): Promise<void> {
+    try {
+      await this.hooks.resync();
+      this.trusted = true;
+      for (const wake of [...this.contactWaiters]) wake();
+      if (this.pending.size > 0) await this.flush();
+    } catch {
+      // Still untrusted: the next heartbeat that comes back tries again.
+    } finally {
+      this.resyncing = undefined;
+    }
   }
 
   private async receive(message: InvalidateMessage): Promise<void> {
-    if (message.from === this.id) return;
-    await this.apply(message.keys);
-    await this.bus.publish(this.subjects().ack(message.nonce), encodeJson({ from: this.id }));
+    if (message.from === this.id || this.applied.has(message.nonce)) return;
+    await this.hooks.apply(message.keys);
+    this.applied.add(message.nonce);
+    if (this.applied.size > REMEMBERED_NONCES) this.applied.delete(this.applied.values().next().value!);
   }
 
   private subjects() {
@@ -100,7 +217,7 @@ export class ReplicaSync {
     return {
       heartbeat: `${p}.replicas.heartbeat`,
       invalidate: `${p}.replicas.invalidate`,
-      ack: (nonce: string) => `${p}.replicas.ack.${nonce}`,
+      member: (id: string) => `${p}.replicas.member.${id}`,
     };
   }
 }

@@ -102,7 +102,13 @@ export class RequestPipeline {
       result = this.errorResult(err, requestId);
     }
     // Changes to cached state reach every replica before the caller hears back.
-    if (this.core.replicas.hasPending) await this.core.replicas.flush();
+    if (this.core.replicas.hasPending) {
+      try {
+        await this.core.replicas.flush();
+      } catch (err) {
+        result = this.errorResult(err, requestId);
+      }
+    }
     const queryStart = req.url.indexOf('?');
     this.logRequest({
       requestId,
@@ -135,6 +141,8 @@ export class RequestPipeline {
     const wrapTtl = wrapTtlFrom(req);
 
     if (this.core.state !== 'unsealed') return this.whileSealed(req, requestId, operation, fullPath, data);
+    // Caches (tokens, mounts, policies, storage reads) are trusted only while in contact with the peers.
+    if (!this.core.replicas.inContact && !SEALED_PATHS.has(fullPath)) await this.core.replicas.awaitContact();
 
     const { namespace, path, route } = this.core.route(fullPath);
     const tokenValue = tokenFrom(req);

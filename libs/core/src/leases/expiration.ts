@@ -146,6 +146,11 @@ export class ExpirationManager {
     return removed;
   }
 
+  /** Changes may have been missed: the expiry loop reads every due time again on its next tick. */
+  forgetSchedule(): void {
+    this.due = undefined;
+  }
+
   /** A lease written on another replica: the expiry loop must know its due time. */
   async noteRemoteChange(keys: string[]): Promise<void> {
     if (!this.due) return;
