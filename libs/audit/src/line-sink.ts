@@ -1,4 +1,4 @@
-import { close, closeSync, fchmodSync, mkdirSync, openSync, write } from 'node:fs';
+import { close, closeSync, existsSync, fchmodSync, mkdirSync, openSync, write } from 'node:fs';
 import { dirname } from 'node:path';
 import { promisify } from 'node:util';
 import { Mutex } from 'async-mutex';
@@ -93,7 +93,8 @@ export class AppendFileSink implements LineSink {
     let fd: number | undefined;
     try {
       // A missing directory is made, private to the server's user.
-      mkdirSync(dirname(this.filePath), { recursive: true, mode: 0o700 });
+      const directory = dirname(this.filePath);
+      if (!existsSync(directory)) mkdirSync(directory, { recursive: true, mode: 0o700 });
       fd = openSync(this.filePath, 'a', this.mode || 0o600);
       // The umask may have narrowed the mode of a new file, and an existing file keeps its own.
       if (this.mode !== 0) fchmodSync(fd, this.mode);
