@@ -116,6 +116,19 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('access, %s', (kind) 
       expect((await api(url, 'POST', '/v1/auth/token/tidy', as(root))).status).toBe(200);
     });
 
+    test("a role gives its allowed policies when none are asked for; a sudo token may grant policies it does not hold", async () => {
+      await putPolicy('role-reader', 'path "secret/role/*" { capabilities = ["read"] }');
+      expect((await api(url, 'POST', '/v1/auth/token/roles/readers', { token: root, body: { allowed_policies: ['role-reader'] } })).status).toBe(204);
+      expect((await createToken({}, root, 'auth/token/create/readers')).policies).toEqual(['role-reader', 'default']);
+
+      await putPolicy('sudo-creator', 'path "auth/token/create" { capabilities = ["update", "sudo"] }');
+      const sudoCreator = await createToken({ policies: ['sudo-creator'] });
+      const child = await createToken({ policies: ['role-reader'] }, sudoCreator.client_token);
+      expect(child.policies).toEqual(['role-reader', 'default']);
+      const rootChild = await api(url, 'POST', '/v1/auth/token/create', { token: sudoCreator.client_token, body: { policies: ['root'] } });
+      expect([rootChild.status, rootChild.body.errors]).toEqual([400, ['root tokens may only be created by root tokens']]);
+    });
+
     test('revocation is in force on every gateway replica as soon as the call returns', async () => {
       const token = await createToken({ policies: ['default'] });
       expect((await api(other, 'GET', '/v1/auth/token/lookup-self', as(token.client_token))).status).toBe(200);
@@ -144,6 +157,41 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('access, %s', (kind) 
       expect((await api(url, 'GET', '/v1/sys/policies/acl/bad', as(root))).status).toBe(404);
       expect((await api(url, 'PUT', '/v1/sys/policies/acl/root', { token: root, body: { policy: 'path "*" { capabilities = ["read"] }' } })).status).toBe(400);
       expect((await api(url, 'DELETE', '/v1/sys/policies/acl/ops', as(root))).status).toBe(204);
+    });
+
+    test('sys/policy, sys/mounts, sys/auth and sys/capabilities* also answer their data at the top level, as Vault does', async () => {
+      for (const [method, suffix] of [['GET', ''], ['LIST', ''], ['GET', '?list=true']]) {
+        const listed = await api<Record<string, unknown>>(url, method, `/v1/sys/policy${suffix}`, as(root));
+        expect(listed.status).toBe(200);
+        expect(listed.body.policies).toEqual(expect.arrayContaining(['default', 'root']));
+        expect(listed.body.keys).toEqual(listed.body.policies);
+        expect(listed.body.data).toEqual({ keys: listed.body.keys, policies: listed.body.policies });
+      }
+      const one = await api<Record<string, unknown>>(url, 'GET', '/v1/sys/policy/default', as(root));
+      expect(one.body).toMatchObject({ name: 'default', rules: expect.stringContaining('path'), data: { name: 'default' } });
+
+      const mounts = await api<Record<string, unknown> & { data: Record<string, unknown> }>(url, 'GET', '/v1/sys/mounts', as(root));
+      expect(mounts.body['secret/']).toEqual(mounts.body.data['secret/']);
+      expect(mounts.body['sys/']).toMatchObject({ type: 'system' });
+      expect(mounts.body.request_id).toEqual(expect.any(String));
+      expect((await api<Record<string, unknown>>(url, 'GET', '/v1/sys/mounts/secret', as(root))).body).toMatchObject({ type: 'kv', data: { type: 'kv' } });
+      expect((await api<Record<string, unknown>>(url, 'GET', '/v1/sys/auth', as(root))).body['token/']).toMatchObject({ type: 'token' });
+
+      const self = await api<Record<string, unknown>>(url, 'POST', '/v1/sys/capabilities-self', { token: root, body: { paths: ['secret/x'] } });
+      expect(self.body).toMatchObject({ capabilities: ['root'], 'secret/x': ['root'] });
+      const byToken = await api<Record<string, unknown>>(url, 'POST', '/v1/sys/capabilities', { token: root, body: { token: root, paths: ['secret/x'] } });
+      expect(byToken.body.capabilities).toEqual(['root']);
+      // Vault keeps sys/policies/acl in the envelope only.
+      expect((await api<Record<string, unknown>>(url, 'LIST', '/v1/sys/policies/acl', as(root))).body.keys).toBeUndefined();
+    });
+
+    test('legacy sys/policy/:name takes the deprecated rules field, with a warning', async () => {
+      const written = await api(url, 'PUT', '/v1/sys/policy/legacy-rules', { token: root, body: { rules: 'path "secret/legacy/*" { capabilities = ["read"] }' } });
+      expect([written.status, written.body.warnings]).toEqual([200, ['"rules" is deprecated, use "policy" instead']]);
+      const read = await api<{ data: { policy: string } }>(url, 'GET', '/v1/sys/policies/acl/legacy-rules', as(root));
+      expect(read.body.data.policy).toContain('secret/legacy/*');
+      const missing = await api(url, 'PUT', '/v1/sys/policy/legacy-rules', { token: root, body: {} });
+      expect([missing.status, missing.body.errors]).toEqual([400, ['missing required field "policy"']]);
     });
 
     test('create versus update is decided by the existence check', async () => {
@@ -355,6 +403,8 @@ describe('audit devices', () => {
     expect((await api(url, 'PUT', '/v1/sys/audit/file', { token: root, body: { type: 'file', options: { file_path: file } } })).status).toBe(204);
     const listed = await api<{ data: Record<string, { type: string }> }>(url, 'GET', '/v1/sys/audit', { token: root });
     expect(listed.body.data['file/']).toMatchObject({ type: 'file' });
+    // Vault also answers sys/audit with its data at the top level.
+    expect((listed.body as unknown as Record<string, unknown>)['file/']).toEqual(listed.body.data['file/']);
     await api(url, 'PUT', '/v1/secret/audited', { token: root, body: { password: 'correct horse' } });
     const lines = readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { type: string; request: { path: string; data: Record<string, string> }; auth?: { client_token: string } });
     const write = lines.filter((l) => l.request.path === 'secret/audited');

@@ -6,7 +6,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type AddressInfo } from 'node:net';
-import { api, eventually, initAndUnseal, startTopology, type ApiBody, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
+import { Client } from 'pg';
+import { api, eventually, initAndUnseal, startTopology, withPostgres, type ApiBody, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
 import { mariadb, postgres, postgresRole, type TestDatabase } from './database-servers';
 
 interface Creds {
@@ -306,6 +307,108 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('database engine, %s'
       expect((await call('POST', 'sys/leases/lookup', { lease_id: creds.leaseId })).status).toBe(400);
     } finally {
       await mariadb.asRoot(`DROP TABLE IF EXISTS test.${journal}`);
+    }
+  });
+
+  test('revoke-prefix matches whole path segments: revoking creds/<role> leaves creds/<role>2 alone', async () => {
+    const { name, prefix } = await connect(postgres);
+    const role = `${prefix}seg`;
+    for (const r of [role, `${role}2`]) await writeRole(`database/roles/${r}`, { db_name: name, creation_statements: postgres.createStatements });
+    const named = await readCreds(`database/creds/${role}`);
+    const neighbour = await readCreds(`database/creds/${role}2`);
+
+    expect((await call('POST', `sys/leases/revoke-prefix/database/creds/${role}`)).status).toBe(204);
+    expect(await postgres.userExists(named.username)).toBe(false);
+    expect((await lookup(named.leaseId)).status).toBe(400);
+    expect(await postgres.loginWorks(neighbour.username, neighbour.password)).toBe(true);
+    expect((await lookup(neighbour.leaseId)).status).toBe(200);
+
+    // A prefix that is a whole lease id revokes that lease (Vault's rule), here through the legacy path.
+    expect((await call('POST', `sys/revoke-prefix/${neighbour.leaseId}`)).status).toBe(204);
+    expect(await postgres.userExists(neighbour.username)).toBe(false);
+  });
+
+  test('revoke-force still has the engine revoke; a refusal is logged and the lease removed anyway', async () => {
+    const { name, prefix } = await connect(mariadb);
+    const journal = `${prefix}_journal`;
+    await writeRole('database/roles/forced', { db_name: name, creation_statements: mariadb.createStatements });
+    await writeRole('database/roles/forced-refused', {
+      db_name: name,
+      creation_statements: mariadb.createStatements,
+      revocation_statements: [`INSERT INTO test.${journal} VALUES ('{{name}}')`],
+    });
+    const revocable = await readCreds('database/creds/forced');
+    const refused = await readCreds('database/creds/forced-refused');
+
+    expect((await call('POST', 'sys/leases/revoke-force/database/creds/forced')).status).toBe(204);
+    expect(await mariadb.loginWorks(revocable.username, revocable.password)).toBe(false);
+    expect((await lookup(revocable.leaseId)).status).toBe(400);
+    // forced-refused is its own segment: untouched by the call above.
+    expect((await lookup(refused.leaseId)).status).toBe(200);
+
+    expect((await call('POST', 'sys/revoke-force/database/creds/forced-refused')).status).toBe(204);
+    expect((await lookup(refused.leaseId)).status).toBe(400);
+    const logs = () => topology.processes.flatMap((p) => p.logs);
+    await eventually(async () => logs().some((line) => line.includes(refused.leaseId) && line.includes('revoke-force')));
+    expect(logs().find((line) => line.includes(refused.leaseId) && line.includes('revoke-force'))).toMatch(new RegExp(journal));
+    expect(logs().join('\n')).not.toContain(refused.password);
+  });
+
+  test('the legacy sys/renew and sys/revoke serve the same handlers, lease id in the body or the URL', async () => {
+    const { name } = await connect(postgres);
+    await writeRole('database/roles/legacy', { db_name: name, creation_statements: postgres.createStatements, default_ttl: '1h', max_ttl: '2h' });
+    const creds = await readCreds('database/creds/legacy');
+    // A second may pass between renewal and answer: the TTL is then one short.
+    const renewed = await call('PUT', `sys/renew/${creds.leaseId}`, { increment: 600 });
+    expect({ status: renewed.status, lease_id: renewed.body.lease_id }).toEqual({ status: 200, lease_id: creds.leaseId });
+    expect(600 - Number(renewed.body.lease_duration)).toBeLessThanOrEqual(1);
+    await expectValidUntilNear(creds.username, 600);
+    expect(900 - Number((await call('PUT', 'sys/renew', { lease_id: creds.leaseId, increment: 900 })).body.lease_duration)).toBeLessThanOrEqual(1);
+    expect((await call('PUT', 'sys/revoke', {})).body.errors).toEqual(['lease_id must be specified']);
+
+    expect((await call('PUT', `sys/revoke/${creds.leaseId}`)).status).toBe(204);
+    expect(await postgres.userExists(creds.username)).toBe(false);
+    expect((await lookup(creds.leaseId)).status).toBe(400);
+  });
+
+  test('default PostgreSQL revocation works with a CREATEROLE connection user that is not a superuser', async () => {
+    const prefix = ownPrefix(postgres);
+    const admin = `${prefix}_admin`;
+    const table = `${prefix}_data`;
+    await withPostgres(async (client) => {
+      await client.query(`CREATE ROLE ${admin} LOGIN CREATEROLE NOSUPERUSER PASSWORD 'Admin-password-1'`);
+      await client.query(`GRANT CREATE ON SCHEMA public TO ${admin}`);
+      await client.query(`CREATE TABLE public.${table} (id int)`);
+      await client.query(`ALTER TABLE public.${table} OWNER TO ${admin}`);
+    });
+    try {
+      const { name } = await connect(postgres, { username: admin, password: 'Admin-password-1' });
+      await writeRole('database/roles/createrole', {
+        db_name: name,
+        creation_statements: [...postgres.createStatements, `GRANT SELECT ON public.${table} TO "{{name}}"`],
+      });
+      const creds = await readCreds('database/creds/createrole');
+      expect(creds.status).toBe(200);
+      expect(await postgres.loginWorks(creds.username, creds.password)).toBe(true);
+      // The user really logs in and reads what it was granted.
+      const asUser = new Client({ connectionString: `postgresql://${creds.username}:${creds.password}@127.0.0.1:5432/test` });
+      await asUser.connect();
+      try {
+        expect((await asUser.query(`SELECT count(*)::int AS n FROM public.${table}`)).rows).toEqual([{ n: 0 }]);
+      } finally {
+        await asUser.end();
+      }
+
+      const revoked = await call('PUT', 'sys/leases/revoke', { lease_id: creds.leaseId });
+      expect({ status: revoked.status, errors: revoked.body?.errors }).toEqual({ status: 204, errors: undefined });
+      expect(await postgres.userExists(creds.username)).toBe(false);
+      expect(await postgres.loginWorks(creds.username, creds.password)).toBe(false);
+      expect((await lookup(creds.leaseId)).status).toBe(400);
+    } finally {
+      await withPostgres(async (client) => {
+        await client.query(`DROP TABLE IF EXISTS public.${table}`);
+        await client.query(`REVOKE CREATE ON SCHEMA public FROM ${admin}`);
+      });
     }
   });
 

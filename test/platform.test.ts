@@ -90,6 +90,29 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('platform, %s', (kind
     expect(keyStatus.body.data).toMatchObject({ term: 1 });
   });
 
+  test("sys/host-info describes the answering server's host (sudo); sys/internal/counters/tokens counts service tokens", async () => {
+    const info = await api<{ data: Record<string, unknown> & { cpu: unknown[]; disk: Array<Record<string, number>>; host: Record<string, unknown>; memory: Record<string, number> } }>(
+      url,
+      'GET',
+      '/v1/sys/host-info',
+      { token: rootToken },
+    );
+    expect(info.status).toBe(200);
+    expect(info.body.data.cpu.length).toBeGreaterThan(0);
+    expect(info.body.data.disk[0]).toMatchObject({ path: '/', total: expect.any(Number) });
+    expect(info.body.data.host).toMatchObject({ hostname: expect.any(String), uptime: expect.any(Number), kernelVersion: expect.any(String) });
+    expect(info.body.data.memory.total).toBeGreaterThan(info.body.data.memory.used);
+    expect(Date.parse(String(info.body.data.timestamp))).toBeGreaterThan(Date.now() - 60_000);
+    const withoutSudo = (await api<{ auth: { client_token: string } }>(url, 'POST', '/v1/auth/token/create', { token: rootToken, body: { policies: ['default'] } })).body.auth.client_token;
+    expect((await api(url, 'GET', '/v1/sys/host-info', { token: withoutSudo })).status).toBe(403);
+
+    const count = async () => (await api<{ data: { counters: { service_tokens: { total: number } } } }>(url, 'GET', '/v1/sys/internal/counters/tokens', { token: rootToken })).body.data.counters.service_tokens.total;
+    const before = await count();
+    for (let i = 0; i < 2; i++) await api(url, 'POST', '/v1/auth/token/create', { token: rootToken, body: { policies: ['default'] } });
+    await api(url, 'POST', '/v1/auth/token/create', { token: rootToken, body: { policies: ['default'], type: 'batch' } });
+    expect(await count()).toBe(before + 2);
+  });
+
   test('tokens: missing or wrong token is 403; X-Service-Token and Bearer both work', async () => {
     expect((await api(url, 'GET', '/v1/sys/mounts')).status).toBe(403);
     const wrong = await api(url, 'GET', '/v1/sys/mounts', { token: 'svs.not-a-token' });
@@ -160,6 +183,16 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('platform, %s', (kind
     expect(listed.body.data.keys).toEqual(['a', 'b', 'dir/']);
     const viaQuery = await api<{ data: { keys: string[] } }>(url, 'GET', '/v1/secret/list-test/?list=true', { token: rootToken });
     expect(viaQuery.body.data.keys).toEqual(['a', 'b', 'dir/']);
+    // Any spelling Go's strconv.ParseBool takes, as Vault reads ?list=.
+    for (const spelling of ['1', 't', 'T', 'True', 'TRUE']) {
+      const spelled = await api<{ data: { keys: string[] } }>(url, 'GET', `/v1/secret/list-test?list=${spelling}`, { token: rootToken });
+      expect([spelling, spelled.status, spelled.body.data?.keys]).toEqual([spelling, 200, ['a', 'b', 'dir/']]);
+    }
+    for (const spelling of ['0', 'False']) {
+      expect((await api(url, 'GET', `/v1/secret/list-test/a?list=${spelling}`, { token: rootToken })).body.data).toEqual({ v: 'a' });
+    }
+    const notBool = await api(url, 'GET', '/v1/secret/list-test/?list=yes', { token: rootToken });
+    expect([notBool.status, notBool.body.errors]).toEqual([400, ['query parameter "list" is not a valid boolean']]);
     const empty = await api(url, 'LIST', '/v1/secret/nothing-here/', { token: rootToken });
     expect(empty.status).toBe(404);
     expect(empty.body).toEqual({ errors: [] });

@@ -386,3 +386,32 @@ describe('Backend.help', () => {
     expect(Object.keys((response.raw as { openapi: { paths: object } }).openapi.paths)).toEqual(['/', '/{name}']);
   });
 });
+
+describe('aliases and data at the top level', () => {
+  const backend = new Backend({
+    type: 'leases',
+    help: 'Leases.',
+    paths: [
+      {
+        pattern: 'leases/revoke/*id?',
+        aliases: ['revoke/*id?'],
+        synopsis: 'Revoke a lease.',
+        dataAtTopLevel: true,
+        operations: { update: async (_req, fields) => ({ data: { id: fields.params.id ?? '' } }) },
+      },
+    ],
+  });
+
+  it('serves every alias with the one declaration, its answer marked for the top level', async () => {
+    for (const path of ['leases/revoke/a/b', 'revoke/a/b']) {
+      expect(await backend.handle(request({ operation: 'update', path }))).toEqual({ data: { id: 'a/b' }, dataAtTopLevel: true });
+    }
+    expect(await backend.handle(request({ operation: 'update', path: 'revoke' }))).toEqual({ data: { id: '' }, dataAtTopLevel: true });
+    expect((await failure(backend.handle(request({ operation: 'update', path: 'revoke-not' })))).status).toBe(404);
+  });
+
+  it('documents each alias in OpenAPI, and the help names them', () => {
+    expect(Object.keys(backend.help('').openapi.paths).sort()).toEqual(['/leases/revoke', '/leases/revoke/{id}', '/revoke', '/revoke/{id}']);
+    expect(backend.help('leases/revoke').help).toContain('Also served at `revoke/*id?`.');
+  });
+});

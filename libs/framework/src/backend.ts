@@ -43,7 +43,9 @@ export class Backend {
 
   constructor(readonly declaration: BackendDeclaration) {
     // Compiling up front turns a malformed pattern into a startup error, not a request-time one.
-    this.routes = declaration.paths.map((path) => ({ declaration: path, pattern: compilePattern(path.pattern) }));
+    this.routes = declaration.paths.flatMap((path) =>
+      [path.pattern, ...(path.aliases ?? [])].map((pattern) => ({ declaration: path, pattern: compilePattern(pattern) })),
+    );
   }
 
   get type(): string {
@@ -70,7 +72,8 @@ export class Backend {
     // create and update stand in for each other, so the resolved write is always served
     const served = resolveOperation(declaration, operation) ?? declared;
 
-    const response = await served.handler(operation === req.operation ? req : { ...req, operation }, fields);
+    const answer = await served.handler(operation === req.operation ? req : { ...req, operation }, fields);
+    const response = declaration.dataAtTopLevel && answer ? { ...answer, dataAtTopLevel: true } : answer;
     const ignored = declaration.acceptsAnyFields ? [] : unknownFields(declaration.fields ?? {}, req.data, params);
     return ignored.length === 0 ? response : withWarning(response, unknownFieldsWarning(ignored));
   }

@@ -12,8 +12,11 @@ export class InvalidValue extends Error {
 export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 const INTEGER = /^[-+]?\d+$/;
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
-const TRUE_WORDS = new Set(['1', 't', 'true']);
-const FALSE_WORDS = new Set(['0', 'f', 'false']);
+/** The spellings Vault accepts for a boolean (Go's strconv.ParseBool). */
+const BOOL_WORDS = new Map([
+  ...['1', 't', 'T', 'true', 'TRUE', 'True'].map((word) => [word, true] as const),
+  ...['0', 'f', 'F', 'false', 'FALSE', 'False'].map((word) => [word, false] as const),
+]);
 
 type Coercer = (value: unknown) => unknown;
 
@@ -66,12 +69,15 @@ function integer(value: unknown): number | undefined {
   return undefined;
 }
 
+/** A boolean as Vault parses one from text, or undefined when the text is no boolean. */
+export function parseBool(text: string): boolean | undefined {
+  return BOOL_WORDS.get(text);
+}
+
 function toBool(value: unknown): boolean {
   if (typeof value === 'boolean') return value;
-  const word = typeof value === 'string' ? value.toLowerCase() : typeof value === 'number' ? String(value) : '';
-  if (TRUE_WORDS.has(word)) return true;
-  if (FALSE_WORDS.has(word)) return false;
-  return invalid('is not a valid boolean');
+  const parsed = typeof value === 'string' || typeof value === 'number' ? parseBool(String(value)) : undefined;
+  return parsed ?? invalid('is not a valid boolean');
 }
 
 /** A JSON array of scalars or a comma-separated string; items trimmed, empty items dropped. */

@@ -91,6 +91,7 @@ describe('field coercion', () => {
     for (const yes of [true, 'true', 'TRUE', '1', 't', 'T', 1]) expect(coerce('bool', yes)).toBe(true);
     for (const no of [false, 'false', 'False', '0', 'f', 0]) expect(coerce('bool', no)).toBe(false);
     expect(rejection('bool', 'yes')).toEqual(['field "f": "yes" is not a valid boolean']);
+    expect(rejection('bool', 'tRuE')).toEqual(['field "f": "tRuE" is not a valid boolean']); // Go takes three spellings per case only
     expect(rejection('bool', 2)).toEqual(['field "f": 2 is not a valid boolean']);
   });
 

@@ -34,6 +34,7 @@ export function pathHelp(declaration: PathDeclaration): string {
   return [
     `## \`${declaration.pattern}\``,
     declaration.synopsis,
+    declaration.aliases?.length ? `Also served at ${declaration.aliases.map((alias) => `\`${alias}\``).join(', ')}.` : undefined,
     declaration.description,
     `### Operations\n\n${operations}`,
     fields && `### Fields\n\n${fields}`,

@@ -7,6 +7,7 @@ export {
   type FieldDataOptions,
 } from './fields';
 export { durationMilliseconds } from './duration';
+export { parseBool } from './coerce';
 export {
   compilePattern,
   openApiTemplates,

@@ -105,6 +105,8 @@ export interface Response {
   secret?: SecretResponse;
   /** Authentication result (login endpoints and token creation). */
   auth?: Record<string, unknown>;
+  /** Data members repeated at the top level of the envelope (PathDeclaration.dataAtTopLevel). */
+  dataAtTopLevel?: boolean;
   /** Overrides the status code (e.g. sys/health). */
   status?: number;
   /** Raw response body instead of the envelope (e.g. sys/health, seal-status return bare objects). */
@@ -157,6 +159,11 @@ export interface PathDeclaration {
    * e.g. `random/:bytes?` or `sign/:name/:algorithm?`.
    */
   pattern: string;
+  /**
+   * Further patterns the same declaration serves, as Vault still serves its legacy paths (e.g.
+   * `revoke` beside `leases/revoke`): one handler, one set of flags, each pattern in help and OpenAPI.
+   */
+  aliases?: readonly string[];
   fields?: FieldMap;
   operations: Partial<Record<Exclude<Operation, 'help'>, OperationDeclaration | OperationHandler>>;
   /** Decides create vs update for POST/PUT; without it a write is an update. May answer at once. */
@@ -167,6 +174,11 @@ export interface PathDeclaration {
   description?: string;
   /** Unknown fields produce a warning unless this is set (pass-through bodies, e.g. KV v1). */
   acceptsAnyFields?: boolean;
+  /**
+   * The answer's data members are also written at the top level of the envelope: the shape Vault
+   * keeps on some sys/ paths (mounts, auth, policy, audit, capabilities) for clients that read it there.
+   */
+  dataAtTopLevel?: boolean;
 }
 
 /** A lease-bearing secret type: the core calls these on renew and on revoke/expiry. */

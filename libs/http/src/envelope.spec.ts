@@ -39,6 +39,20 @@ describe('envelopeJson', () => {
   });
 });
 
+describe('envelopeJson with data at the top level', () => {
+  it("writes the data's members before the envelope's, leaving envelope names to the envelope", () => {
+    const value = envelope('id-1', { data: { 'secret/': { type: 'kv' }, keys: ['a'], request_id: 'from-data', data: 'inner' } });
+    const text = envelopeJson(value, true) as string;
+    expect(text.startsWith('{"secret/":{"type":"kv"},"keys":["a"],"request_id":"id-1"')).toBe(true);
+    expect(JSON.parse(text)).toEqual({ ...JSON.parse(JSON.stringify(value)), 'secret/': { type: 'kv' }, keys: ['a'] });
+  });
+
+  it('writes an envelope without data unchanged', () => {
+    const value = envelope('id-2', { warnings: ['w'] });
+    expect(envelopeJson(value, true)).toBe(JSON.stringify(value));
+  });
+});
+
 describe('jsonBody', () => {
   it('keeps short bodies as text and turns long ones into their UTF-8 bytes', () => {
     expect(jsonBody({ errors: ['nö'] })).toBe('{"errors":["nö"]}');

@@ -96,14 +96,27 @@ export type JsonBody = string | Buffer;
  * The envelope as JSON, exactly as `JSON.stringify` writes it, with only the variable parts walked:
  * every answer is an envelope, and this is a third cheaper than stringifying the whole.
  */
-export function envelopeJson(e: OutgoingEnvelope): JsonBody {
+export function envelopeJson(e: OutgoingEnvelope, dataAtTopLevel = false): JsonBody {
   const mountType = e.mount_type === undefined ? '' : `,"mount_type":${JSON.stringify(e.mount_type)}`;
   const head =
-    `{"request_id":${JSON.stringify(e.request_id)},"lease_id":${JSON.stringify(e.lease_id)},"renewable":${e.renewable ? 'true' : 'false'}` +
+    `{${dataAtTopLevel ? topLevelMembers(e.data) : ''}"request_id":${JSON.stringify(e.request_id)},"lease_id":${JSON.stringify(e.lease_id)},"renewable":${e.renewable ? 'true' : 'false'}` +
     `,"lease_duration":${Number.isFinite(e.lease_duration) ? e.lease_duration : 'null'},"data":`;
   const data = e.data instanceof JsonText ? e.data.text : orNull(e.data);
   const tail = `,"wrap_info":${orNull(e.wrap_info)},"warnings":${orNull(e.warnings)},"auth":${orNull(e.auth)}${mountType}}`;
   return data.length > LARGE_BODY_CHARS ? utf8Joined([head, data, tail]) : head + data + tail;
+}
+
+const ENVELOPE_KEYS = new Set(['request_id', 'lease_id', 'renewable', 'lease_duration', 'data', 'wrap_info', 'warnings', 'auth', 'mount_type']);
+
+/**
+ * The data's members as JSON object members ending in a comma, for the envelope's top level (the
+ * shape Vault keeps on some sys/ paths). A member named like an envelope field is left to the
+ * envelope, which is what a client parsing Vault's answer (data first, envelope after) sees.
+ */
+function topLevelMembers(data: OutgoingEnvelope['data']): string {
+  if (data === null) return '';
+  const members = Object.entries(dataObject(data)).filter(([key]) => !ENVELOPE_KEYS.has(key));
+  return members.length === 0 ? '' : `${JSON.stringify(Object.fromEntries(members)).slice(1, -1)},`;
 }
 
 /** Any value as a JSON body (answers outside the envelope: errors, help, sys/health). */

@@ -317,7 +317,7 @@ export class RequestPipeline {
     if (response.raw !== undefined) return json(response.status ?? 200, response.raw, response.headers);
     const hasBody = body.data !== null || body.warnings !== null || body.auth !== null || body.lease_id !== '';
     if (!hasBody) return { status: response.status ?? 204, headers: response.headers };
-    return envelopeResult(response.status ?? 200, body, response.headers);
+    return envelopeResult(response.status ?? 200, body, response.headers, response.dataAtTopLevel);
   }
 
   private errorResult(err: unknown, requestId: string): HttpResult {
@@ -367,8 +367,8 @@ function json(status: number, value: unknown, headers?: Record<string, string>):
   return { status, body: jsonBody(value), contentType: 'application/json', headers };
 }
 
-function envelopeResult(status: number, body: OutgoingEnvelope, headers?: Record<string, string>): HttpResult {
-  return { status, body: envelopeJson(body), contentType: 'application/json', headers };
+function envelopeResult(status: number, body: OutgoingEnvelope, headers?: Record<string, string>, dataAtTopLevel?: boolean): HttpResult {
+  return { status, body: envelopeJson(body, dataAtTopLevel), contentType: 'application/json', headers };
 }
 
 /** The API's error answer, `{"errors": [...]}`, for every status ≥ 400. */

@@ -1,5 +1,5 @@
 import type { Operation } from '@svc/framework';
-import { parseDuration } from '@svc/framework';
+import { parseBool, parseDuration } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import type { HttpRequest } from './pipeline';
 
@@ -21,7 +21,7 @@ export function operationFor(method: string, query: URLSearchParams): Operation 
   switch (method) {
     case 'GET':
     case 'HEAD':
-      return query.get('list') === 'true' ? 'list' : 'read';
+      return listRequested(query.get('list')) ? 'list' : 'read';
     case 'LIST': // read by list-method.ts, which Node's parser refuses
       return 'list';
     case 'POST':
@@ -34,6 +34,14 @@ export function operationFor(method: string, query: URLSearchParams): Operation 
     default:
       throw ServiceError.methodNotAllowed(`unsupported method ${method}`);
   }
+}
+
+/** `?list=` takes any boolean spelling Vault takes; anything else is refused rather than read as a read. */
+function listRequested(value: string | null): boolean {
+  if (value === null || value === '') return false;
+  const list = parseBool(value);
+  if (list === undefined) throw ServiceError.badRequest('query parameter "list" is not a valid boolean');
+  return list;
 }
 
 export function decodePath(raw: string): string {

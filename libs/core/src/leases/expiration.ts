@@ -78,8 +78,17 @@ export class ExpirationManager {
     return this.storage.list(`${ID}${namespaceId}/${prefix}`);
   }
 
-  /** Every lease id below a prefix (recursive), for revoke-prefix. */
+  /**
+   * The lease ids a revoke-prefix names, matched by whole path segments as Vault does: a prefix
+   * that is itself a lease id names that lease; any other prefix names the directory it ends in,
+   * so "database/creds/app" covers "database/creds/app/..." and never "database/creds/app2/...".
+   * The empty prefix names every lease of the namespace.
+   */
   async idsUnder(namespaceId: string, prefix: string): Promise<string[]> {
+    if (prefix !== '' && !prefix.endsWith('/')) {
+      if (await this.get(namespaceId, prefix)) return [prefix];
+      prefix += '/';
+    }
     const base = `${ID}${namespaceId}/`;
     const out: string[] = [];
     const walk = async (dir: string) => {
@@ -88,13 +97,7 @@ export class ExpirationManager {
         else out.push(dir + name);
       }
     };
-    const cut = prefix.lastIndexOf('/') + 1;
-    const dir = prefix.slice(0, cut);
-    for (const name of await this.storage.list(base + dir)) {
-      if (!(dir + name).startsWith(prefix)) continue;
-      if (name.endsWith('/')) await walk(dir + name);
-      else out.push(dir + name);
-    }
+    await walk(prefix);
     return out;
   }
 
@@ -115,19 +118,26 @@ export class ExpirationManager {
     this.due?.delete(key);
   }
 
-  /** Revokes now: the engine (or token store) first, then the entry. Failures stay visible. */
-  async revokeKey(key: string): Promise<void> {
+  /**
+   * Revokes now: the engine (or token store) first, then the entry. A refusal stays on the lease
+   * and is thrown; with `force` (revoke-force, the operator's last resort) it is logged and the
+   * lease removed all the same, as Vault does.
+   */
+  async revokeKey(key: string, force = false): Promise<void> {
     const entry = await this.readKey(key);
     if (!entry) return;
     try {
       await this.revoker(entry);
     } catch (err) {
-      const message = err instanceof ServiceError ? err.errors.join('; ') : 'internal error';
-      const attempts = entry.revokeAttempts + 1;
-      const retryAt = nowSeconds() + Math.min(MAX_RETRY_DELAY_S, 2 ** attempts);
-      await this.storage.putJSON(key, { ...entry, revokeAttempts: attempts, lastRevokeError: message, retryAt });
-      this.due?.set(key, retryAt);
-      throw err;
+      if (force) {
+        this.logger.warn({ lease: entry.leaseId, error: revocationError(err) }, 'engine refused the revocation; lease removed anyway (revoke-force)');
+      } else {
+        const attempts = entry.revokeAttempts + 1;
+        const retryAt = nowSeconds() + Math.min(MAX_RETRY_DELAY_S, 2 ** attempts);
+        await this.storage.putJSON(key, { ...entry, revokeAttempts: attempts, lastRevokeError: revocationError(err), retryAt });
+        this.due?.set(key, retryAt);
+        throw err;
+      }
     }
     await this.delete(key, entry);
   }
@@ -176,7 +186,7 @@ export class ExpirationManager {
       for (const [key, due] of [...this.due]) {
         if (due > now) continue;
         await this.revokeKey(key).catch((err: unknown) =>
-          this.logger.warn({ lease: key.slice(ID.length), error: err instanceof ServiceError ? err.errors : 'internal error' }, 'lease revocation failed; will retry'),
+          this.logger.warn({ lease: key.slice(ID.length), error: revocationError(err) }, 'lease revocation failed; will retry'),
         );
       }
     } catch (err) {
@@ -208,6 +218,11 @@ export class ExpirationManager {
     await walk(ID);
     return due;
   }
+}
+
+/** What a refused revocation is recorded and logged as: the engine's own words, never an unknown error's text. */
+function revocationError(err: unknown): string {
+  return err instanceof ServiceError ? err.errors.join('; ') : 'internal error';
 }
 
 function dueTime(entry: LeaseEntry): number {

@@ -91,15 +91,26 @@ export class LeaseLifecycle {
   }
 
   /**
-   * Revokes every lease under a prefix of a namespace. Stops at the first refusal (a mount must
-   * not go while its engine still holds live credentials), unless `bestEffort`, where a refused
-   * lease stays recorded for retry and the others are still revoked (deleting a namespace).
+   * Revokes every lease under a prefix of a namespace (whole path segments, see
+   * ExpirationManager.idsUnder). Stops at the first refusal (a mount must not go while its engine
+   * still holds live credentials), unless `bestEffort`, where a refused lease stays recorded for
+   * retry and the others are still revoked (deleting a namespace).
    */
   async revokeUnder(namespace: Namespace, prefix: string, bestEffort = false): Promise<void> {
-    const { expiration } = this.deps;
-    for (const leaseId of await expiration.idsUnder(namespace.record.id, prefix)) {
-      const revoked = expiration.revokeKey(ExpirationManager.key(namespace.record.id, leaseId));
-      await (bestEffort ? revoked.catch(() => undefined) : revoked);
+    await this.eachUnder(namespace, prefix, (key) => {
+      const revoked = this.deps.expiration.revokeKey(key);
+      return bestEffort ? revoked.catch(() => undefined) : revoked;
+    });
+  }
+
+  /** revoke-force: every lease under the prefix is still revoked by its engine; a refusal is logged and the lease removed. */
+  async forceRevokeUnder(namespace: Namespace, prefix: string): Promise<void> {
+    await this.eachUnder(namespace, prefix, (key) => this.deps.expiration.revokeKey(key, true));
+  }
+
+  private async eachUnder(namespace: Namespace, prefix: string, revoke: (key: string) => Promise<void>): Promise<void> {
+    for (const leaseId of await this.deps.expiration.idsUnder(namespace.record.id, prefix)) {
+      await revoke(ExpirationManager.key(namespace.record.id, leaseId));
     }
   }
 

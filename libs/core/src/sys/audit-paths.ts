@@ -6,6 +6,7 @@ export function auditPaths(core: Core): PathDeclaration[] {
   return [
     {
       pattern: 'audit',
+      dataAtTopLevel: true,
       synopsis: 'Lists the enabled audit devices.',
       operations: {
         read: {
@@ -21,6 +22,7 @@ export function auditPaths(core: Core): PathDeclaration[] {
     },
     {
       pattern: 'audit/*path',
+      dataAtTopLevel: true,
       synopsis: 'Enables or disables an audit device.',
       fields: {
         type: { type: 'string', required: true, allowed: ['file'], description: 'Device type.' },
@@ -51,6 +53,7 @@ export function auditPaths(core: Core): PathDeclaration[] {
     },
     {
       pattern: 'audit-hash/*path',
+      dataAtTopLevel: true,
       synopsis: 'The HMAC an audit device writes for a value, to find it in the log.',
       fields: { input: { type: 'string', required: true, sensitive: true, description: 'The value to hash.' } },
       operations: {

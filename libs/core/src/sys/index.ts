@@ -9,9 +9,12 @@ import { leasePaths } from './lease-paths';
 import { wrappingPaths } from './wrapping-paths';
 import { passwordPolicyPaths } from './password-policy-paths';
 import { auditPaths } from './audit-paths';
+import { hostInfoPaths } from './host-info-paths';
+import { counterPaths } from './counter-paths';
 
 const SYSTEM_HELP = `The system backend: initialization and seal management, mounts of secrets engines and
-auth methods, policies, namespaces, leases, response wrapping, and the API description of this server.`;
+auth methods, policies, namespaces, leases, response wrapping, host information and token counts, and the API description of this
+server.`;
 
 export function createSystemBackend(core: Core): Backend {
   return new Backend({
@@ -26,6 +29,8 @@ export function createSystemBackend(core: Core): Backend {
       ...leasePaths(core),
       ...wrappingPaths(core),
       ...auditPaths(core),
+      ...hostInfoPaths(),
+      ...counterPaths(core),
       ...openApiPaths(core),
     ],
   });

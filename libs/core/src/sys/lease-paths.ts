@@ -1,4 +1,4 @@
-import { listResponse, type FieldMap, type PathDeclaration, type Request } from '@svc/framework';
+import { listResponse, type FieldData, type FieldMap, type PathDeclaration, type Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import type { Core } from '../core';
 import { ExpirationManager } from '../leases/expiration';
@@ -6,8 +6,10 @@ import { leaseTtl } from '../leases/lease';
 import { nowSeconds } from '../tokens/token-store';
 
 const LEASE_ID: FieldMap = { lease_id: { type: 'string', required: true, description: 'The lease id.' } };
+/** Renew and revoke also take the lease id in the URL, as Vault does. */
+const BODY_OR_URL_LEASE_ID: FieldMap = { lease_id: { type: 'string', description: 'The lease id (or in the URL).' } };
 
-/** sys/leases: lookup, renew, revoke (one, by prefix, forced), tidy. */
+/** sys/leases: lookup, renew, revoke (one, by prefix, forced), tidy; also at Vault's legacy sys/renew, sys/revoke, ... */
 export function leasePaths(core: Core): PathDeclaration[] {
   const nsId = (req: Request) => core.namespaceOf(req).record.id;
   const existing = async (req: Request, leaseId: string) => {
@@ -15,15 +17,10 @@ export function leasePaths(core: Core): PathDeclaration[] {
     if (!lease) throw ServiceError.badRequest('invalid lease');
     return lease;
   };
-  /** revoke-force removes the leases without asking the engine (the operator's last resort). */
-  const forceRemoveUnder = async (req: Request, prefix: string) => {
-    const id = nsId(req);
-    for (const leaseId of await core.leases.idsUnder(id, prefix)) {
-      const key = ExpirationManager.key(id, leaseId);
-      const entry = await core.leases.readKey(key);
-      if (entry) await core.leases.delete(key, entry);
-    }
-    return undefined;
+  const leaseIdOf = (f: FieldData): string => {
+    const leaseId = f.get<string | undefined>('lease_id') || f.params.url_lease_id;
+    if (!leaseId) throw ServiceError.badRequest('lease_id must be specified');
+    return leaseId;
   };
 
   return [
@@ -61,29 +58,32 @@ export function leasePaths(core: Core): PathDeclaration[] {
       },
     },
     {
-      pattern: 'leases/renew',
+      pattern: 'leases/renew/*url_lease_id?',
+      aliases: ['renew/*url_lease_id?'],
       synopsis: 'Renews a lease.',
-      fields: { ...LEASE_ID, increment: { type: 'duration', default: 0, description: 'Requested TTL from now.' } },
+      fields: { ...BODY_OR_URL_LEASE_ID, increment: { type: 'duration', default: 0, description: 'Requested TTL from now.' } },
       operations: {
         update: {
           summary: 'Renew a lease.',
           handler: async (req, f) => {
-            const renewed = await core.leaseLifecycle.renew(core.namespaceOf(req), f.get('lease_id'), f.get('increment'));
+            const renewed = await core.leaseLifecycle.renew(core.namespaceOf(req), leaseIdOf(f), f.get('increment'));
             return { data: null, secret: undefined, raw: { request_id: req.requestId, lease_id: renewed.leaseId, renewable: renewed.renewable, lease_duration: leaseTtl(renewed, nowSeconds()), data: null, wrap_info: null, warnings: null, auth: null } };
           },
         },
       },
     },
     {
-      pattern: 'leases/revoke',
+      pattern: 'leases/revoke/*url_lease_id?',
+      aliases: ['revoke/*url_lease_id?'],
       synopsis: 'Revokes a lease now.',
-      fields: { ...LEASE_ID, sync: { type: 'bool', default: true, description: 'Wait for the revocation (always done synchronously here).' } },
+      fields: { ...BODY_OR_URL_LEASE_ID, sync: { type: 'bool', default: true, description: 'Wait for the revocation (always done synchronously here).' } },
       operations: {
         update: {
           summary: 'Revoke a lease.',
           handler: async (req, f) => {
-            await existing(req, f.get('lease_id'));
-            await core.leases.revokeKey(ExpirationManager.key(nsId(req), f.get('lease_id')));
+            const leaseId = leaseIdOf(f);
+            await existing(req, leaseId);
+            await core.leases.revokeKey(ExpirationManager.key(nsId(req), leaseId));
             return undefined;
           },
         },
@@ -91,13 +91,17 @@ export function leasePaths(core: Core): PathDeclaration[] {
     },
     {
       pattern: 'leases/revoke-prefix/*prefix',
-      synopsis: 'Revokes every lease under a prefix.',
+      aliases: ['revoke-prefix/*prefix'],
+      synopsis: 'Revokes every lease under a prefix (whole path segments).',
       operations: { update: { summary: 'Revoke leases by prefix.', sudo: true, handler: async (req, f) => void (await core.leaseLifecycle.revokeUnder(core.namespaceOf(req), f.params.prefix)) } },
     },
     {
       pattern: 'leases/revoke-force/*prefix',
-      synopsis: 'Removes every lease under a prefix without asking the engine to revoke (data loss risk).',
-      operations: { update: { summary: 'Force-remove leases by prefix.', sudo: true, handler: (req, f) => forceRemoveUnder(req, f.params.prefix) } },
+      aliases: ['revoke-force/*prefix'],
+      synopsis: 'Revokes every lease under a prefix, removing the leases whose engine refuses (the refusals are logged).',
+      operations: {
+        update: { summary: 'Revoke leases by prefix, ignoring engine failures.', sudo: true, handler: async (req, f) => void (await core.leaseLifecycle.forceRevokeUnder(core.namespaceOf(req), f.params.prefix)) },
+      },
     },
     {
       pattern: 'leases/tidy',

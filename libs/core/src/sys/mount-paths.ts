@@ -85,6 +85,7 @@ function tablePaths(core: Core, prefix: 'mounts' | 'auth'): PathDeclaration[] {
   return [
     {
       pattern: prefix,
+      dataAtTopLevel: true,
       synopsis: `Lists the mounted ${kind}s.`,
       operations: {
         read: {
@@ -95,6 +96,7 @@ function tablePaths(core: Core, prefix: 'mounts' | 'auth'): PathDeclaration[] {
     },
     {
       pattern: `${prefix}/*path/tune`,
+      dataAtTopLevel: true,
       synopsis: `Reads or tunes the configuration of a mounted ${kind}.`,
       fields: TUNE_FIELDS,
       operations: {
@@ -114,6 +116,7 @@ function tablePaths(core: Core, prefix: 'mounts' | 'auth'): PathDeclaration[] {
     },
     {
       pattern: `${prefix}/*path`,
+      dataAtTopLevel: true,
       synopsis: `Enables, reads or disables a ${kind} at a path.`,
       fields: MOUNT_FIELDS,
       operations: {
@@ -166,6 +169,7 @@ export function mountPaths(core: Core): PathDeclaration[] {
     ...tablePaths(core, 'auth'),
     {
       pattern: 'remount',
+      dataAtTopLevel: true,
       synopsis: 'Moves a mount to a new path; its data moves with it.',
       fields: {
         from: { type: 'string', required: true, description: 'Current path of the mount.' },

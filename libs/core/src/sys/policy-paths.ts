@@ -1,5 +1,5 @@
 import { Acl } from '@svc/acl';
-import { listResponse, type PathDeclaration, type Request } from '@svc/framework';
+import { listResponse, type FieldData, type PathDeclaration, type Request, type Response } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import type { Core } from '../core';
 import type { TokenEntry } from '../tokens/token-store';
@@ -37,6 +37,18 @@ export function policyPaths(core: Core): PathDeclaration[] {
   const deletePolicy = async (req: Request, name: string): Promise<undefined> => {
     await store(req).delete(name.toLowerCase());
     return undefined;
+  };
+
+  const legacyList = async (req: Request): Promise<Response> => {
+    const names = await store(req).list();
+    return { data: { keys: names, policies: names } };
+  };
+  /** The legacy path still takes the policy as `rules`, with a warning, as Vault does. */
+  const writeLegacyPolicy = async (req: Request, f: FieldData): Promise<Response | undefined> => {
+    const text = f.has('rules') ? f.get<string>('rules') : f.get<string | undefined>('policy');
+    if (!text) throw ServiceError.badRequest('missing required field "policy"');
+    await writePolicy(req, f.params.name, text);
+    return f.has('rules') ? { warnings: ['"rules" is deprecated, use "policy" instead'] } : undefined;
   };
 
   const capabilitiesOf = async (req: Request, token: TokenEntry, paths: string[]) => {
@@ -77,29 +89,28 @@ export function policyPaths(core: Core): PathDeclaration[] {
     },
     {
       pattern: 'policy',
+      aliases: ['policy/'],
+      dataAtTopLevel: true,
       synopsis: 'Lists ACL policies (legacy path).',
-      operations: {
-        read: {
-          summary: 'List policies.',
-          handler: async (req) => {
-            const names = await store(req).list();
-            return { data: { keys: names, policies: names } };
-          },
-        },
-      },
+      operations: { read: { summary: 'List policies.', handler: legacyList }, list: { summary: 'List policies.', handler: legacyList } },
     },
     {
       pattern: 'policy/:name',
+      dataAtTopLevel: true,
       synopsis: 'Reads, writes or deletes an ACL policy (legacy path).',
-      fields: { ...POLICY_FIELDS, rules: { type: 'string', deprecated: true, description: 'Deprecated alias of policy.' } },
+      fields: {
+        policy: { type: 'string', description: 'The policy document (HCL or JSON; base64 accepted).' },
+        rules: { type: 'string', deprecated: true, description: 'Deprecated alias of policy.' },
+      },
       operations: {
         read: { summary: 'Read a policy.', handler: (req, f) => readPolicy(req, f.params.name, true) },
-        update: { summary: 'Write a policy.', handler: (req, f) => writePolicy(req, f.params.name, f.get<string>('policy') ?? f.get<string>('rules')) },
+        update: { summary: 'Write a policy.', handler: writeLegacyPolicy },
         delete: { summary: 'Delete a policy.', handler: (req, f) => deletePolicy(req, f.params.name) },
       },
     },
     {
       pattern: 'capabilities',
+      dataAtTopLevel: true,
       synopsis: 'Capabilities of a token on paths.',
       fields: { token: { type: 'string', sensitive: true, required: true, description: 'The token.' }, ...pathsField },
       operations: {
@@ -115,6 +126,7 @@ export function policyPaths(core: Core): PathDeclaration[] {
     },
     {
       pattern: 'capabilities-self',
+      dataAtTopLevel: true,
       synopsis: 'Capabilities of the calling token on paths.',
       fields: pathsField,
       operations: {
@@ -130,6 +142,7 @@ export function policyPaths(core: Core): PathDeclaration[] {
     },
     {
       pattern: 'capabilities-accessor',
+      dataAtTopLevel: true,
       synopsis: 'Capabilities of a token, by accessor, on paths.',
       fields: { accessor: { type: 'string', required: true, description: 'Accessor of the token.' }, ...pathsField },
       operations: {

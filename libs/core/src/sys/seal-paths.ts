@@ -147,6 +147,7 @@ export function sealPaths(core: Core): PathDeclaration[] {
     },
     {
       pattern: 'key-status',
+      dataAtTopLevel: true,
       synopsis: 'The active encryption key term of the barrier.',
       operations: {
         read: {

@@ -108,11 +108,12 @@ export function createTokenBackend(core: Core): Backend {
     if (f.has('entity_alias')) throw ServiceError.badRequest('entity_alias is not supported: there is no identity store');
     const orphan = mode === 'orphan' || f.get<boolean>('no_parent') || (role?.orphan ?? false);
 
-    let policies = f.has('policies') ? f.get<string[]>('policies') : parent.policies.filter((p) => p !== 'default');
+    let policies = f.has('policies') ? f.get<string[]>('policies') : defaultPolicies(parent, role);
     policies = [...new Set(policies.map((p) => p.trim().toLowerCase()).filter(Boolean))];
     const noDefault = f.get<boolean>('no_default_policy') || (role?.token_no_default_policy ?? false);
     if (role) enforceRole(role, policies);
-    else if (!parent.policies.includes('root')) {
+    // Vault's rule: root or sudo may give a child policies it does not hold itself.
+    else if (!privileged) {
       const outside = policies.filter((p) => p !== 'default' && !parent.policies.includes(p));
       if (outside.length > 0) throw ServiceError.badRequest(`child policies must be subset of parent: ${outside.join(', ')}`);
     }
@@ -355,6 +356,12 @@ export function createTokenBackend(core: Core): Backend {
     help: 'The token store: creates, looks up, renews and revokes tokens. Tokens form a tree: revoking a token revokes its children and their leases.',
     paths: [...createPaths, ...lookupPaths, ...renewPaths, ...revokePaths, ...rolePaths, ...adminPaths],
   });
+}
+
+/** Policies of a token created without `policies`: a role's allowed policies when it names some, else the parent's. */
+function defaultPolicies(parent: TokenEntry, role: TokenRole | null): string[] {
+  if (role && role.allowed_policies.length > 0) return role.allowed_policies;
+  return parent.policies.filter((p) => p !== 'default');
 }
 
 function minPositive(a: number, b: number): number {

@@ -54,12 +54,37 @@ class PostgresPlugin extends SqlPlugin<Pool> {
     await this.run(statements);
   }
 
+  /**
+   * Vault's default revocation: revoke what the user was granted, then drop the role. Nothing is
+   * reassigned: REASSIGN OWNED and DROP OWNED need the privileges of the user's role, which a
+   * connection user with CREATEROLE but without superuser lacks (PostgreSQL 15 and later).
+   */
   protected async dropUser(username: string): Promise<void> {
     const exists = await this.pool.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [username]);
     if (exists.rowCount === 0) return;
     const role = escapeIdentifier(username);
-    // Objects the user owns in this database go to the connection's user, so DROP ROLE can succeed.
-    await this.run([`REASSIGN OWNED BY ${role} TO CURRENT_USER`, `DROP OWNED BY ${role}`, `DROP ROLE ${role}`]);
+    const granted = await this.pool.query<{ schema: string; table: string }>(
+      'SELECT DISTINCT table_schema AS schema, table_name AS table FROM information_schema.role_table_grants WHERE grantee = $1',
+      [username],
+    );
+    // Table by table first: a statement over a whole schema fails outright when the connection
+    // user holds no privilege on one of its tables.
+    const revocations = granted.rows.map(({ schema, table }) => `REVOKE ALL PRIVILEGES ON TABLE ${escapeIdentifier(schema)}.${escapeIdentifier(table)} FROM ${role}`);
+    for (const name of new Set(['public', ...granted.rows.map((row) => row.schema)])) {
+      const schema = escapeIdentifier(name);
+      revocations.push(
+        `REVOKE ALL PRIVILEGES ON ALL TABLES IN SCHEMA ${schema} FROM ${role}`,
+        `REVOKE ALL PRIVILEGES ON ALL SEQUENCES IN SCHEMA ${schema} FROM ${role}`,
+        `REVOKE ALL PRIVILEGES ON ALL FUNCTIONS IN SCHEMA ${schema} FROM ${role}`,
+        `REVOKE USAGE ON SCHEMA ${schema} FROM ${role}`,
+      );
+    }
+    const database = await this.pool.query<{ name: string }>('SELECT current_database() AS name');
+    revocations.push(`REVOKE CONNECT ON DATABASE ${escapeIdentifier(database.rows[0].name)} FROM ${role}`);
+    // One by one, failures ignored (the connection user may not hold a grant option on everything):
+    // every privilege removed counts, and DROP ROLE reports whatever still holds the role.
+    for (const statement of revocations) await this.pool.query(statement).catch(() => undefined);
+    await this.pool.query(`DROP ROLE IF EXISTS ${role}`);
   }
 }
 

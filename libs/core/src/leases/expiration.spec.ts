@@ -1,0 +1,73 @@
+import pino from 'pino';
+import { ServiceError } from '@svc/http';
+import { MemoryLockManager } from '@svc/locks';
+import { createView, InmemPhysical } from '@svc/storage';
+import { ExpirationManager } from './expiration';
+import type { LeaseEntry } from './lease';
+
+const NAMESPACE = 'root-id';
+
+function lease(leaseId: string): LeaseEntry {
+  return {
+    leaseId,
+    namespace: '',
+    kind: 'secret',
+    mountAccessor: 'database_1',
+    secretType: 'creds',
+    internalData: {},
+    tokenAccessor: '',
+    issueTime: 0,
+    lastRenewalTime: 0,
+    expireTime: 2_000_000_000,
+    maxExpireTime: 0,
+    renewable: true,
+    revokeAttempts: 0,
+  };
+}
+
+describe('ExpirationManager', () => {
+  const ids = ['database/creds/app/a1', 'database/creds/app/sub/a2', 'database/creds/app2/b1', 'database/creds/application/c1'];
+  let manager: ExpirationManager;
+  let revoked: string[];
+  let logLines: string[];
+  /** Leases whose engine refuses to revoke them. */
+  let refusing: Set<string>;
+
+  beforeEach(async () => {
+    revoked = [];
+    logLines = [];
+    refusing = new Set();
+    const logger = pino({}, { write: (line: string) => void logLines.push(line) });
+    const revoker = async (entry: LeaseEntry) => {
+      if (refusing.has(entry.leaseId)) throw new ServiceError(502, ['revoke user failed: the database said no']);
+      revoked.push(entry.leaseId);
+    };
+    manager = new ExpirationManager(createView(new InmemPhysical(), 'sys/expire/'), new MemoryLockManager(), revoker, logger);
+    for (const id of ids) await manager.put(NAMESPACE, lease(id));
+  });
+
+  it('matches a revoke-prefix by whole path segments, or a whole lease id', async () => {
+    const under = (prefix: string) => manager.idsUnder(NAMESPACE, prefix);
+    expect(await under('database/creds/app')).toEqual(['database/creds/app/a1', 'database/creds/app/sub/a2']);
+    expect(await under('database/creds/app/')).toEqual(['database/creds/app/a1', 'database/creds/app/sub/a2']);
+    expect(await under('database/creds/app2/b1')).toEqual(['database/creds/app2/b1']);
+    expect(await under('database/cre')).toEqual([]);
+    expect((await under('')).sort()).toEqual([...ids].sort());
+  });
+
+  it('a refused revocation stays on the lease; forced, it is logged and the lease removed', async () => {
+    const id = 'database/creds/app/a1';
+    refusing.add(id);
+    await expect(manager.revokeKey(ExpirationManager.key(NAMESPACE, id))).rejects.toThrow(ServiceError);
+    expect(await manager.get(NAMESPACE, id)).toMatchObject({ revokeAttempts: 1, lastRevokeError: 'revoke user failed: the database said no' });
+
+    await manager.revokeKey(ExpirationManager.key(NAMESPACE, id), true);
+    expect(await manager.get(NAMESPACE, id)).toBeNull();
+    const logged = logLines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(logged).toContainEqual(expect.objectContaining({ lease: id, error: 'revoke user failed: the database said no', level: 40 }));
+
+    // Forced or not, an engine that agrees revokes.
+    await manager.revokeKey(ExpirationManager.key(NAMESPACE, 'database/creds/app2/b1'), true);
+    expect(revoked).toEqual(['database/creds/app2/b1']);
+  });
+});
