@@ -1,7 +1,7 @@
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, devConfig, loadConfigFile, parseConfig, parseHcl } from './index';
+import { ConfigError, DEFAULT_JSON_LIMITS, DEFAULT_TIMEOUTS, devConfig, loadConfigFile, parseConfig, parseHcl } from './index';
 
 let dir: string;
 let cert: string;
@@ -46,6 +46,14 @@ listener "tcp" {
   tls_min_version = "tls13"
   max_request_size = 1024
   require_request_header = true
+  http_read_header_timeout = "2s"
+  http_read_timeout = "1m"
+  http_write_timeout = 90
+  http_idle_timeout = "1h"
+  max_json_depth = 50
+  max_json_string_value_length = 4096
+  max_json_object_entry_count = 100
+  max_json_array_element_count = 200
   custom_response_headers = {
     "default" = { "Strict-Transport-Security" = ["max-age=31536000", "includeSubDomains"] }
     "200" = { "X-Ok" = ["yes"] }
@@ -102,6 +110,8 @@ seal "shamir" {}
             '200': { 'X-Ok': ['yes'] },
             '3xx': { 'X-Redirect': ['r'] },
           },
+          timeouts: { readHeaderMs: 2000, readMs: 60_000, writeMs: 90_000, idleMs: 3_600_000 },
+          jsonLimits: { maxDepth: 50, maxStringValueLength: 4096, maxObjectEntryCount: 100, maxArrayElementCount: 200 },
         },
         {
           type: 'tcp',
@@ -111,6 +121,8 @@ seal "shamir" {}
           maxRequestSize: 32 * 1024 * 1024,
           requireRequestHeader: false,
           customResponseHeaders: { default: { 'X-Plain': ['p'] } },
+          timeouts: DEFAULT_TIMEOUTS,
+          jsonLimits: DEFAULT_JSON_LIMITS,
         },
       ],
       storage: {
@@ -149,6 +161,8 @@ seal "shamir" {}
         maxRequestSize: 33554432,
         requireRequestHeader: false,
         customResponseHeaders: {},
+        timeouts: { readHeaderMs: 10_000, readMs: 30_000, writeMs: 0, idleMs: 300_000 },
+        jsonLimits: { maxDepth: 500, maxStringValueLength: 1024 * 1024, maxObjectEntryCount: 10_000, maxArrayElementCount: 10_000 },
       },
     ]);
     expect(config.storage).toEqual({ type: 'inmem', options: {} });
@@ -194,6 +208,16 @@ max_lease_ttl = "120"
       'config.hcl',
     );
     expect(config.listeners.map((listener) => listener.maxRequestSize)).toEqual([33554432, Infinity]);
+  });
+
+  it("falls back as Vault does for zero timeouts and takes zero JSON limits as the defaults", async () => {
+    const listener = async (fields: string) =>
+      (await parseConfig(`listener "tcp" {\n tls_disable = true\n ${fields}\n}\nstorage "inmem" {}\n`, 'hcl', 'config.hcl')).listeners[0];
+    expect((await listener('http_read_header_timeout = 0\n http_idle_timeout = 0')).timeouts).toEqual({ readHeaderMs: 30_000, readMs: 30_000, writeMs: 0, idleMs: 30_000 });
+    expect((await listener('http_read_timeout = 0\n http_idle_timeout = "0s"')).timeouts).toEqual({ readHeaderMs: 10_000, readMs: 0, writeMs: 0, idleMs: 10_000 });
+    expect((await listener('max_json_depth = 0')).jsonLimits).toEqual(DEFAULT_JSON_LIMITS);
+    await expectConfigError(listener('http_read_timeout = "soon"'), /http_read_timeout must be a duration/);
+    await expectConfigError(listener('max_json_depth = -1'), /max_json_depth must be 0/);
   });
 
   it('accepts Vault-style booleans', async () => {

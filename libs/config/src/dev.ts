@@ -1,5 +1,5 @@
 import type { ServerConfig } from './types';
-import { DEFAULT_ADDRESS, DEFAULT_MAX_REQUEST_SIZE } from './listener';
+import { DEFAULT_ADDRESS, DEFAULT_JSON_LIMITS, DEFAULT_MAX_REQUEST_SIZE, DEFAULT_TIMEOUTS } from './listener';
 import { DEFAULT_LEASE_TTL_SECONDS } from './parse';
 
 /** The all-in-one development configuration: one plain-HTTP listener, in-memory storage, bus and locks. */
@@ -14,6 +14,8 @@ export function devConfig(opts: { listenAddress?: string } = {}): ServerConfig {
         maxRequestSize: DEFAULT_MAX_REQUEST_SIZE,
         requireRequestHeader: false,
         customResponseHeaders: {},
+        timeouts: DEFAULT_TIMEOUTS,
+        jsonLimits: DEFAULT_JSON_LIMITS,
       },
     ],
     storage: { type: 'inmem', options: {} },

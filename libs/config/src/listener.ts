@@ -1,11 +1,15 @@
 import { access, constants, stat } from 'node:fs/promises';
-import type { ListenerConfig } from './types';
+import type { JsonLimits, ListenerConfig, ListenerTimeouts } from './types';
 import type { Block } from './blocks';
 import { parseCustomResponseHeaders } from './headers';
 import { Section } from './section';
 
 export const DEFAULT_ADDRESS = '127.0.0.1:8200';
 export const DEFAULT_MAX_REQUEST_SIZE = 32 * 1024 * 1024;
+/** Vault's defaults: 10 s for a head, 30 s for a request, no write limit, 5 minutes idle. */
+export const DEFAULT_TIMEOUTS: ListenerTimeouts = { readHeaderMs: 10_000, readMs: 30_000, writeMs: 0, idleMs: 300_000 };
+/** Vault's defaults for max_json_depth, max_json_string_value_length and the entry counts. */
+export const DEFAULT_JSON_LIMITS: JsonLimits = { maxDepth: 500, maxStringValueLength: 1024 * 1024, maxObjectEntryCount: 10_000, maxArrayElementCount: 10_000 };
 const TLS_VERSIONS = ['tls10', 'tls11', 'tls12', 'tls13'] as const;
 const HOST_PORT = /^(\[[0-9a-fA-F:.]+\]|[^\s:[\]]+):(\d{1,5})$/;
 
@@ -40,6 +44,13 @@ export async function parseListener(block: Block, where: string, warnings: strin
     maxRequestSize: maxRequestSize(section.int('max_request_size')),
     requireRequestHeader: section.bool('require_request_header', false),
     customResponseHeaders: parseCustomResponseHeaders(section, 'custom_response_headers'),
+    timeouts: parseTimeouts(section),
+    jsonLimits: {
+      maxDepth: jsonLimit(section, 'max_json_depth', DEFAULT_JSON_LIMITS.maxDepth),
+      maxStringValueLength: jsonLimit(section, 'max_json_string_value_length', DEFAULT_JSON_LIMITS.maxStringValueLength),
+      maxObjectEntryCount: jsonLimit(section, 'max_json_object_entry_count', DEFAULT_JSON_LIMITS.maxObjectEntryCount),
+      maxArrayElementCount: jsonLimit(section, 'max_json_array_element_count', DEFAULT_JSON_LIMITS.maxArrayElementCount),
+    },
   };
   section.warnUnknown(warnings);
   return listener;
@@ -49,6 +60,29 @@ export async function parseListener(block: Block, where: string, warnings: strin
 function maxRequestSize(configured: number | undefined): number {
   if (configured === undefined || configured === 0) return DEFAULT_MAX_REQUEST_SIZE;
   return configured < 0 ? Number.POSITIVE_INFINITY : configured;
+}
+
+/**
+ * Vault's fallbacks: a zero head timeout takes the request timeout, and a zero idle timeout the
+ * request timeout, then the head timeout.
+ */
+function parseTimeouts(section: Section): ListenerTimeouts {
+  const readMs = section.durationMs('http_read_timeout') ?? DEFAULT_TIMEOUTS.readMs;
+  const readHeaderMs = section.durationMs('http_read_header_timeout') ?? DEFAULT_TIMEOUTS.readHeaderMs;
+  const idleMs = section.durationMs('http_idle_timeout') ?? DEFAULT_TIMEOUTS.idleMs;
+  return {
+    readHeaderMs: readHeaderMs || readMs,
+    readMs,
+    writeMs: section.durationMs('http_write_timeout') ?? DEFAULT_TIMEOUTS.writeMs,
+    idleMs: idleMs || readMs || readHeaderMs,
+  };
+}
+
+/** Unset or 0 means Vault's default. */
+function jsonLimit(section: Section, key: string, fallback: number): number {
+  const configured = section.int(key);
+  if (configured !== undefined && configured < 0) throw section.error(`${key} must be 0 (the default) or more`);
+  return configured || fallback;
 }
 
 function isTlsVersion(value: string): value is ListenerConfig['tlsMinVersion'] {

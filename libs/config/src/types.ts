@@ -18,6 +18,28 @@ export interface ListenerConfig {
   maxRequestSize: number;
   requireRequestHeader: boolean;
   customResponseHeaders: CustomResponseHeaders;
+  timeouts: ListenerTimeouts;
+  jsonLimits: JsonLimits;
+}
+
+/** How long a connection may take over each part of an exchange, in milliseconds; 0 is no limit. */
+export interface ListenerTimeouts {
+  /** Reading a request's head (http_read_header_timeout). */
+  readHeaderMs: number;
+  /** Reading a whole request, body included (http_read_timeout). */
+  readMs: number;
+  /** From a request's head to the end of its answer (http_write_timeout). */
+  writeMs: number;
+  /** Waiting for the next request on a kept-alive connection (http_idle_timeout). */
+  idleMs: number;
+}
+
+/** Limits on the JSON of a request body (max_json_*); bytes for strings, as sent. */
+export interface JsonLimits {
+  maxDepth: number;
+  maxStringValueLength: number;
+  maxObjectEntryCount: number;
+  maxArrayElementCount: number;
 }
 
 export type ServiceName =

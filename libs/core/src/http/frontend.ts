@@ -2,9 +2,9 @@ import * as http from 'node:http';
 import type { Socket } from 'node:net';
 import type { ListenerConfig } from '@svc/config';
 import type { JsonBody } from '@svc/http';
-import { bindListener, listenerOf, type BoundListener, type ListenerContext } from './listeners';
+import { bindListener, type BoundListener, type ListenerContext } from './listeners';
 import type { HeaderList } from './headers';
-import { onParseError, requestAnswered, requestStarted } from './list-method';
+import { onParseError, requestAnswered, requestStarted, writeAndClose } from './list-method';
 import { jsonError, type HttpResult, type RequestPipeline } from './pipeline';
 
 /**
@@ -19,22 +19,34 @@ export interface HttpFrontend {
 }
 
 export async function startHttpFrontend(pipeline: RequestPipeline, listeners: ListenerConfig[]): Promise<HttpFrontend> {
-  const httpServer = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => serveRequest(pipeline, req, res));
-  httpServer.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => onClientError(pipeline, err, socket));
   const bound: BoundListener[] = [];
-  for (const listener of listeners) bound.push(await bindListener(listener, httpServer));
+  for (const listener of listeners) {
+    bound.push(
+      await bindListener(listener, (server, context) => {
+        server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => serveRequest(pipeline, context, req, res));
+        server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => onClientError(pipeline, context, err, socket));
+        // Node hands a CONNECT over as a raw socket; this server tunnels nothing.
+        server.on('connect', (_req: http.IncomingMessage, socket: Socket) =>
+          writeAndClose(socket, jsonError(405, ['method CONNECT is not supported']), (result, body) => headersFor(context, result, body)),
+        );
+      }),
+    );
+  }
   return {
     listeners: bound,
     close: async () => {
       await Promise.all(bound.map((l) => l.close()));
-      httpServer.closeAllConnections();
     },
   };
 }
 
-/** A request the parser refused: a LIST is served from here, anything else answered 400/431 (list-method.ts). */
-function onClientError(pipeline: RequestPipeline, err: NodeJS.ErrnoException, socket: Socket): void {
-  const listener = listenerOf(socket);
+/**
+ * A request the parser refused or gave up on: a LIST is served from here (list-method.ts); a
+ * body that turned out malformed, or a request past its timeout, ends the request being read.
+ */
+function onClientError(pipeline: RequestPipeline, listener: ListenerContext, err: NodeJS.ErrnoException, socket: Socket): void {
+  const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+  if (bodyReaders.get(socket)?.(timedOut ? REQUEST_TIMEOUT : MALFORMED_BODY)) return;
   onParseError(err, socket, {
     serve: (req) =>
       pipeline.handle({
@@ -43,19 +55,27 @@ function onClientError(pipeline: RequestPipeline, err: NodeJS.ErrnoException, so
         headers: req.headers,
         body: undefined,
         remoteAddress: socket.remoteAddress,
-        requireRequestHeader: listener?.config.requireRequestHeader ?? false,
+        requireRequestHeader: listener.config.requireRequestHeader,
       }),
     headersFor: (result, body) => headersFor(listener, result, body),
   });
 }
 
-function serveRequest(pipeline: RequestPipeline, req: http.IncomingMessage, res: http.ServerResponse): void {
-  const listener = listenerOf(req.socket);
+function serveRequest(pipeline: RequestPipeline, listener: ListenerContext, req: http.IncomingMessage, res: http.ServerResponse): void {
   requestStarted(req.socket);
-  const limit = listener?.config.maxRequestSize ?? Infinity;
+  const { writeMs } = listener.config.timeouts;
+  if (writeMs > 0) limitWriteTime(res, writeMs);
+  const refusal = refuseHead(req);
+  if (refusal) {
+    req.resume();
+    send(res, listener, refusal, false, true);
+    return;
+  }
+  const limit = listener.config.maxRequestSize;
   readBody(req, limit).then(
     (body) => {
       if (body === TOO_LARGE) return send(res, listener, jsonError(413, [`request body too large: the limit is ${limit} bytes`]), false);
+      if (isEndedBody(body)) return send(res, listener, body, false, true);
       return pipeline
         .handle({
           method: req.method ?? 'GET',
@@ -63,7 +83,7 @@ function serveRequest(pipeline: RequestPipeline, req: http.IncomingMessage, res:
           headers: req.headers,
           body,
           remoteAddress: req.socket.remoteAddress,
-          requireRequestHeader: listener?.config.requireRequestHeader ?? false,
+          requireRequestHeader: listener.config.requireRequestHeader,
         })
         .then((result) => send(res, listener, result, req.method === 'HEAD'));
     },
@@ -75,9 +95,36 @@ function serveRequest(pipeline: RequestPipeline, req: http.IncomingMessage, res:
   });
 }
 
-function send(res: http.ServerResponse, listener: ListenerContext | undefined, result: HttpResult, head: boolean): void {
+/**
+ * What the parser lets through but the API refuses, answered before any body is read: a second
+ * Host header (which request was meant?) and a transfer coding other than chunked, whose body
+ * could not be read (the parser would wait for the connection to close).
+ */
+function refuseHead(req: http.IncomingMessage): HttpResult | undefined {
+  const coding = req.headers['transfer-encoding'];
+  if (coding !== undefined && coding.toLowerCase() !== 'chunked') {
+    return jsonError(400, [`unsupported Transfer-Encoding "${coding}": only chunked is accepted`]);
+  }
+  const raw = req.rawHeaders;
+  let hosts = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i].length === 4 && raw[i].toLowerCase() === 'host' && ++hosts > 1) return jsonError(400, ['more than one Host header']);
+  }
+  return undefined;
+}
+
+/** http_write_timeout: an answer not written this long after its request's head closes the connection. */
+function limitWriteTime(res: http.ServerResponse, ms: number): void {
+  const timer = setTimeout(() => res.destroy(), ms);
+  res.once('close', () => clearTimeout(timer));
+}
+
+function send(res: http.ServerResponse, listener: ListenerContext, result: HttpResult, head: boolean, close = false): void {
   const body = result.status === 204 ? undefined : result.body;
-  res.writeHead(result.status, headersFor(listener, result, body));
+  const headers = headersFor(listener, result, body);
+  // The connection cannot carry another request (its parser failed): it closes after this answer.
+  if (close) headers.push('connection', 'close');
+  res.writeHead(result.status, headers);
   res.end(head ? undefined : body);
   requestAnswered(res.socket as Socket);
 }
@@ -88,8 +135,8 @@ const NO_HEADERS: HeaderList = [];
  * Every header of an answer as a list, the form Node's writeHead takes fastest (a merged object
  * cost ~10 µs a request). An engine's own headers (rare) override the listener's.
  */
-function headersFor(listener: ListenerContext | undefined, result: HttpResult, body: JsonBody | undefined): (string | string[])[] {
-  const fixed = listener?.headers.forStatus(result.status, result.defaultsOnly) ?? NO_HEADERS;
+function headersFor(listener: ListenerContext, result: HttpResult, body: JsonBody | undefined): (string | string[])[] {
+  const fixed = listener.headers.forStatus(result.status, result.defaultsOnly);
   const content = body === undefined ? NO_HEADERS : ['content-type', result.contentType ?? 'application/json', 'content-length', String(Buffer.byteLength(body))];
   if (!result.headers) return [...fixed, ...content];
   const merged: Record<string, string | string[]> = {};
@@ -102,8 +149,22 @@ function headersFor(listener: ListenerContext | undefined, result: HttpResult, b
 /** Marks a body over the listener's limit, which is answered with 413. */
 const TOO_LARGE = Symbol('request body too large');
 
+/** The answers to a request whose body stopped being readable (see onClientError). */
+const MALFORMED_BODY = jsonError(400, ['malformed request body: the HTTP message framing is invalid']);
+const REQUEST_TIMEOUT = jsonError(408, ['request timeout: the request was not received in time']);
+
+function isEndedBody(body: Buffer | undefined | HttpResult): body is HttpResult {
+  return body === MALFORMED_BODY || body === REQUEST_TIMEOUT;
+}
+
+/**
+ * Requests whose body is being read, by socket: a parse error or timeout reported for the socket
+ * ends the read with an answer (returns true), since the body's end will never come.
+ */
+const bodyReaders = new WeakMap<Socket, (answer: HttpResult) => boolean>();
+
 /** Reads a request body, stopping at `limit` bytes; no body is `undefined`. */
-function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer | undefined | typeof TOO_LARGE> {
+function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer | undefined | HttpResult | typeof TOO_LARGE> {
   const declared = Number(req.headers['content-length'] ?? -1);
   if (declared > limit) {
     req.resume();
@@ -117,18 +178,28 @@ function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer | un
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    const socket = req.socket;
+    const finish = (result: Buffer | HttpResult | typeof TOO_LARGE) => {
+      bodyReaders.delete(socket);
+      resolve(result);
+      return true;
+    };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > limit) {
         req.removeListener('data', onData);
         req.resume();
-        resolve(TOO_LARGE);
+        finish(TOO_LARGE);
         return;
       }
       chunks.push(chunk);
     };
+    bodyReaders.set(socket, finish);
     req.on('data', onData);
-    req.on('end', () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
-    req.on('error', reject);
+    req.on('end', () => finish(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
+    req.on('error', (err) => {
+      bodyReaders.delete(socket);
+      reject(err);
+    });
   });
 }

@@ -79,10 +79,7 @@ export function onParseError(err: ParseError, socket: Socket, handlers: ListHand
     const head = listHead(err, raw);
     state = { parts: [], size: 0, complete: false };
     gathering.set(socket, state);
-    if (!head) {
-      const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
-      return answerInOrder(socket, state, handlers, () => jsonError(status, [status === 431 ? 'request headers too large' : 'malformed HTTP request']));
-    }
+    if (!head) return answerInOrder(socket, state, handlers, () => refusal(err));
     add(state, head);
   }
   const head = Buffer.concat(state.parts, state.size);
@@ -97,6 +94,18 @@ export function onParseError(err: ParseError, socket: Socket, handlers: ListHand
     if (hasBody(request.headers)) return jsonError(400, ['a LIST request takes no body']);
     return handlers.serve(request);
   });
+}
+
+/** The answer to a request the parser refused, or that did not arrive in time. */
+function refusal(err: ParseError): HttpResult {
+  switch (err.code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return jsonError(431, ['request headers too large']);
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return jsonError(408, ['request timeout: the request head was not received in time']);
+    default:
+      return jsonError(400, ['malformed HTTP request']);
+  }
 }
 
 /** The start of a LIST request in what the parser refused, or undefined when it refused something else. */
@@ -118,7 +127,7 @@ function answerInOrder(socket: Socket, state: Gathering, handlers: ListHandlers,
   answered(socket)
     .then(result)
     .then(
-      (answer) => writeAndClose(socket, answer, handlers),
+      (answer) => writeAndClose(socket, answer, handlers.headersFor),
       () => socket.destroy(),
     );
 }
@@ -153,13 +162,13 @@ function hasBody(headers: IncomingHttpHeaders): boolean {
 }
 
 /** Writes the answer straight to the socket (the HTTP server gave up on it) and closes it. */
-function writeAndClose(socket: Socket, result: HttpResult, handlers: ListHandlers): void {
+export function writeAndClose(socket: Socket, result: HttpResult, headersFor: ListHandlers['headersFor']): void {
   if (!socket.writable) {
     socket.destroy();
     return;
   }
   const body = result.status === 204 ? undefined : result.body;
-  const headers = handlers.headersFor(result, body);
+  const headers = headersFor(result, body);
   const lines = [`HTTP/1.1 ${result.status} ${STATUS_CODES[result.status] ?? 'Unknown'}`];
   for (let i = 0; i < headers.length; i += 2) {
     const values = headers[i + 1];

@@ -1,21 +1,16 @@
 import { readFileSync } from 'node:fs';
 import * as http from 'node:http';
+import * as https from 'node:https';
 import * as net from 'node:net';
-import * as tls from 'node:tls';
-import type { ListenerConfig } from '@svc/config';
+import type * as tls from 'node:tls';
+import type { ListenerConfig, ListenerTimeouts } from '@svc/config';
 import { ResponseHeaderPolicy } from './headers';
 
-/** Per-listener settings the request handler needs, found from the request's socket. */
+/** Per-listener settings the request handlers need. */
 export interface ListenerContext {
   config: ListenerConfig;
   headers: ResponseHeaderPolicy;
   tls: boolean;
-}
-
-const contexts = new WeakMap<object, ListenerContext>();
-
-export function listenerOf(socket: object): ListenerContext | undefined {
-  return contexts.get(socket);
 }
 
 const TLS_VERSIONS: Record<ListenerConfig['tlsMinVersion'], tls.SecureVersion> = {
@@ -33,33 +28,29 @@ export interface BoundListener {
 }
 
 /**
- * Binds one TCP (or TLS) listener and hands its connections to the shared HTTP server, so every
- * listener has its own socket options, TLS settings and limits while routing stays in one place.
+ * Binds one listener: its own `node:http` (or `node:https`) server, so every listener has its own
+ * TLS settings, limits and timeouts, and Node enforces the head and request timeouts on its
+ * connections (a server handed sockets it did not accept itself tracks none of them). `attach`
+ * adds the request handlers, which the listener's context reaches through their closure.
  */
-export async function bindListener(config: ListenerConfig, httpServer: http.Server): Promise<BoundListener> {
+export async function bindListener(config: ListenerConfig, attach: (server: http.Server, context: ListenerContext) => void): Promise<BoundListener> {
   const useTls = !config.tlsDisable;
   const context: ListenerContext = {
     config,
     headers: new ResponseHeaderPolicy(config.customResponseHeaders, useTls),
     tls: useTls,
   };
-  const accept = (socket: net.Socket) => {
-    // Node's HTTP server turns Nagle off for the sockets it accepts itself; these it is handed.
-    socket.setNoDelay(true);
-    contexts.set(socket, context);
-    httpServer.emit('connection', socket);
-  };
+  const options = serverOptions(config.timeouts);
   const server = useTls
-    ? tls.createServer(
-        {
-          cert: readFileSync(config.tlsCertFile!),
-          key: readFileSync(config.tlsKeyFile!),
-          minVersion: TLS_VERSIONS[config.tlsMinVersion],
-          ALPNProtocols: ['http/1.1'],
-        },
-        accept,
-      )
-    : net.createServer(accept);
+    ? https.createServer({
+        ...options,
+        cert: readFileSync(config.tlsCertFile!),
+        key: readFileSync(config.tlsKeyFile!),
+        minVersion: TLS_VERSIONS[config.tlsMinVersion],
+        ALPNProtocols: ['http/1.1'],
+      })
+    : http.createServer(options);
+  attach(server, context);
   const [host, port] = splitAddress(config.address);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -72,7 +63,32 @@ export async function bindListener(config: ListenerConfig, httpServer: http.Serv
   return {
     config,
     address: `${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** How often, at most, Node looks for connections past their head or request timeout. */
+const MAX_CHECK_INTERVAL_MS = 1000;
+
+/**
+ * Node's names for the listener's timeouts. Node refuses a head timeout longer than the request
+ * timeout; the request timeout covers the head too, so the shorter one is what applies anyway.
+ */
+function serverOptions(timeouts: ListenerTimeouts): http.ServerOptions {
+  const { readHeaderMs, readMs, idleMs } = timeouts;
+  const headersTimeout = readMs > 0 && readHeaderMs > 0 ? Math.min(readHeaderMs, readMs) : readHeaderMs || readMs;
+  const shortest = Math.min(...[headersTimeout, readMs].filter((ms) => ms > 0));
+  return {
+    noDelay: true,
+    headersTimeout,
+    requestTimeout: readMs,
+    keepAliveTimeout: idleMs,
+    // Node checks every 30 s by default: a 10 s head timeout could then hold a connection 40 s.
+    connectionsCheckingInterval: Math.max(10, Math.min(MAX_CHECK_INTERVAL_MS, Math.floor(shortest / 4))),
   };
 }
 
