@@ -128,6 +128,42 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('the HTTP edge, %s', 
     expect(exchange.received).toMatch(/more than one Host header/);
   });
 
+  test('JSON nested 10,000 levels deep is answered 400 naming the limit, wherever it is sent', async () => {
+    const deep = `{"data":${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}}`;
+    for (const path of ['/v1/secret/deep', '/v1/cubbyhole/deep', '/v1/sys/policies/acl/deep']) {
+      const res = await api(url, 'PUT', path, { token: rootToken, rawBody: deep });
+      expect(res.status).toBe(400);
+      expect(res.body.errors[0]).toMatch(/max_json_depth \(500\)/);
+    }
+    const fine = `{"data":${'{"a":'.repeat(100)}1${'}'.repeat(100)}}`;
+    expect((await api(url, 'PUT', '/v1/secret/nested', { token: rootToken, rawBody: fine })).status).toBe(204);
+  });
+
+  test('a NUL or other control character in a path segment is answered 400, never 500', async () => {
+    const paths = ['secret/a%00b', 'cubbyhole/a%00b', 'sys/policies/acl/a%00b', 'sys/policy/a%00b', 'sys/policies/password/a%00b', 'auth/token/roles/a%00b', 'secret/a%0D%0Ab', 'sys/namespaces/a%0Ab'];
+    for (const path of paths) {
+      for (const method of ['GET', 'PUT']) {
+        const res = await api(url, method, `/v1/${path}`, { token: rootToken, body: method === 'PUT' ? { a: 'b' } : undefined });
+        expect([path, method, res.status]).toEqual([path, method, 400]);
+        expect(res.body.errors[0]).toMatch(/control character/);
+      }
+    }
+  });
+
+  test('a NUL in a lease id or a token accessor is answered 400 naming the field', async () => {
+    const cases: [string, Record<string, string>, string][] = [
+      ['/v1/sys/leases/lookup', { lease_id: 'a\u0000b' }, 'lease_id'],
+      ['/v1/sys/leases/revoke', { lease_id: 'a\u0000b' }, 'lease_id'],
+      ['/v1/auth/token/lookup-accessor', { accessor: 'a\u0000b' }, 'accessor'],
+      ['/v1/auth/token/revoke-accessor', { accessor: 'a\u0000b' }, 'accessor'],
+    ];
+    for (const [path, body, field] of cases) {
+      const res = await api(url, 'PUT', path, { token: rootToken, body });
+      expect([path, res.status]).toEqual([path, 400]);
+      expect(res.body.errors.join(' ')).toMatch(new RegExp(`"${field}".*NUL`));
+    }
+  });
+
   test('a 31 MiB write does not hold up other requests: health answers before the write completes', async () => {
     const value = 'x'.repeat(1024 * 1024 - 16);
     const data = Object.fromEntries(Array.from({ length: 31 }, (_, i) => [`part${i}`, value]));

@@ -27,6 +27,7 @@ const echo = () =>
         },
       },
       { pattern: 'admin', synopsis: 'sudo only', operations: { read: { summary: 'admin', sudo: true, handler: async () => ({ data: { ok: true } }) } } },
+      { pattern: 'broken', synopsis: 'fails', operations: { read: async () => { throw new TypeError('holds the secret s3cr3t'); } } },
       { pattern: 'login', synopsis: 'open', operations: { update: { summary: 'login', unauthenticated: true, handler: async () => ({ data: { ok: true } }) } } },
     ],
   });
@@ -68,6 +69,20 @@ describe('EngineHost', () => {
     expect(await host.handle(message('read', 'admin', { capabilities: ['read', 'sudo'] }))).toMatchObject({ ok: true });
     expect(await host.handle(message('read', 'value', { caller: undefined }))).toMatchObject({ ok: false, status: 403 });
     expect(await host.handle(message('update', 'login', { caller: undefined, capabilities: [] }))).toMatchObject({ ok: true });
+  });
+
+  it('answers an unexpected failure 500 and logs it at error level with class and stack, never the message', async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(line) });
+    const barrier = new Barrier(new InmemPhysical());
+    barrier.unseal(Keyring.generate());
+    const host = new EngineHost('echo-service', { echo }, barrier, { ...context, logger });
+    expect(await host.handle(message('read', 'broken'))).toEqual({ ok: false, status: 500, errors: ['internal error'] });
+    expect(lines).toHaveLength(1);
+    const entry = JSON.parse(lines[0]) as { level: number; request_id: string; err: { type: string; stack: string } };
+    expect(entry).toMatchObject({ level: 50, request_id: 'r', err: { type: 'TypeError' } });
+    expect(entry.err.stack).toMatch(/engine-host\.spec/);
+    expect(lines[0]).not.toContain('s3cr3t');
   });
 
   it('keeps each mount in its own storage prefix', async () => {

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Bus, Subscription } from '@svc/bus';
 import type { LockManager } from '@svc/locks';
 import { decodeJson, encodeJson } from '@svc/bus';
-import { toErrorBody, ServiceError } from '@svc/http';
+import { describeRequestError, toErrorBody, ServiceError } from '@svc/http';
 import { createView, type Barrier, type StorageView } from '@svc/storage';
 import { mountRemovedSubject, servicePresenceSubject, serviceQueue, serviceSubject, type EngineReply, type EngineRequest } from './protocol';
 
@@ -102,6 +102,8 @@ export class EngineHost {
           return { ok: true };
       }
     } catch (err) {
+      // The caller sees only "internal error": the log is where an operator finds the cause.
+      if (!(err instanceof ServiceError)) this.context.logger.error({ request_id: message.requestId, err: describeRequestError(err) }, 'internal error');
       return { ok: false, ...toErrorBody(err) };
     }
   }

@@ -21,7 +21,7 @@ const BOOL_WORDS = new Map([
 type Coercer = (value: unknown) => unknown;
 
 const COERCERS: Record<FieldType, Coercer> = {
-  string: (value) => scalarString(value) ?? invalid('is not a valid string'),
+  string: toText,
   int: (value) => integer(value) ?? invalid('is not a valid integer'),
   bool: toBool,
   duration: (value) => durationSeconds(value) ?? invalid(INVALID_DURATION),
@@ -58,6 +58,12 @@ function scalarString(value: unknown): string | undefined {
   if (typeof value === 'string') return value;
   if ((typeof value === 'number' && Number.isFinite(value)) || typeof value === 'boolean') return String(value);
   return undefined;
+}
+
+/** A NUL cannot be stored in a key or compared as an id (PostgreSQL refuses it in text). */
+function toText(value: unknown): string {
+  const text = scalarString(value) ?? invalid('is not a valid string');
+  return text.includes('\u0000') ? invalid('contains a NUL character') : text;
 }
 
 function integer(value: unknown): number | undefined {

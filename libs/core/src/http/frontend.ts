@@ -56,6 +56,7 @@ function onClientError(pipeline: RequestPipeline, listener: ListenerContext, err
         body: undefined,
         remoteAddress: socket.remoteAddress,
         requireRequestHeader: listener.config.requireRequestHeader,
+        jsonLimits: listener.config.jsonLimits,
       }),
     headersFor: (result, body) => headersFor(listener, result, body),
   });
@@ -84,6 +85,7 @@ function serveRequest(pipeline: RequestPipeline, listener: ListenerContext, req:
           body,
           remoteAddress: req.socket.remoteAddress,
           requireRequestHeader: listener.config.requireRequestHeader,
+          jsonLimits: listener.config.jsonLimits,
         })
         .then((result) => send(res, listener, result, req.method === 'HEAD'));
     },

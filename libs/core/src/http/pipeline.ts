@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import type { JsonLimits } from '@svc/config';
 import type { EngineReply, EngineRequest } from '@svc/engine-host';
 import type { Capability, Caller, MountInfo, Operation, Response } from '@svc/framework';
 import { dataObject, envelope, envelopeJson, JsonText, jsonBody, ServiceError, toErrorBody, UNSUPPORTED_PATH, type JsonBody, type OutgoingEnvelope } from '@svc/http';
@@ -18,6 +19,8 @@ export interface HttpRequest {
   body: Buffer | undefined;
   remoteAddress?: string;
   requireRequestHeader: boolean;
+  /** The listener's limits on a JSON body. */
+  jsonLimits: JsonLimits;
 }
 
 export interface HttpResult {

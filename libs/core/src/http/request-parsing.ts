@@ -1,7 +1,9 @@
 import type { Operation } from '@svc/framework';
 import { parseBool, parseDuration } from '@svc/framework';
 import { ServiceError } from '@svc/http';
+import type { JsonLimits } from '@svc/config';
 import type { HttpRequest } from './pipeline';
+import { exceededJsonLimit } from './json-limits';
 
 export function header(req: HttpRequest, name: string): string | undefined {
   const value = req.headers[name];
@@ -44,13 +46,20 @@ function listRequested(value: string | null): boolean {
   return list;
 }
 
+/** Control characters, which the HTTP parser refuses in a raw path but percent-encoding lets through. */
+const CONTROL_CHARACTER = /[\x00-\x1f\x7f]/;
+
 export function decodePath(raw: string): string {
   if (!raw.includes('%')) return raw;
+  let path: string;
   try {
-    return decodeURIComponent(raw);
+    path = decodeURIComponent(raw);
   } catch {
     throw ServiceError.badRequest('malformed percent-encoding in the request path');
   }
+  // No name (key, role, policy, namespace) may hold one: storage keys cannot, logs would be forged.
+  if (CONTROL_CHARACTER.test(path)) throw ServiceError.badRequest('the request path contains a control character (NUL, CR, LF, ...)');
+  return path;
 }
 
 const SLASH = 0x2f;
@@ -66,7 +75,7 @@ export function joinNamespace(namespace: string | undefined, path: string): stri
 export function requestData(req: HttpRequest, operation: Operation, query: URLSearchParams): Record<string, unknown> {
   const fromQuery = operation === 'read' || operation === 'list' || operation === 'delete' || operation === 'help' ? queryData(query) : undefined;
   if (!req.body || req.body.length === 0) return fromQuery ?? {};
-  const parsed = parseBody(req.body);
+  const parsed = parseBody(req.body, req.jsonLimits);
   return fromQuery ? Object.assign(fromQuery, parsed) : parsed;
 }
 
@@ -76,7 +85,9 @@ function queryData(query: URLSearchParams): Record<string, unknown> | undefined 
   return data;
 }
 
-function parseBody(body: Buffer): Record<string, unknown> {
+function parseBody(body: Buffer, limits: JsonLimits): Record<string, unknown> {
+  const exceeded = exceededJsonLimit(body, limits);
+  if (exceeded) throw ServiceError.badRequest(`failed to parse JSON input: ${exceeded}`);
   let parsed: unknown;
   try {
     parsed = JSON.parse(body.toString('utf8'));
