@@ -15,7 +15,9 @@ import { connect as natsConnect } from 'nats';
 import { parse, parseAllDocuments } from 'yaml';
 import * as coreModels from 'kubernetes-models/v1';
 import * as appsModels from 'kubernetes-models/apps/v1';
-import type { IContainer, IPodSpec, IProbe } from 'kubernetes-models/v1';
+import * as networkingModels from 'kubernetes-models/networking.k8s.io/v1';
+import type { IContainer, IPodSpec, IProbe, IService } from 'kubernetes-models/v1';
+import type { INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { parseConfig, parseHcl } from '@svc/config';
 import { eventually } from '@svc/testing';
 
@@ -343,6 +345,7 @@ type Model = new (data: unknown) => { validate(): void };
 const models: Record<string, Record<string, Model>> = {
   v1: coreModels as unknown as Record<string, Model>,
   'apps/v1': appsModels as unknown as Record<string, Model>,
+  'networking.k8s.io/v1': networkingModels as unknown as Record<string, Model>,
 };
 
 /** Every volume path a container sees, as mount path + item path -> the source's name and key. */
@@ -460,6 +463,20 @@ describe('the kustomization (deploy/kustomization.yaml)', () => {
         if (mode !== undefined) expect([volume.name, mode & 0o040, spec.securityContext?.fsGroup]).toEqual([volume.name, 0o040, spec.securityContext?.runAsGroup]);
       }
     }
+  });
+
+  test('only the service apps may reach PostgreSQL, NATS and Redis', () => {
+    const rendered = renderKustomization();
+    const [policy] = rendered.filter((object) => object.kind === 'NetworkPolicy') as unknown as INetworkPolicy[];
+    const inValues = (selector: NonNullable<INetworkPolicy['spec']>['podSelector'] | undefined) => selector?.matchExpressions?.find((expression) => expression.key === 'app')?.values ?? [];
+    expect(inValues(policy.spec?.podSelector).sort()).toEqual(['nats', 'postgres', 'redis']);
+    const [rule] = policy.spec!.ingress!;
+    expect(inValues(rule.from![0].podSelector).sort()).toEqual(serviceApps);
+    const labels = (name: string) => (rendered.find((object) => object.metadata.name === name && podSpec(object)) as unknown as { spec: { template: { metadata: { labels: Record<string, string> } } } }).spec.template.metadata.labels;
+    for (const app of [...serviceApps, 'postgres', 'nats', 'redis']) expect([app, labels(app).app]).toEqual([app, app]);
+    const ports = rendered.filter((object) => object.kind === 'Service' && object.metadata.name !== 'gateway')
+      .flatMap((object) => (object as unknown as IService).spec!.ports!.map((port) => port.port));
+    expect(rule.ports!.map((port) => port.port).sort()).toEqual(ports.sort());
   });
 
   test('api_addr names the gateways\' Service', async () => {
