@@ -16,7 +16,7 @@ import { parse, parseAllDocuments } from 'yaml';
 import * as coreModels from 'kubernetes-models/v1';
 import * as appsModels from 'kubernetes-models/apps/v1';
 import * as networkingModels from 'kubernetes-models/networking.k8s.io/v1';
-import type { IContainer, IPodSpec, IProbe, IService } from 'kubernetes-models/v1';
+import type { IContainer, IPodSpec, IService } from 'kubernetes-models/v1';
 import type { INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { parseConfig, parseHcl } from '@svc/config';
 import { eventually } from '@svc/testing';
@@ -281,7 +281,7 @@ interface KubeObject {
   kind: string;
   metadata: { name: string; namespace?: string };
   data?: Record<string, string>;
-  spec?: { template?: { spec: IPodSpec } };
+  spec?: { template?: { metadata?: { labels?: Record<string, string> }; spec: IPodSpec } };
 }
 
 interface Generator {
@@ -340,6 +340,10 @@ function podSpec(object: KubeObject): IPodSpec | undefined {
 }
 
 const workloads = (rendered: KubeObject[]) => rendered.filter((object) => podSpec(object) !== undefined);
+
+function podLabels(rendered: KubeObject[], workload: string): Record<string, string> | undefined {
+  return workloads(rendered).find((object) => object.metadata.name === workload)?.spec?.template?.metadata?.labels;
+}
 
 type Model = new (data: unknown) => { validate(): void };
 const models: Record<string, Record<string, Model>> = {
@@ -431,18 +435,14 @@ describe('the kustomization (deploy/kustomization.yaml)', () => {
   test('a sealed or uninitialized gateway stays in the Service and alive; engine services probe their bus connection', () => {
     const rendered = renderKustomization();
     const container = (name: string) => podSpec(rendered.find((object) => object.metadata.name === name && podSpec(object))!)!.containers[0];
-    const healthQuery = (probe: IProbe | undefined) => new URL(String(probe?.httpGet?.path), 'http://gateway').searchParams;
     const gateway = container('gateway');
     for (const probe of [gateway.readinessProbe, gateway.livenessProbe]) {
-      const query = healthQuery(probe);
-      expect(new URL(String(probe?.httpGet?.path), 'http://gateway').pathname).toBe('/v1/sys/health');
-      expect([query.get('standbyok'), query.get('sealedcode'), query.get('uninitcode')]).toEqual(['true', '204', '204']);
+      const { pathname, searchParams } = new URL(String(probe?.httpGet?.path), 'http://gateway');
+      expect(pathname).toBe('/v1/sys/health');
+      expect(['standbyok', 'sealedcode', 'uninitcode'].map((name) => searchParams.get(name))).toEqual(['true', '204', '204']);
     }
-    const service = rendered.find((object) => object.kind === 'Service' && object.metadata.name === 'gateway') as unknown as { spec: { selector: Record<string, string> } };
-    const deployment = rendered.find((object) => object.kind === 'Deployment' && object.metadata.name === 'gateway') as unknown as {
-      spec: { template: { metadata: { labels: Record<string, string> } } };
-    };
-    expect(deployment.spec.template.metadata.labels).toMatchObject(service.spec.selector);
+    const service = rendered.find((object) => object.kind === 'Service' && object.metadata.name === 'gateway') as unknown as IService;
+    expect(podLabels(rendered, 'gateway')).toMatchObject(service.spec!.selector!);
     for (const app of serviceApps.filter((name) => name !== 'gateway')) {
       expect([app, container(app).readinessProbe?.exec?.command, container(app).livenessProbe?.exec?.command]).toEqual([app, ['svc-bus-connected'], ['svc-bus-connected']]);
     }
@@ -472,8 +472,7 @@ describe('the kustomization (deploy/kustomization.yaml)', () => {
     expect(inValues(policy.spec?.podSelector).sort()).toEqual(['nats', 'postgres', 'redis']);
     const [rule] = policy.spec!.ingress!;
     expect(inValues(rule.from![0].podSelector).sort()).toEqual(serviceApps);
-    const labels = (name: string) => (rendered.find((object) => object.metadata.name === name && podSpec(object)) as unknown as { spec: { template: { metadata: { labels: Record<string, string> } } } }).spec.template.metadata.labels;
-    for (const app of [...serviceApps, 'postgres', 'nats', 'redis']) expect([app, labels(app).app]).toEqual([app, app]);
+    for (const app of [...serviceApps, 'postgres', 'nats', 'redis']) expect([app, podLabels(rendered, app)?.app]).toEqual([app, app]);
     const ports = rendered.filter((object) => object.kind === 'Service' && object.metadata.name !== 'gateway')
       .flatMap((object) => (object as unknown as IService).spec!.ports!.map((port) => port.port));
     expect(rule.ports!.map((port) => port.port).sort()).toEqual(ports.sort());
