@@ -3,10 +3,12 @@
  * and the kustomization (deploy/) run every service app with the same commands the tests run, with
  * health checks; everything they reference exists (secrets and config maps with their keys, mounted
  * files, environment files); the rendered manifests validate against the Kubernetes schemas;
- * deploy/make-secrets.sh makes every secret; and what it makes lets a service log in over TLS to a
- * NATS server run with deploy/nats/nats.conf.
+ * deploy/make-secrets.sh makes every secret; and a gateway and every engine service, run with the
+ * deployment's configurations, files and secrets against NATS (deploy/nats/nats.conf, TLS) and Redis
+ * run as compose runs them, form a working cluster.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { connect as tcpConnect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -18,8 +20,9 @@ import * as appsModels from 'kubernetes-models/apps/v1';
 import * as networkingModels from 'kubernetes-models/networking.k8s.io/v1';
 import type { IContainer, IPodSpec, IService } from 'kubernetes-models/v1';
 import type { INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
+import { Client as PgClient } from 'pg';
 import { parseConfig, parseHcl } from '@svc/config';
-import { eventually } from '@svc/testing';
+import { api, eventually, initAndUnseal, POSTGRES_URL, startServerProcess, type ServerProcess } from '@svc/testing';
 
 const root = path.resolve(__dirname, '..');
 const deployDir = path.join(root, 'deploy');
@@ -211,6 +214,17 @@ function bindMounts(service: ComposeService): Map<string, string> {
   return new Map(binds.map(([source, target]) => [target, repositoryPath(source)]));
 }
 
+/** Runs compose's etc-svc step here, with its mounts' sources and `dir` in place of the volume. */
+function installEtcSvc(dir: string): string {
+  const step = compose().services['etc-svc'];
+  expect(step.volumes).toContain('etc-svc:/etc/svc');
+  mkdirSync(dir);
+  const places = [...bindMounts(step), ['/etc/svc', dir]].sort(([a], [b]) => b.length - a.length);
+  const command = places.reduce((text, [target, source]) => text.split(target).join(source), step.command![0]);
+  execFileSync(step.entrypoint![0], [...step.entrypoint!.slice(1), command]);
+  return dir;
+}
+
 describe('docker-compose.yml', () => {
   const apps = () => Object.entries(compose().services).filter(([, service]) => service.image === image && !service.entrypoint);
 
@@ -234,16 +248,7 @@ describe('docker-compose.yml', () => {
   });
 
   test('etc-svc gives the apps\' user every file their configurations name', () => {
-    const step = compose().services['etc-svc'];
-    const etcSvc = path.join(workDir, 'etc-svc');
-    mkdirSync(etcSvc);
-    // The step's command, run here with its mounts' sources and the volume in their places.
-    const places = new Map([...bindMounts(step), ['/etc/svc', etcSvc]]);
-    expect(step.volumes).toContain('etc-svc:/etc/svc');
-    let command = step.command![0];
-    for (const [target, source] of [...places].sort(([a], [b]) => b.length - a.length)) command = command.split(target).join(source);
-    execFileSync(step.entrypoint![0], [...step.entrypoint!.slice(1), command]);
-
+    const etcSvc = installEtcSvc(path.join(workDir, 'etc-svc'));
     for (const file of configNames.flatMap(filesNamedBy)) {
       const installed = statSync(path.join(etcSvc, path.relative('/etc/svc', file)));
       expect([file, installed.uid, installed.mode & 0o777]).toEqual([file, 10001, 0o400]);
@@ -503,7 +508,7 @@ describe('the image', () => {
   });
 });
 
-// ---- NATS with the generated secrets -------------------------------------------------------------
+// ---- a cluster run with the deployment's files ------------------------------------------------
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -522,6 +527,18 @@ function portOpen(port: number): Promise<boolean> {
   });
 }
 
+/** Starts a server program and resolves once it accepts connections on `port`. */
+async function startDaemon(command: string, args: string[], environment: Record<string, string>, port: number): Promise<ChildProcess> {
+  const child = spawn(command, args, { env: { ...process.env, ...environment }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  for (const stream of [child.stdout!, child.stderr!]) stream.on('data', (chunk: Buffer) => (log += chunk.toString()));
+  await eventually(async () => {
+    if (child.exitCode !== null) throw new Error(`${command} exited: ${log}`);
+    return portOpen(port);
+  }, 30_000);
+  return child;
+}
+
 function busConnected(port: number): boolean {
   try {
     execFileSync('sh', [path.join(deployDir, 'bus-connected.sh'), String(port)], { stdio: 'ignore' });
@@ -531,53 +548,102 @@ function busConnected(port: number): boolean {
   }
 }
 
-describe('NATS run with deploy/nats/nats.conf and the generated secrets', () => {
-  let nats: ChildProcess;
-  let port: number;
+/** The local PostgreSQL server's URL for another database. */
+function databaseUrl(database: string): string {
+  const url = new URL(POSTGRES_URL);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+async function onPostgres(sql: string): Promise<void> {
+  const client = new PgClient({ connectionString: databaseUrl('postgres') });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+describe('a cluster run with the deployment\'s configurations, nats.conf and generated secrets', () => {
+  const daemons: ChildProcess[] = [];
+  const apps: ServerProcess[] = [];
+  const database = `svc_deploy_${randomBytes(4).toString('hex')}`;
+  let natsPort: number;
+  let gatewayUrl: string;
 
   beforeAll(async () => {
-    port = await freePort();
-    const conf = path.join(workDir, 'nats.conf');
+    natsPort = await freePort();
     const tlsFiles: Record<string, string> = { 'server.crt': 'nats-server.crt', 'server.key': 'nats-server.key', 'ca.crt': 'ca.crt' };
-    const text = natsConf().replace(/\/etc\/nats\/tls\/([\w.]+)/g, (_, file: string) => path.join(secretsDir, tlsFiles[file]));
-    writeFileSync(conf, text);
-    nats = spawn('/usr/sbin/nats-server', ['-c', conf, '-a', '127.0.0.1', '-p', String(port)], {
-      env: { ...process.env, ...readEnvFile(path.join(secretsDir, 'nats.env')) },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let log = '';
-    nats.stderr!.on('data', (chunk: Buffer) => (log += chunk.toString()));
+    const natsConfFile = path.join(workDir, 'nats.conf');
+    writeFileSync(natsConfFile, natsConf().replace(/\/etc\/nats\/tls\/([\w.]+)/g, (_, file: string) => path.join(secretsDir, tlsFiles[file])));
+    const natsArgs = ['-c', natsConfFile, '-a', '127.0.0.1', '-p', String(natsPort)];
+    daemons.push(await startDaemon('/usr/sbin/nats-server', natsArgs, readEnvFile(path.join(secretsDir, 'nats.env')), natsPort));
+
+    // Redis as compose runs it, on a port of its own.
+    const redisPort = await freePort();
+    const redisCommand = compose().services.redis.command!.at(-1)!.replace(/^exec /, '').replaceAll('$$', '$');
+    const redisArgs = ['-c', `exec ${redisCommand} --port ${redisPort} --bind 127.0.0.1`];
+    daemons.push(await startDaemon('sh', redisArgs, readEnvFile(path.join(secretsDir, 'redis.env')), redisPort));
+
+    await onPostgres(`CREATE DATABASE ${database}`);
+    // The configurations and files as the apps see them, with this machine's addresses.
+    const etcSvc = installEtcSvc(path.join(workDir, 'cluster-etc-svc'));
+    const configFile = (name: string) => {
+      const file = path.join(workDir, `cluster-${name}.hcl`);
+      const text = readFileSync(path.join(etcSvc, `${name}.hcl`), 'utf8')
+        .replaceAll('/etc/svc/', `${etcSvc}/`)
+        .replace('nats://nats:4222', `nats://localhost:${natsPort}`)
+        .replace('"redis:6379"', `"127.0.0.1:${redisPort}"`)
+        .replace('0.0.0.0:8200', '127.0.0.1:0');
+      writeFileSync(file, text);
+      return file;
+    };
+    const environment = (name: string) => ({ ...readEnvFile(path.join(secretsDir, `${name}.env`)), SVC_PG_CONNECTION_URL: databaseUrl(database) });
+    apps.push(await startServerProcess('gateway', [`-config=${configFile('gateway')}`, '-service=gateway'], 30_000, environment('gateway')));
+    const serviceConfig = configFile('service');
+    for (const app of serviceApps.filter((name) => name !== 'gateway')) {
+      apps.push(await startServerProcess(app, [`-config=${serviceConfig}`, `-service=${app}`], 30_000, environment('service')));
+    }
+    gatewayUrl = `http://${apps[0].addresses[0]}`;
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all(apps.map((app) => app.stop()));
+    for (const daemon of daemons) daemon.kill();
+    await onPostgres(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+  });
+
+  test('the gateway and every engine service start; once unsealed, transit answers through the bus', async () => {
+    const { rootToken: token } = await initAndUnseal(gatewayUrl);
+    expect((await api(gatewayUrl, 'POST', '/v1/sys/mounts/transit', { token, body: { type: 'transit' } })).status).toBe(204);
+    const plaintext = Buffer.from('deployed').toString('base64');
+    let ciphertext = '';
     await eventually(async () => {
-      if (nats.exitCode !== null) throw new Error(`nats-server exited: ${log}`);
-      return portOpen(port);
+      const encrypted = await api<{ data: { ciphertext: string } }>(gatewayUrl, 'POST', '/v1/transit/encrypt/deploy', { token, body: { plaintext } });
+      ciphertext = encrypted.body?.data?.ciphertext ?? '';
+      return encrypted.status === 200;
     }, 30_000);
+    const decrypted = await api<{ data: { plaintext: string } }>(gatewayUrl, 'POST', '/v1/transit/decrypt/deploy', { token, body: { ciphertext } });
+    expect(decrypted.body.data.plaintext).toBe(plaintext);
   });
 
-  afterAll(() => {
-    nats.kill();
-  });
-
-  test('a service logs in over TLS with its password, its health probe sees the connection, a wrong password is refused', async () => {
-    const environment = readEnvFile(path.join(secretsDir, 'service.env'));
-    const config = await parseConfig(read('deploy', 'config', 'service.hcl'), 'hcl', 'service.hcl', environment);
+  test('NATS takes each user\'s password only over TLS; the services\' health probe sees their connection', async () => {
+    expect(busConnected(natsPort)).toBe(true);
+    const { SVC_NATS_PASSWORD: password } = readEnvFile(path.join(secretsDir, 'service.env'));
+    const servers = `nats://localhost:${natsPort}`;
     const tls = { caFile: path.join(secretsDir, 'ca.crt') };
-    const servers = `nats://localhost:${port}`;
-    expect(busConnected(port)).toBe(false);
-    const connection = await natsConnect({ servers, user: config.bus!.user, pass: config.bus!.password, tls });
-    await eventually(async () => busConnected(port));
-    await connection.close();
-    await eventually(async () => !busConnected(port));
-
-    const refused = await natsConnect({ servers, user: 'gateway', pass: config.bus!.password, tls }).then(
-      (other) => other.close().then(() => 'connected'),
-      (err: Error) => err.message,
-    );
-    expect(refused).toMatch(/authorization/i);
+    const attempt = (options: { user: string; pass: string; tls?: typeof tls }) =>
+      natsConnect({ servers, reconnect: false, ...options }).then(
+        (connection) => connection.close().then(() => 'connected'),
+        (err: Error) => err.message,
+      );
+    expect(await attempt({ user: 'service', pass: password, tls })).toBe('connected');
+    expect(await attempt({ user: 'gateway', pass: password, tls })).toMatch(/authorization/i);
     // A client that does not trust the deployment's CA gets no connection: the server speaks only TLS.
-    const untrusting = await natsConnect({ servers, user: config.bus!.user, pass: config.bus!.password }).then(
-      (other) => other.close().then(() => 'connected'),
-      (err: Error) => err.message,
-    );
-    expect(untrusting).not.toBe('connected');
+    expect(await attempt({ user: 'service', pass: password })).not.toBe('connected');
+
+    await Promise.all(apps.map((app) => app.stop()));
+    await eventually(async () => !busConnected(natsPort));
   });
 });
