@@ -1,20 +1,26 @@
-# Gateway replica of the distributed topology (docker-compose and Kubernetes).
+# Gateway replica of the distributed topology (docker-compose and Kubernetes mount this file at
+# /etc/svc/gateway.hcl). Passwords come from the environment: SVC_PG_CONNECTION_URL,
+# SVC_NATS_PASSWORD, SVC_REDIS_PASSWORD (deploy/make-secrets.sh writes them to gateway.env).
 listener "tcp" {
   address     = "0.0.0.0:8200"
   tls_disable = true # terminate TLS at the ingress, or set tls_cert_file / tls_key_file
 }
 
 storage "postgresql" {
-  connection_url = "postgres://svc:svc@postgres:5432/svc"
+  connection_url = "postgres://svc@postgres:5432/svc"
 }
 
 bus "nats" {
-  servers = ["nats://nats:4222"]
+  servers          = ["nats://nats:4222"]
+  user             = "gateway"
+  tls_ca_file      = "/etc/svc/tls/ca.crt"
+  cluster_key_file = "/etc/svc/cluster.key"
 }
 
 locks "redis" {
   address = "redis:6379"
 }
 
+# The address clients use: compose's network alias and the Kubernetes Service of the gateways.
 api_addr  = "http://gateway:8200"
 log_level = "info"

@@ -1,10 +1,14 @@
-# Engine services (transit, database, ...): no listener, same storage, bus and locks.
+# Engine services (transit, database, ...): no listener; the same storage, bus and locks as the
+# gateways, as NATS user "service". Passwords come from the environment (service.env).
 storage "postgresql" {
-  connection_url = "postgres://svc:svc@postgres:5432/svc"
+  connection_url = "postgres://svc@postgres:5432/svc"
 }
 
 bus "nats" {
-  servers = ["nats://nats:4222"]
+  servers          = ["nats://nats:4222"]
+  user             = "service"
+  tls_ca_file      = "/etc/svc/tls/ca.crt"
+  cluster_key_file = "/etc/svc/cluster.key"
 }
 
 locks "redis" {

@@ -587,3 +587,51 @@ describe('devConfig', () => {
     expect(devConfig().listeners[0].address).toBe('127.0.0.1:8200');
   });
 });
+
+describe('secrets from the environment', () => {
+  const distributed = `
+storage "postgresql" { connection_url = "postgres://svc@db:5432/svc" }
+bus "nats" {
+  servers = ["nats://nats:4222"]
+  user    = "gateway"
+}
+locks "redis" { address = "redis:6379" }
+`;
+
+  it('SVC_PG_CONNECTION_URL, SVC_NATS_PASSWORD and SVC_REDIS_PASSWORD beat the file', async () => {
+    const config = await parseConfig(distributed, 'hcl', 'gateway.hcl', {
+      SVC_PG_CONNECTION_URL: 'postgres://svc:pg-secret@db:5432/svc',
+      SVC_NATS_PASSWORD: 'nats-secret',
+      SVC_REDIS_PASSWORD: 'redis-secret',
+    });
+    expect(config.storage.options.connection_url).toBe('postgres://svc:pg-secret@db:5432/svc');
+    expect(config.bus).toMatchObject({ user: 'gateway', password: 'nats-secret' });
+    expect(config.locks?.password).toBe('redis-secret');
+    expect(config.warnings).toEqual([]);
+  });
+
+  it('supply a field the file leaves out, in JSON too', async () => {
+    const json = JSON.stringify({ storage: { postgresql: {} } });
+    const config = await parseConfig(json, 'json', 'service.json', { SVC_PG_CONNECTION_URL: 'postgres://svc:s@db/svc' });
+    expect(config.storage.options.connection_url).toBe('postgres://svc:s@db/svc');
+  });
+
+  it('leave the file alone when unset or empty', async () => {
+    const config = await parseConfig(distributed, 'hcl', 'gateway.hcl', { SVC_NATS_PASSWORD: '' });
+    expect(config.storage.options.connection_url).toBe('postgres://svc@db:5432/svc');
+    expect(config.bus?.password).toBeUndefined();
+    expect(config.locks?.password).toBeUndefined();
+  });
+
+  it('are validated like the file, and a variable without its stanza is a warning', async () => {
+    const noUser = 'storage "inmem" {}\nbus "nats" { servers = ["nats://nats:4222"] }';
+    await expectConfigError(parseConfig(noUser, 'hcl', 'service.hcl', { SVC_NATS_PASSWORD: 'nats-secret' }), 'password requires user');
+    const config = await parseConfig(minimalHcl, 'hcl', 'server.hcl', { SVC_PG_CONNECTION_URL: 'postgres://svc:s@db/svc', SVC_REDIS_PASSWORD: 'r' });
+    expect(config.storage.type).toBe('inmem');
+    expect(config.warnings).toEqual([
+      'server.hcl: SVC_PG_CONNECTION_URL is set but there is no storage "postgresql" stanza; ignored',
+      'server.hcl: SVC_REDIS_PASSWORD is set but there is no locks "redis" stanza; ignored',
+    ]);
+    expect(config.warnings?.join()).not.toMatch(/postgres:\/\/|:s@/);
+  });
+});

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import type { ServerConfig, ServiceName } from './types';
 import { blocksOf } from './blocks';
+import { withSecretsFromEnvironment } from './environment';
 import { ConfigError } from './errors';
 import { parseHcl } from './hcl';
 import { parseListener } from './listener';
@@ -38,11 +39,19 @@ export async function loadConfigFile(path: string): Promise<ServerConfig> {
   return parseConfig(text, extension === '.hcl' ? 'hcl' : 'json', path);
 }
 
-/** Parses and validates a configuration; `sourceName` prefixes every error and warning. */
-export async function parseConfig(text: string, format: ConfigFormat, sourceName: string): Promise<ServerConfig> {
+/**
+ * Parses and validates a configuration; `sourceName` prefixes every error and warning. The
+ * environment's SVC_* secret variables override their fields (see `SECRET_ENVIRONMENT_VARIABLES`).
+ */
+export async function parseConfig(
+  text: string,
+  format: ConfigFormat,
+  sourceName: string,
+  environment: NodeJS.ProcessEnv = process.env,
+): Promise<ServerConfig> {
   const raw = format === 'hcl' ? parseHcl(text, sourceName) : decodeJson(text, sourceName);
   if (!isObject(raw)) throw new ConfigError(`${sourceName}: the configuration must be an object`);
-  return buildConfig(new Section(sourceName, raw), sourceName);
+  return buildConfig(new Section(sourceName, raw), sourceName, environment);
 }
 
 function decodeJson(text: string, sourceName: string): unknown {
@@ -64,9 +73,10 @@ function describeJsonError(text: string, message: string): string {
   return withoutExcerpt.replace(/in JSON at position \d+.*$/s, `at ${where}`);
 }
 
-async function buildConfig(top: Section, sourceName: string): Promise<ServerConfig> {
+async function buildConfig(top: Section, sourceName: string, environment: NodeJS.ProcessEnv): Promise<ServerConfig> {
   const warnings: string[] = [];
-  const stanza = (name: string) => blocksOf(name, top.raw(name), sourceName);
+  const stanza = (name: string) =>
+    withSecretsFromEnvironment(name, blocksOf(name, top.raw(name), sourceName), environment, sourceName, warnings);
 
   // Engine services have no listener; the gateway checks it has one when it starts.
   const listenerBlocks = stanza('listener');

@@ -1,0 +1,36 @@
+import type { Block } from './blocks';
+
+/**
+ * Environment variables that set the secret-bearing fields, as Vault's PostgreSQL storage reads
+ * VAULT_PG_CONNECTION_URL: a deployment passes passwords from its secret store without writing
+ * them into configuration files. A variable beats the file; an empty one counts as unset.
+ */
+const SECRET_ENVIRONMENT_VARIABLES = [
+  { variable: 'SVC_PG_CONNECTION_URL', stanza: 'storage', type: 'postgresql', field: 'connection_url' },
+  { variable: 'SVC_NATS_PASSWORD', stanza: 'bus', type: 'nats', field: 'password' },
+  { variable: 'SVC_REDIS_PASSWORD', stanza: 'locks', type: 'redis', field: 'password' },
+] as const;
+
+/**
+ * The blocks of one stanza with the fields that set variables name replaced, before they are
+ * validated like any field of the file. A variable without its stanza is reported as a warning.
+ */
+export function withSecretsFromEnvironment(
+  stanza: string,
+  blocks: Block[],
+  environment: NodeJS.ProcessEnv,
+  sourceName: string,
+  warnings: string[],
+): Block[] {
+  let result = blocks;
+  for (const { variable, type, field } of SECRET_ENVIRONMENT_VARIABLES.filter((entry) => entry.stanza === stanza)) {
+    const value = environment[variable];
+    if (!value) continue;
+    if (!result.some((block) => block.type === type)) {
+      warnings.push(`${sourceName}: ${variable} is set but there is no ${stanza} "${type}" stanza; ignored`);
+      continue;
+    }
+    result = result.map((block) => (block.type === type ? { type, body: { ...block.body, [field]: value } } : block));
+  }
+  return result;
+}
