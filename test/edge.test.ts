@@ -150,6 +150,29 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('the HTTP edge, %s', 
     }
   });
 
+  test('a name of 10 KB is answered 400 wherever it stands in the path', async () => {
+    const long = 'n'.repeat(10_000);
+    for (const path of [`secret/${long}`, `sys/namespaces/${long}`, `auth/token/roles/${long}`, `transit/keys/${long}`]) {
+      const res = await api(url, 'PUT', `/v1/${path}`, { token: rootToken, body: { a: 'b' } });
+      expect([path.slice(0, 20), res.status]).toEqual([path.slice(0, 20), 400]);
+      expect(res.body.errors[0]).toMatch(/longer than 4096 bytes/);
+    }
+    const viaHeader = await api(url, 'GET', '/v1/secret/x', { token: rootToken, headers: { 'X-Service-Namespace': long } });
+    expect(viaHeader.status).toBe(400);
+  });
+
+  test('a wrap TTL above the maximum lease TTL is cut to it', async () => {
+    const wrapped = await api<{ wrap_info: { ttl: number; token: string } }>(url, 'POST', '/v1/sys/wrapping/wrap', {
+      token: rootToken,
+      body: { a: 'b' },
+      headers: { 'X-Service-Wrap-TTL': '87600h' },
+    });
+    expect(wrapped.status).toBe(200);
+    expect(wrapped.body.wrap_info.ttl).toBe(768 * 3600);
+    const lookup = await api<{ data: { creation_ttl: number } }>(url, 'POST', '/v1/sys/wrapping/lookup', { token: rootToken, body: { token: wrapped.body.wrap_info.token } });
+    expect(lookup.body.data.creation_ttl).toBe(768 * 3600);
+  });
+
   test('a NUL in a lease id or a token accessor is answered 400 naming the field', async () => {
     const cases: [string, Record<string, string>, string][] = [
       ['/v1/sys/leases/lookup', { lease_id: 'a\u0000b' }, 'lease_id'],

@@ -137,7 +137,7 @@ export class Core {
       purgeCubbyhole: (accessor) => this.purgeCubbyhole(accessor),
     });
     this.authorizer = new Authorizer(this.namespaces);
-    this.wrapping = new ResponseWrapper(this.tokenManager, this.namespaces, this.barrier);
+    this.wrapping = new ResponseWrapper(this.tokenManager, this.namespaces, this.barrier, options.config.maxLeaseTtl);
     this.audit = new AuditDevices(createView(this.barrier, ''), options.logger);
     options.engines
       .register('token', { kind: 'core', table: 'auth', create: () => createTokenBackend(this) })

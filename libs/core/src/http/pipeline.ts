@@ -41,6 +41,9 @@ export interface RequestLine {
   durationMs: number;
 }
 
+/** Longest logical path taken (namespace included), which bounds every name in it: keys, roles, namespaces. */
+const MAX_PATH_BYTES = 4096;
+
 /** Paths served while the service is uninitialized or sealed (everything else: 501 / 503). */
 const UNINITIALIZED_PATHS = new Set(['sys/init', 'sys/seal-status', 'sys/health']);
 const SEALED_PATHS = new Set([...UNINITIALIZED_PATHS, 'sys/unseal', 'sys/leader']);
@@ -140,6 +143,10 @@ export class RequestPipeline {
     let fullPath = joinNamespace(header(req, 'x-service-namespace'), decodePath(urlPath.slice('/v1/'.length)));
     // A LIST is of a directory: `LIST keys` means `keys/`, as in Vault.
     if (operation === 'list' && !fullPath.endsWith('/')) fullPath += '/';
+    // A UTF-16 unit is at most three UTF-8 bytes: short paths are not measured.
+    if (fullPath.length * 3 > MAX_PATH_BYTES && Buffer.byteLength(fullPath) > MAX_PATH_BYTES) {
+      throw ServiceError.badRequest(`the request path (namespace included) is longer than ${MAX_PATH_BYTES} bytes`);
+    }
     const data = requestData(req, operation, query);
     const wrapTtl = wrapTtlFrom(req);
 

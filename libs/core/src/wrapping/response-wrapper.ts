@@ -25,9 +25,12 @@ export class ResponseWrapper {
     private readonly tokens: TokenManager,
     private readonly namespaces: NamespaceRegistry,
     private readonly barrier: Barrier,
+    /** The system's maximum lease TTL, seconds: no wrapping token outlives it. */
+    private readonly maxTtl: number,
   ) {}
 
-  async wrap(response: OutgoingEnvelope, ttl: number, namespace: Namespace, creationPath: string): Promise<WrapInfo> {
+  async wrap(response: OutgoingEnvelope, requestedTtl: number, namespace: Namespace, creationPath: string): Promise<WrapInfo> {
+    const ttl = Math.min(requestedTtl, this.maxTtl);
     const { id, entry } = await this.tokens.create({
       parent: null,
       policies: ['response-wrapping'],
