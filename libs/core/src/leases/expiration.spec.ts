@@ -53,6 +53,7 @@ describe('ExpirationManager', () => {
     expect(await under('database/creds/app2/b1')).toEqual(['database/creds/app2/b1']);
     expect(await under('database/cre')).toEqual([]);
     expect((await under('')).sort()).toEqual([...ids].sort());
+    await expect(under('database/..')).rejects.toThrow(`invalid lease prefix "database/..": '..' segments are not allowed`);
   });
 
   it('a refused revocation stays on the lease; forced, it is logged and the lease removed', async () => {

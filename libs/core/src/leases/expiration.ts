@@ -85,6 +85,7 @@ export class ExpirationManager {
    * The empty prefix names every lease of the namespace.
    */
   async idsUnder(namespaceId: string, prefix: string): Promise<string[]> {
+    if (prefix.split('/').includes('..')) throw ServiceError.badRequest(`invalid lease prefix ${JSON.stringify(prefix)}: '..' segments are not allowed`);
     if (prefix !== '' && !prefix.endsWith('/')) {
       if (await this.get(namespaceId, prefix)) return [prefix];
       prefix += '/';

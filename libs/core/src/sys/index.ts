@@ -13,8 +13,8 @@ import { hostInfoPaths } from './host-info-paths';
 import { counterPaths } from './counter-paths';
 
 const SYSTEM_HELP = `The system backend: initialization and seal management, mounts of secrets engines and
-auth methods, policies, namespaces, leases, response wrapping, host information and token counts, and the API description of this
-server.`;
+auth methods, policies, namespaces, leases, response wrapping, host information, token counts, and
+the API description of this server.`;
 
 export function createSystemBackend(core: Core): Backend {
   return new Backend({

@@ -99,7 +99,8 @@ export function policyPaths(core: Core): PathDeclaration[] {
       dataAtTopLevel: true,
       synopsis: 'Reads, writes or deletes an ACL policy (legacy path).',
       fields: {
-        policy: { type: 'string', description: 'The policy document (HCL or JSON; base64 accepted).' },
+        // Not required here: `rules` may stand in for it.
+        policy: { ...POLICY_FIELDS.policy, required: false },
         rules: { type: 'string', deprecated: true, description: 'Deprecated alias of policy.' },
       },
       operations: {

@@ -6,7 +6,7 @@ import type { TokenEntry, TokenRole } from './token-store';
 
 const CREATE_FIELDS: FieldMap = {
   id: { type: 'string', sensitive: true, description: 'Value of the token (root tokens only may choose it).' },
-  policies: { type: 'comma-string-list', description: 'Policies of the token; default: the parent token\'s policies.' },
+  policies: { type: 'comma-string-list', description: 'Policies of the token; default: the role\'s allowed policies, else the parent token\'s policies.' },
   meta: { type: 'kv-pairs', description: 'Metadata, shown in audit logs.' },
   no_parent: { type: 'bool', default: false, description: 'Create an orphan token (root or sudo only).' },
   no_default_policy: { type: 'bool', default: false, description: 'Do not attach the default policy.' },
