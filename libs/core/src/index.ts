@@ -3,6 +3,7 @@ export type { Route } from './namespaces/namespace';
 export { EngineRegistry, type EngineDefinition } from './engines';
 export { RequestPipeline, type HttpRequest, type HttpResult, type RequestLine } from './http/pipeline';
 export { startHttpFrontend, type HttpFrontend } from './http/frontend';
+export { serviceHealthHandler, type RequestHandler, type ServiceState } from './http/service-health';
 export { createSystemBackend } from './sys';
 export { MountTable, type MountEntry } from './mounts/mount-table';
 export { TokenStore, type TokenEntry } from './tokens/token-store';

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { createBus, type Bus } from '@svc/bus';
 import type { ServerConfig, ServiceName } from '@svc/config';
-import { Core, RequestPipeline, createSystemBackend, startHttpFrontend, type HttpFrontend } from '@svc/core';
+import { Core, RequestPipeline, createSystemBackend, serviceHealthHandler, startHttpFrontend, type HttpFrontend } from '@svc/core';
 import { EngineHost } from '@svc/engine-host';
 import { createLockManager, type LockManager } from '@svc/locks';
 import { KeyringReceiver } from '@svc/seal';
@@ -96,12 +96,25 @@ export async function runService(config: ServerConfig, service: ServiceName, { l
   await receiver.start();
   const host = new EngineHost(service, factories, barrier, { locks: shared.locks, logger });
   const subscription = host.serve(shared.bus, subjectPrefix);
-  logger.info({ service, storage: physical.kind }, 'service started');
+  // A listener, when configured, serves the service's health to orchestrators' probes.
+  const health = serviceHealthHandler({
+    service,
+    get sealed() {
+      return barrier.sealed;
+    },
+    get busConnected() {
+      return shared.bus.connected;
+    },
+  });
+  const frontend = config.listeners.length > 0 ? await startHttpFrontend(health, config.listeners) : undefined;
+  const addresses = frontend?.listeners.map((l) => l.address) ?? [];
+  logger.info({ service, storage: physical.kind, addresses }, 'service started');
   flush();
   return {
     logger,
-    addresses: [],
+    addresses,
     stop: async () => {
+      await frontend?.close();
       subscription.unsubscribe();
       await host.closeAll();
       receiver.close();

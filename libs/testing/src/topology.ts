@@ -18,6 +18,8 @@ export interface TopologyOptions {
   services?: string[];
   /** Listener blocks (HCL) replacing the default plain-HTTP listener on a free port. */
   listeners?: string[];
+  /** Engine services get a plain-HTTP listener too, which serves their health (distributed only). */
+  serviceListeners?: boolean;
   /** The NATS URL a process (by name: gateway-0, transit, ...) connects to; a relay, say (distributed only). */
   natsUrlFor?: (processName: string) => string;
 }
@@ -81,7 +83,7 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
         ...(options.services ?? []).map((service, i, all) => {
           const copy = all.slice(0, i).filter((s) => s === service).length;
           const name = copy === 0 ? service : `${service}-${copy}`;
-          return startServerProcess(name, [configFor(name, ''), `-service=${service}`]);
+          return startServerProcess(name, [configFor(name, options.serviceListeners ? PLAIN_LISTENER : ''), `-service=${service}`]);
         }),
       ]);
       processes.push(...rest);

@@ -5,7 +5,8 @@ import type { JsonBody } from '@svc/http';
 import { bindListener, type BoundListener, type ListenerContext } from './listeners';
 import type { HeaderList } from './headers';
 import { onParseError, requestAnswered, requestStarted, writeAndClose } from './list-method';
-import { jsonError, type HttpResult, type RequestPipeline } from './pipeline';
+import { jsonError, type HttpResult } from './pipeline';
+import type { RequestHandler } from './service-health';
 
 /**
  * The gateway's HTTP front: one `node:http` server behind every listener, handing each request
@@ -18,7 +19,7 @@ export interface HttpFrontend {
   close(): Promise<void>;
 }
 
-export async function startHttpFrontend(pipeline: RequestPipeline, listeners: ListenerConfig[]): Promise<HttpFrontend> {
+export async function startHttpFrontend(pipeline: RequestHandler, listeners: ListenerConfig[]): Promise<HttpFrontend> {
   const bound: BoundListener[] = [];
   for (const listener of listeners) {
     bound.push(
@@ -44,7 +45,7 @@ export async function startHttpFrontend(pipeline: RequestPipeline, listeners: Li
  * A request the parser refused or gave up on: a LIST is served from here (list-method.ts); a
  * body that turned out malformed, or a request past its timeout, ends the request being read.
  */
-function onClientError(pipeline: RequestPipeline, listener: ListenerContext, err: NodeJS.ErrnoException, socket: Socket): void {
+function onClientError(pipeline: RequestHandler, listener: ListenerContext, err: NodeJS.ErrnoException, socket: Socket): void {
   const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
   if (bodyReaders.get(socket)?.(timedOut ? REQUEST_TIMEOUT : MALFORMED_BODY)) return;
   onParseError(err, socket, {
@@ -62,7 +63,7 @@ function onClientError(pipeline: RequestPipeline, listener: ListenerContext, err
   });
 }
 
-function serveRequest(pipeline: RequestPipeline, listener: ListenerContext, req: http.IncomingMessage, res: http.ServerResponse): void {
+function serveRequest(pipeline: RequestHandler, listener: ListenerContext, req: http.IncomingMessage, res: http.ServerResponse): void {
   requestStarted(req.socket);
   const { writeMs } = listener.config.timeouts;
   if (writeMs > 0) limitWriteTime(res, writeMs);

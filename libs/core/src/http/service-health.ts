@@ -1,0 +1,51 @@
+import { jsonBody } from '@svc/http';
+import { VERSION } from '../version';
+import { jsonError, type HttpRequest, type HttpResult } from './pipeline';
+
+/** What the HTTP front needs of whatever answers requests. */
+export interface RequestHandler {
+  handle(req: HttpRequest): Promise<HttpResult>;
+}
+
+/** The state of an engine service that its health reports. */
+export interface ServiceState {
+  service: string;
+  /** Holds no keyring: no gateway is unsealed, or none has handed it over yet. */
+  readonly sealed: boolean;
+  readonly busConnected: boolean;
+}
+
+const HEALTH_PATH = '/v1/sys/health';
+
+/**
+ * The listener of an engine service answers one thing, its health, for orchestrators' probes:
+ * 200 when it can serve, `sealedcode` (503 unless given) while it holds no keyring, 503 while its
+ * bus link is down (nothing could reach it). Everything else is 404.
+ */
+export function serviceHealthHandler(state: ServiceState): RequestHandler {
+  return {
+    handle: async (req) => {
+      const queryStart = req.url.indexOf('?');
+      const path = queryStart < 0 ? req.url : req.url.slice(0, queryStart);
+      if (path !== HEALTH_PATH) return jsonError(404, ['unsupported path']);
+      if (req.method !== 'GET' && req.method !== 'HEAD') return jsonError(405, [`method ${req.method} is not supported on ${HEALTH_PATH}`]);
+      const query = new URLSearchParams(queryStart < 0 ? '' : req.url.slice(queryStart + 1));
+      const sealed = state.sealed;
+      let status = 503;
+      if (state.busConnected) {
+        const name = sealed ? 'sealedcode' : 'activecode';
+        const given = query.get(name);
+        status = given === null ? (sealed ? 503 : 200) : Number(given);
+        if (!Number.isInteger(status) || status < 100 || status > 599) return jsonError(400, [`invalid status code for ${name}: "${given}"`]);
+      }
+      const body = {
+        service: state.service,
+        sealed,
+        bus: state.busConnected ? 'connected' : 'disconnected',
+        server_time_utc: Math.floor(Date.now() / 1000),
+        version: VERSION,
+      };
+      return { status, body: status === 204 ? undefined : jsonBody(body) };
+    },
+  };
+}
