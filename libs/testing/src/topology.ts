@@ -18,6 +18,13 @@ export interface TopologyOptions {
   services?: string[];
   /** Listener blocks (HCL) replacing the default plain-HTTP listener on a free port. */
   listeners?: string[];
+  /** Bus subject prefix (distributed only; default: unique to the run). */
+  subjectPrefix?: string;
+  /**
+   * Another NATS server than NATS_URL (distributed only), with extra lines of the bus stanza for
+   * the gateways and for the services (credentials, TLS files).
+   */
+  nats?: { url: string; gateway?: string; service?: string };
 }
 
 export interface Topology {
@@ -25,6 +32,8 @@ export interface Topology {
   /** Base URLs of the gateways, e.g. http://127.0.0.1:40123. */
   urls: string[];
   processes: ServerProcess[];
+  /** Distributed: the bus subject prefix and the cluster key file every process was given. */
+  bus?: { subjectPrefix: string; clusterKeyFile: string };
   /** Stops one process (to test a service going away) without tearing down the rest. */
   stopProcess(name: string): Promise<void>;
   stop(): Promise<void>;
@@ -46,6 +55,7 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
   const id = randomBytes(4).toString('hex');
   const processes: ServerProcess[] = [];
   const cleanups: (() => Promise<void>)[] = [async () => rmSync(dir, { recursive: true, force: true })];
+  let bus: Topology['bus'];
   const stopAll = async () => {
     await Promise.all(processes.map((p) => p.stop()));
     for (const cleanup of cleanups) await cleanup();
@@ -59,14 +69,20 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
     } else {
       const table = `svc_e2e_${id}`;
       cleanups.push(() => dropTable(table));
+      const { subjectPrefix = `svc-${id}` } = options;
+      const clusterKeyFile = path.join(dir, 'cluster.key');
+      writeFileSync(clusterKeyFile, randomBytes(32).toString('base64'), { mode: 0o600 });
+      bus = { subjectPrefix, clusterKeyFile };
+      const busStanza = (extra = '') =>
+        `bus "nats" {\n  servers = ["${options.nats?.url ?? NATS_URL}"]\n  subject_prefix = "${subjectPrefix}"\n` +
+        `  cluster_key_file = "${clusterKeyFile}"\n${extra}\n}\n`;
       const shared =
         `storage "postgresql" {\n  connection_url = "${POSTGRES_URL}"\n  table = "${table}"\n}\n` +
-        `bus "nats" {\n  servers = ["${NATS_URL}"]\n  subject_prefix = "svc-${id}"\n}\n` +
         `locks "redis" {\n  address = "${REDIS_ADDRESS}"\n  key_prefix = "svc-${id}:lock:"\n}\n`;
       const gatewayConfig = path.join(dir, 'gateway.hcl');
-      writeFileSync(gatewayConfig, `${listenerBlocks(options)}\n${shared}`);
+      writeFileSync(gatewayConfig, `${listenerBlocks(options)}\n${shared}${busStanza(options.nats?.gateway)}`);
       const serviceConfig = path.join(dir, 'service.hcl');
-      writeFileSync(serviceConfig, shared);
+      writeFileSync(serviceConfig, `${shared}${busStanza(options.nats?.service)}`);
       // The first gateway creates the schema; the others and the services then start in parallel.
       processes.push(await startServerProcess('gateway-0', [`-config=${gatewayConfig}`, '-service=gateway']));
       const rest = await Promise.all([
@@ -90,6 +106,7 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
     kind,
     urls: processes.filter((p) => p.name.startsWith('gateway') || p.name === 'all-in-one').map((p) => `http://${p.addresses[0]}`),
     processes,
+    bus,
     stopProcess: async (name) => {
       await processes.find((p) => p.name === name)?.stop();
     },
