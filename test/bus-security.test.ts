@@ -157,7 +157,10 @@ function startNatsServer(config: string, env: NodeJS.ProcessEnv): Promise<{ chil
 
 describe('NATS configured by deploy/nats/nats.conf: TLS and two users (distributed)', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'svc-nats-tls-'));
-  const passwords = { gateway: randomBytes(12).toString('hex'), service: randomBytes(12).toString('hex') };
+  // nats.conf reads the passwords as unquoted values: one starting with a digit would parse as a
+  // number, or not at all, so these start with a letter.
+  const password = () => `p${randomBytes(12).toString('hex')}`;
+  const passwords = { gateway: password(), service: password() };
   const tls = (file: string) => path.join(dir, file);
   let natsServer: ChildProcess;
   let natsUrl: string;
