@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { createInterface } from 'node:readline';
 import { connect, type ConnectionOptions, type NatsConnection, type NatsError } from 'nats';
 import { createBus, type Bus } from '@svc/bus';
-import { api, eventually, initAndUnseal, NATS_URL, startTopology, type Topology } from '@svc/testing';
+import { api, eventually, initAndUnseal, NATS_URL, startServerProcess, startTopology, type Topology } from '@svc/testing';
 
 const json = (value: unknown) => Buffer.from(JSON.stringify(value));
 const b64 = (value: string) => Buffer.from(value).toString('base64');
@@ -122,6 +122,23 @@ describe('a process with NATS access but no cluster key (distributed)', () => {
     const encrypted = await api<{ data: { ciphertext: string } }>(url, 'POST', '/v1/transit/encrypt/app', { token, body: { plaintext: b64('still here') } });
     expect(encrypted.status).toBe(200);
     expect(await decrypts(url, token, encrypted.body.data.ciphertext)).toBe('still here');
+  });
+});
+
+describe('a process configured for NATS without a usable cluster key', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'svc-no-cluster-key-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  test.each([
+    ['no cluster_key_file', '', /cluster_key_file is required.*openssl rand -base64 32 > cluster\.key/],
+    ['a key file with 16 bytes', 'short.key', /holds 16 bytes of key material, at least 32 are needed/],
+  ])('refuses to start with %s, saying how to make one', async (_case, keyFile, message) => {
+    writeFileSync(path.join(dir, 'short.key'), randomBytes(16).toString('base64'), { mode: 0o600 });
+    const keyLine = keyFile ? `  cluster_key_file = "${path.join(dir, keyFile)}"\n` : '';
+    const config = path.join(dir, `service-${keyFile || 'none'}.hcl`);
+    writeFileSync(config, `storage "inmem" {}\nbus "nats" {\n  servers = ["${NATS_URL}"]\n${keyLine}}\n`);
+
+    await expect(startServerProcess('transit', [`-config=${config}`, '-service=transit'])).rejects.toThrow(message);
   });
 });
 
