@@ -174,7 +174,8 @@ function startNatsServer(config: string, env: NodeJS.ProcessEnv): Promise<{ chil
 
 describe('NATS configured by deploy/nats/nats.conf: TLS and two users (distributed)', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'svc-nats-tls-'));
-  const passwords = { gateway: randomBytes(12).toString('hex'), service: randomBytes(12).toString('hex') };
+  // Starting with a letter, as nats.conf asks (a leading digit is read as a number).
+  const passwords = { gateway: `p${randomBytes(12).toString('hex')}`, service: `p${randomBytes(12).toString('hex')}` };
   const tls = (file: string) => path.join(dir, file);
   let natsServer: ChildProcess;
   let natsUrl: string;
@@ -237,6 +238,25 @@ describe('NATS configured by deploy/nats/nats.conf: TLS and two users (distribut
       expect(refused.message).toContain('svc.keyring.request');
 
       await expect(service.request('svc.transit.request', json({}), { timeout: 2_000 })).rejects.toMatchObject({ code: 'PERMISSIONS_VIOLATION' });
+    } finally {
+      await service.close();
+    }
+  });
+
+  test('the service user may not publish seals, announcements, mount removals or replica sync', async () => {
+    const service = await client({ user: 'service', pass: passwords.service });
+    const refusedPublishes: string[] = [];
+    void (async () => {
+      for await (const status of service.status()) {
+        if (status.permissionContext?.operation === 'publish') refusedPublishes.push(status.permissionContext.subject);
+      }
+    })();
+    const gatewaySubjects = ['svc.keyring.seal', 'svc.keyring.announce', 'svc.mounts.removed', 'svc.replicas.invalidate', 'svc.replicas.ack.x'];
+    try {
+      for (const subject of gatewaySubjects) service.publish(subject);
+
+      await eventually(async () => refusedPublishes.length === gatewaySubjects.length);
+      expect(refusedPublishes.sort()).toEqual([...gatewaySubjects].sort());
     } finally {
       await service.close();
     }
