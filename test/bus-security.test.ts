@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { createInterface } from 'node:readline';
 import { connect, type ConnectionOptions, type NatsConnection, type NatsError } from 'nats';
 import { createBus, type Bus } from '@svc/bus';
-import { api, eventually, initAndUnseal, NATS_URL, startTopology, type Topology } from '@svc/testing';
+import { api, eventually, initAndUnseal, NATS_URL, startServerProcess, startTopology, type Topology } from '@svc/testing';
 
 const json = (value: unknown) => Buffer.from(JSON.stringify(value));
 const b64 = (value: string) => Buffer.from(value).toString('base64');
@@ -125,6 +125,23 @@ describe('a process with NATS access but no cluster key (distributed)', () => {
   });
 });
 
+describe('a process configured for NATS without a usable cluster key', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'svc-no-cluster-key-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  test.each([
+    ['no cluster_key_file', '', /cluster_key_file is required.*openssl rand -base64 32 > cluster\.key/],
+    ['a key file with 16 bytes', 'short.key', /holds 16 bytes of key material, at least 32 are needed/],
+  ])('refuses to start with %s, saying how to make one', async (_case, keyFile, message) => {
+    writeFileSync(path.join(dir, 'short.key'), randomBytes(16).toString('base64'), { mode: 0o600 });
+    const keyLine = keyFile ? `  cluster_key_file = "${path.join(dir, keyFile)}"\n` : '';
+    const config = path.join(dir, `service-${keyFile || 'none'}.hcl`);
+    writeFileSync(config, `storage "inmem" {}\nbus "nats" {\n  servers = ["${NATS_URL}"]\n${keyLine}}\n`);
+
+    await expect(startServerProcess('transit', [`-config=${config}`, '-service=transit'])).rejects.toThrow(message);
+  });
+});
+
 /** A CA, a server certificate for 127.0.0.1 and a client certificate, made with openssl. */
 function makeCertificates(dir: string): void {
   const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
@@ -223,6 +240,25 @@ describe('NATS configured by deploy/nats/nats.conf: TLS and two users (distribut
       expect(refused.message).toContain('svc.keyring.request');
 
       await expect(service.request('svc.transit.request', json({}), { timeout: 2_000 })).rejects.toMatchObject({ code: 'PERMISSIONS_VIOLATION' });
+    } finally {
+      await service.close();
+    }
+  });
+
+  test('the service user may not publish seals, announcements, mount removals or replica sync', async () => {
+    const service = await client({ user: 'service', pass: passwords.service });
+    const refusedPublishes: string[] = [];
+    void (async () => {
+      for await (const status of service.status()) {
+        if (status.permissionContext?.operation === 'publish') refusedPublishes.push(status.permissionContext.subject);
+      }
+    })();
+    const gatewaySubjects = ['svc.keyring.seal', 'svc.keyring.announce', 'svc.mounts.removed', 'svc.replicas.invalidate', 'svc.replicas.ack.x'];
+    try {
+      for (const subject of gatewaySubjects) service.publish(subject);
+
+      await eventually(async () => refusedPublishes.length === gatewaySubjects.length);
+      expect(refusedPublishes.sort()).toEqual([...gatewaySubjects].sort());
     } finally {
       await service.close();
     }
