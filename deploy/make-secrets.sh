@@ -6,9 +6,10 @@
 #   deploy/make-secrets.sh [OUTDIR]
 #
 # Safe to run again: existing keys, passwords and certificates are kept (delete one to replace
-# it); the environment files are rewritten from them every time, and the NATS server certificate
-# is issued again when the CA no longer verifies it (a new CA, or expiry). Needs POSIX sh and openssl.
-# K8S_NAMESPACE (default secrets-service) names the namespace in the certificate's DNS names.
+# it); the environment files are rewritten from them every time, and the NATS server and client
+# certificates are issued again when the CA no longer verifies them (a new CA, or expiry).
+# Needs POSIX sh and openssl.
+# K8S_NAMESPACE (default secrets-service) names the namespace in the server certificate's DNS names.
 set -eu
 
 out=${1:-$(dirname "$0")/secrets}
@@ -49,22 +50,31 @@ if [ ! -s ca.key ] || [ ! -s ca.crt ]; then
   echo "made $out/ca.crt and $out/ca.key"
 fi
 
-if ! openssl verify -CAfile ca.crt nats-server.crt > /dev/null 2>&1 || [ ! -s nats-server.key ]; then
-  # The names clients dial: "nats" in compose and inside the namespace, the Service's longer
-  # names elsewhere in the cluster, localhost through a port-forward.
-  cat > nats-server.ext <<EOF
-basicConstraints=critical,CA:FALSE
-keyUsage=critical,digitalSignature,keyEncipherment
-extendedKeyUsage=serverAuth
-subjectAltName=DNS:nats,DNS:nats.$namespace,DNS:nats.$namespace.svc,DNS:nats.$namespace.svc.cluster.local,DNS:localhost,IP:127.0.0.1
-EOF
-  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=nats" \
-    -keyout nats-server.key -out nats-server.csr 2> /dev/null
-  openssl x509 -req -in nats-server.csr -CA ca.crt -CAkey ca.key -days 825 \
-    -extfile nats-server.ext -out nats-server.crt 2> /dev/null
-  rm -f nats-server.csr nats-server.ext
-  echo "made $out/nats-server.crt and $out/nats-server.key"
-fi
+# issue_certificate NAME SUBJECT EXTENSION...: issues NAME.crt and NAME.key, signed by the CA,
+# when the CA does not verify NAME.crt (missing, expired, or signed by an earlier CA) or NAME.key
+# is missing.
+issue_certificate() {
+  name=$1
+  subject=$2
+  shift 2
+  if openssl verify -CAfile ca.crt "$name.crt" > /dev/null 2>&1 && [ -s "$name.key" ]; then
+    return
+  fi
+  printf '%s\n' basicConstraints=critical,CA:FALSE keyUsage=critical,digitalSignature,keyEncipherment "$@" > "$name.ext"
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "$subject" \
+    -keyout "$name.key" -out "$name.csr" 2> /dev/null
+  openssl x509 -req -in "$name.csr" -CA ca.crt -CAkey ca.key -days 825 \
+    -extfile "$name.ext" -out "$name.crt" 2> /dev/null
+  rm -f "$name.csr" "$name.ext"
+  echo "made $out/$name.crt and $out/$name.key"
+}
+
+# The names clients dial: "nats" in compose and inside the namespace, the Service's longer names
+# elsewhere in the cluster, localhost through a port-forward.
+issue_certificate nats-server /CN=nats extendedKeyUsage=serverAuth \
+  "subjectAltName=DNS:nats,DNS:nats.$namespace,DNS:nats.$namespace.svc,DNS:nats.$namespace.svc.cluster.local,DNS:localhost,IP:127.0.0.1"
+# What every gateway and engine service presents to NATS, which admits only clients the CA signed.
+issue_certificate nats-client "/CN=Secrets Service" extendedKeyUsage=clientAuth
 
 postgres_password=$(cat postgres-password)
 redis_password=$(cat redis-password)

@@ -4,8 +4,8 @@
  * health checks; everything they reference exists (secrets and config maps with their keys, mounted
  * files, environment files); the rendered manifests validate against the Kubernetes schemas;
  * deploy/make-secrets.sh makes every secret; and a gateway and every engine service, run with the
- * deployment's configurations, files and secrets against NATS (deploy/nats/nats.conf, TLS) and Redis
- * run as compose runs them, form a working cluster.
+ * deployment's configurations, files and secrets against NATS (deploy/nats/nats.conf: TLS with client
+ * certificates) and Redis run as compose runs them, form a working cluster.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -30,17 +30,16 @@ const serviceApps = readdirSync(path.join(root, 'apps')).filter((app) => app !==
 const { version } = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string };
 const image = `secrets-service:${version}`;
 const configNames = ['gateway', 'service'] as const;
-// Until the bus stanza knows cluster_key_file (another branch adds it), the parser warns about it.
-const pendingField = /unknown field "cluster_key_file" ignored/;
 
 const read = (...parts: string[]) => readFileSync(path.join(root, ...parts), 'utf8');
 
 // ---- deploy/make-secrets.sh ------------------------------------------------------------------
 
 const madeFiles = [
-  'ca.crt', 'ca.key', 'cluster.key', 'gateway.env', 'nats-gateway-password', 'nats-server.crt', 'nats-server.key',
-  'nats-service-password', 'nats.env', 'postgres-password', 'postgres.env', 'redis-password', 'redis.env', 'service.env',
+  'ca.crt', 'ca.key', 'cluster.key', 'gateway.env', 'nats-client.crt', 'nats-client.key', 'nats-gateway-password', 'nats-server.crt',
+  'nats-server.key', 'nats-service-password', 'nats.env', 'postgres-password', 'postgres.env', 'redis-password', 'redis.env', 'service.env',
 ];
+const certificates = ['nats-server.crt', 'nats-client.crt'];
 
 function makeSecrets(dir: string): string {
   return execFileSync('sh', [path.join(deployDir, 'make-secrets.sh'), dir], { encoding: 'utf8' });
@@ -77,9 +76,10 @@ function opensslText(certificate: string): string {
   return execFileSync('openssl', ['x509', '-noout', '-text', '-in', certificate], { encoding: 'utf8' });
 }
 
-function verifies(certificate: string, ca: string): boolean {
+/** Whether `ca` verifies `certificate`, for any use or only as a TLS server's or client's. */
+function verifies(certificate: string, ca: string, purpose?: 'sslserver' | 'sslclient'): boolean {
   try {
-    execFileSync('openssl', ['verify', '-CAfile', ca, certificate], { stdio: 'ignore' });
+    execFileSync('openssl', ['verify', ...(purpose ? ['-purpose', purpose] : []), '-CAfile', ca, certificate], { stdio: 'ignore' });
     return true;
   } catch {
     return false;
@@ -98,10 +98,15 @@ describe('deploy/make-secrets.sh', () => {
     expect(new Set(['postgres-password', 'nats-gateway-password', 'nats-service-password', 'redis-password'].map(secret)).size).toBe(4);
     expect(Buffer.from(secret('cluster.key'), 'base64')).toHaveLength(32);
 
-    const certificate = path.join(secretsDir, 'nats-server.crt');
-    expect(verifies(certificate, path.join(secretsDir, 'ca.crt'))).toBe(true);
-    const names = /Subject Alternative Name:\s*\n\s*(.*)/.exec(opensslText(certificate))![1].split(', ');
+    const ca = path.join(secretsDir, 'ca.crt');
+    const server = path.join(secretsDir, 'nats-server.crt');
+    const client = path.join(secretsDir, 'nats-client.crt');
+    // Each certificate serves only its side of a TLS connection.
+    expect([verifies(server, ca, 'sslserver'), verifies(server, ca, 'sslclient')]).toEqual([true, false]);
+    expect([verifies(client, ca, 'sslclient'), verifies(client, ca, 'sslserver')]).toEqual([true, false]);
+    const names = /Subject Alternative Name:\s*\n\s*(.*)/.exec(opensslText(server))![1].split(', ');
     expect(names).toEqual(expect.arrayContaining(['DNS:nats', 'DNS:nats.secrets-service.svc', 'DNS:localhost']));
+    expect(/Extended Key Usage:\s*\n\s*(.*)/.exec(opensslText(client))![1]).toBe('TLS Web Client Authentication');
   });
 
   test('writes the environment files from the passwords', () => {
@@ -123,7 +128,7 @@ describe('deploy/make-secrets.sh', () => {
     expect(readEnvFile(path.join(secretsDir, 'redis.env'))).toEqual({ REDIS_PASSWORD: redis, REDISCLI_AUTH: redis });
   });
 
-  test('keeps what exists, replaces what was deleted, and issues the certificate again for a new CA', () => {
+  test('keeps what exists, replaces what was deleted, and issues the certificates again for a new CA', () => {
     const dir = path.join(workDir, 'rerun');
     makeSecrets(dir);
     const first = contents(dir);
@@ -140,13 +145,24 @@ describe('deploy/make-secrets.sh', () => {
     const unchanged = madeFiles.filter((file) => !['nats-service-password', 'service.env', 'nats.env'].includes(file));
     for (const file of unchanged) expect([file, second[file]]).toEqual([file, first[file]]);
 
+    // A certificate whose key is gone is issued again, with a new key; the other one is kept.
+    unlinkSync(path.join(dir, 'nats-client.key'));
+    expect(makeSecrets(dir)).toBe(`made ${dir}/nats-client.crt and ${dir}/nats-client.key\n`);
+    const third = contents(dir);
+    expect(third['nats-client.crt']).not.toBe(second['nats-client.crt']);
+    expect(third['nats-client.key']).not.toBe(second['nats-client.key']);
+    expect(verifies(path.join(dir, 'nats-client.crt'), path.join(dir, 'ca.crt'), 'sslclient')).toBe(true);
+    expect(third['nats-server.crt']).toBe(second['nats-server.crt']);
+
     unlinkSync(path.join(dir, 'ca.key'));
     makeSecrets(dir);
-    const third = contents(dir);
-    expect(third['ca.crt']).not.toBe(second['ca.crt']);
-    expect(third['nats-server.crt']).not.toBe(second['nats-server.crt']);
-    expect(verifies(path.join(dir, 'nats-server.crt'), path.join(dir, 'ca.crt'))).toBe(true);
-    expect(third['cluster.key']).toBe(second['cluster.key']);
+    const fourth = contents(dir);
+    expect(fourth['ca.crt']).not.toBe(third['ca.crt']);
+    for (const certificate of certificates) {
+      expect([certificate, fourth[certificate] !== third[certificate]]).toEqual([certificate, true]);
+      expect([certificate, verifies(path.join(dir, certificate), path.join(dir, 'ca.crt'))]).toEqual([certificate, true]);
+    }
+    expect(fourth['cluster.key']).toBe(third['cluster.key']);
   });
 });
 
@@ -161,11 +177,23 @@ function rawBus(name: string): Record<string, unknown> {
 /** Files the configurations name, which every deployment must provide at these paths. */
 function filesNamedBy(name: string): string[] {
   const bus = rawBus(name);
-  return [`/etc/svc/${name}.hcl`, String(bus.tls_ca_file), String(bus.cluster_key_file)];
+  return [`/etc/svc/${name}.hcl`, ...['tls_ca_file', 'tls_cert_file', 'tls_key_file', 'cluster_key_file'].map((field) => String(bus[field]))];
+}
+
+/** The files of keys a configuration names, which a deployment keeps in secrets only. */
+function keyFilesNamedBy(name: string): string[] {
+  const bus = rawBus(name);
+  return [String(bus.tls_key_file), String(bus.cluster_key_file)];
 }
 
 const natsConf = () => read('deploy', 'nats', 'nats.conf');
 const natsTlsFiles = () => [...natsConf().matchAll(/"(\/etc\/nats\/tls\/[^"]+)"/g)].map((match) => match[1]);
+/** nats.conf's entry for one user: from its `user:` line to the next user's. */
+function natsUser(user: string): string {
+  const entry = natsConf().split(/^\s*user: /m).find((part) => part.startsWith(`${user}\n`));
+  expect([user, entry !== undefined]).toEqual([user, true]);
+  return entry!;
+}
 
 describe('the server configurations', () => {
   test.each(configNames)('%s.hcl parses with the server\'s parser and the passwords make-secrets.sh made', async (name) => {
@@ -173,17 +201,30 @@ describe('the server configurations', () => {
     const config = await parseConfig(read('deploy', 'config', `${name}.hcl`), 'hcl', `${name}.hcl`, environment);
     expect(config.storage).toMatchObject({ type: 'postgresql', options: { connection_url: environment.SVC_PG_CONNECTION_URL } });
     const nats = readEnvFile(path.join(secretsDir, 'nats.env'));
-    expect(config.bus).toMatchObject({ type: 'nats', user: name, password: nats[`NATS_${name.toUpperCase()}_PASSWORD`] });
-    expect(config.bus?.tls?.caFile).toBe('/etc/svc/tls/ca.crt');
+    expect(config.bus).toMatchObject({
+      type: 'nats',
+      user: name,
+      password: nats[`NATS_${name.toUpperCase()}_PASSWORD`],
+      clusterKeyFile: '/etc/svc/cluster.key',
+      tls: { caFile: '/etc/svc/tls/ca.crt', certFile: '/etc/svc/tls/client.crt', keyFile: '/etc/svc/tls/client.key' },
+    });
+    expect(config.bus?.servers.map((server) => new URL(server).protocol)).toEqual(['tls:']);
     expect(config.locks).toMatchObject({ type: 'redis', password: readFileSync(path.join(secretsDir, 'redis-password'), 'utf8') });
-    expect(config.warnings?.filter((warning) => !pendingField.test(warning))).toEqual([]);
-    expect(rawBus(name).cluster_key_file).toBe('/etc/svc/cluster.key');
+    expect(config.warnings).toEqual([]);
+  });
+
+  test.each(configNames)('%s.hcl reads replies on the only inbox nats.conf lets its user subscribe to', async (name) => {
+    const config = await parseConfig(read('deploy', 'config', `${name}.hcl`), 'hcl', `${name}.hcl`, {});
+    const inboxes = [...natsUser(config.bus!.user!).matchAll(/"(_INBOX[^"]*)"/g)].map((match) => match[1]);
+    expect(inboxes).toEqual([`${config.bus!.inboxPrefix}.>`]);
   });
 
   test('nats.conf takes its users\' passwords from nats.env and its TLS files from /etc/nats/tls', () => {
     const passwords = [...natsConf().matchAll(/password:\s*\$(\w+)/g)].map((match) => match[1]);
     expect(passwords.sort()).toEqual(Object.keys(readEnvFile(path.join(secretsDir, 'nats.env'))).sort());
     expect(natsTlsFiles().sort()).toEqual(['/etc/nats/tls/ca.crt', '/etc/nats/tls/server.crt', '/etc/nats/tls/server.key']);
+    // Clients present a certificate the CA signed: make-secrets.sh issues one for the apps.
+    expect(natsConf()).toMatch(/^\s*verify: true$/m);
   });
 });
 
@@ -454,20 +495,27 @@ describe('the kustomization (deploy/kustomization.yaml)', () => {
     expect(read('deploy', 'Dockerfile')).toMatch(/COPY .*deploy\/bus-connected\.sh \/usr\/local\/bin\/svc-bus-connected/);
   });
 
-  test('the apps and NATS see every file their configurations name, readable by their user', () => {
+  test('the apps and NATS see every file their configurations name, readable by their user, keys from Secrets', () => {
     const rendered = renderKustomization();
+    let keyFiles = 0;
     for (const workload of workloads(rendered)) {
       const spec = podSpec(workload)!;
       const [container] = spec.containers;
       const config = container.args?.find((arg) => arg.startsWith('-config='));
-      const needed = config ? filesNamedBy(path.basename(config.slice('-config='.length), '.hcl')) : container.name === 'nats' ? ['/etc/nats/nats.conf', ...natsTlsFiles()] : [];
+      const configName = config && path.basename(config.slice('-config='.length), '.hcl');
+      const needed = configName ? filesNamedBy(configName) : container.name === 'nats' ? ['/etc/nats/nats.conf', ...natsTlsFiles()] : [];
+      const keys = configName ? keyFilesNamedBy(configName) : container.name === 'nats' ? ['/etc/nats/tls/server.key'] : [];
       const mounted = mountedFiles(spec, container);
       for (const file of needed) expect([container.name, file, mounted.has(file)]).toEqual([container.name, file, true]);
+      for (const file of keys) expect([container.name, file, mounted.get(file)?.kind]).toEqual([container.name, file, 'Secret']);
+      keyFiles += keys.length;
       for (const volume of spec.volumes ?? []) {
         const mode = volume.projected?.defaultMode;
         if (mode !== undefined) expect([volume.name, mode & 0o040, spec.securityContext?.fsGroup]).toEqual([volume.name, 0o040, spec.securityContext?.runAsGroup]);
       }
     }
+    // Two per app (bus client key, cluster key), and NATS's server key.
+    expect(keyFiles).toBe(2 * serviceApps.length + 1);
   });
 
   test('only the service apps may reach PostgreSQL, NATS and Redis', () => {
@@ -593,7 +641,7 @@ describe('a cluster run with the deployment\'s configurations, nats.conf and gen
       const file = path.join(workDir, `cluster-${name}.hcl`);
       const text = readFileSync(path.join(etcSvc, `${name}.hcl`), 'utf8')
         .replaceAll('/etc/svc/', `${etcSvc}/`)
-        .replace('nats://nats:4222', `nats://localhost:${natsPort}`)
+        .replace('tls://nats:4222', `tls://localhost:${natsPort}`)
         .replace('"redis:6379"', `"127.0.0.1:${redisPort}"`)
         .replace('0.0.0.0:8200', '127.0.0.1:0');
       writeFileSync(file, text);
@@ -628,20 +676,24 @@ describe('a cluster run with the deployment\'s configurations, nats.conf and gen
     expect(decrypted.body.data.plaintext).toBe(plaintext);
   });
 
-  test('NATS takes each user\'s password only over TLS; the services\' health probe sees their connection', async () => {
+  test('NATS takes each user\'s password only over TLS with the apps\' client certificate; the services\' health probe sees their connection', async () => {
     expect(busConnected(natsPort)).toBe(true);
     const { SVC_NATS_PASSWORD: password } = readEnvFile(path.join(secretsDir, 'service.env'));
-    const servers = `nats://localhost:${natsPort}`;
-    const tls = { caFile: path.join(secretsDir, 'ca.crt') };
-    const attempt = (options: { user: string; pass: string; tls?: typeof tls }) =>
-      natsConnect({ servers, reconnect: false, ...options }).then(
+    const servers = `tls://localhost:${natsPort}`;
+    const caFile = path.join(secretsDir, 'ca.crt');
+    const tls = { caFile, certFile: path.join(secretsDir, 'nats-client.crt'), keyFile: path.join(secretsDir, 'nats-client.key') };
+    const attempt = (options: { user: string; pass: string; tls?: { caFile: string; certFile?: string; keyFile?: string } }) =>
+      natsConnect({ servers, reconnect: false, timeout: 5_000, ...options }).then(
         (connection) => connection.close().then(() => 'connected'),
         (err: Error) => err.message,
       );
     expect(await attempt({ user: 'service', pass: password, tls })).toBe('connected');
     expect(await attempt({ user: 'gateway', pass: password, tls })).toMatch(/authorization/i);
+    // Without the client certificate NATS ends the TLS handshake, whatever the password (the client
+    // reads its alert, or only the reset connection when the server closes first).
+    expect(await attempt({ user: 'service', pass: password, tls: { caFile } })).toMatch(/alert (bad certificate|certificate required)|ECONNRESET/);
     // A client that does not trust the deployment's CA gets no connection: the server speaks only TLS.
-    expect(await attempt({ user: 'service', pass: password })).not.toBe('connected');
+    expect(await attempt({ user: 'service', pass: password })).toMatch(/unable to verify/);
 
     await Promise.all(apps.map((app) => app.stop()));
     await eventually(async () => !busConnected(natsPort));

@@ -11,9 +11,12 @@ storage "postgresql" {
 }
 
 bus "nats" {
-  servers          = ["nats://nats:4222"]
+  servers          = ["tls://nats:4222"]
   user             = "gateway"
+  inbox_prefix     = "_INBOX_gateway" # the only reply subjects nats.conf lets this user read
   tls_ca_file      = "/etc/svc/tls/ca.crt"
+  tls_cert_file    = "/etc/svc/tls/client.crt"
+  tls_key_file     = "/etc/svc/tls/client.key"
   cluster_key_file = "/etc/svc/cluster.key"
 }
 

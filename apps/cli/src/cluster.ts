@@ -4,9 +4,10 @@ const USAGE = `Usage: svc cluster [-gateways=N] [-services=transit,database] [-n
 
 Starts the distributed topology as separate local processes (gateway replicas and engine
 services) against the NATS, PostgreSQL and Redis of this machine (SVC_TEST_NATS_URL,
-SVC_TEST_POSTGRES_URL, SVC_TEST_REDIS_ADDRESS override the defaults), initializes and unseals it,
-prints the addresses and the root token, and runs until interrupted. The end-to-end tests start
-the same topology through the same function.
+SVC_TEST_POSTGRES_URL, SVC_TEST_REDIS_ADDRESS override the defaults), with a cluster key made
+for the run (bus cluster_key_file); initializes and unseals it, prints the addresses and the
+root token, and runs until interrupted. The end-to-end tests start the same topology through the
+same function.
 `;
 
 /** `svc cluster`: the whole distributed topology on one machine, for development and tests. */

@@ -1,4 +1,8 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { connect } from 'nats';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import {
   Bus,
   BusHandlerError,
@@ -15,6 +19,9 @@ import {
 } from './index';
 
 const NATS_SERVERS = ['127.0.0.1:4222'];
+/** One cluster key for every connection of these tests: they are one cluster. */
+const CLUSTER_KEY_FILE = path.join(mkdtempSync(path.join(tmpdir(), 'bus-test-')), 'cluster.key');
+writeFileSync(CLUSTER_KEY_FILE, randomBytes(32).toString('base64'), { mode: 0o600 });
 const text = (value: string) => new TextEncoder().encode(value);
 const str = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
 
@@ -37,7 +44,7 @@ async function rejection(promise: Promise<unknown>): Promise<Error> {
 const memoryHub = new MemoryBusHub();
 const transports: { name: string; connect: () => Promise<Bus> }[] = [
   { name: 'memory', connect: async () => new MemoryBus({ hub: memoryHub }) },
-  { name: 'nats', connect: () => createBus({ servers: NATS_SERVERS, name: 'bus-contract-test' }) },
+  { name: 'nats', connect: () => createBus({ servers: NATS_SERVERS, name: 'bus-contract-test', clusterKeyFile: CLUSTER_KEY_FILE }) },
 ];
 
 describe.each(transports)('$name bus', ({ name, connect }) => {
@@ -240,10 +247,83 @@ describe.each(transports)('$name bus', ({ name, connect }) => {
   });
 });
 
+describe('NATS bus authentication', () => {
+  const opened: { close(): Promise<void> }[] = [];
+  const refusals: Record<string, unknown>[] = [];
+  let refused = signal<Record<string, unknown>>();
+  const logger = {
+    warn: (fields: Record<string, unknown>) => {
+      refusals.push(fields);
+      refused.fire(fields);
+    },
+  };
+  const subject = () => `test.bus.${randomUUID()}.secret`;
+  async function member(keyFile = CLUSTER_KEY_FILE): Promise<Bus> {
+    const bus = await createBus({ servers: NATS_SERVERS, clusterKeyFile: keyFile }, logger);
+    opened.push(bus);
+    return bus;
+  }
+  async function serveSecret(bus: Bus, on: string): Promise<void> {
+    bus.serve(on, 'q', async () => ({ payload: text('the secret'), headers: {} }));
+    await bus.flush();
+  }
+
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((bus) => bus.close()));
+    refusals.length = 0;
+    refused = signal();
+  });
+
+  it('gives a plain NATS client no answer, and logs the refusal without the payload', async () => {
+    const server = await member();
+    const on = subject();
+    await serveSecret(server, on);
+    const outsider = await connect({ servers: NATS_SERVERS });
+    opened.push(outsider);
+
+    await expect(outsider.request(on, text('{"publicKey":"outsider-key"}'), { timeout: 500 })).rejects.toThrow(/TIMEOUT/);
+    expect(await refused.promise).toEqual({ subject: on, reason: 'unauthenticated' });
+    expect(JSON.stringify(refusals)).not.toContain('outsider-key');
+  });
+
+  it('refuses a member of another cluster (another key), both ways', async () => {
+    const otherKey = path.join(mkdtempSync(path.join(tmpdir(), 'bus-test-')), 'other.key');
+    writeFileSync(otherKey, randomBytes(32).toString('base64'), { mode: 0o600 });
+    const [server, stranger] = [await member(), await member(otherKey)];
+    const on = subject();
+    await serveSecret(server, on);
+
+    const err = await rejection(stranger.request(on, text('x'), { timeoutMs: 500 }));
+
+    expect(err).toBeInstanceOf(BusUnavailableError);
+    expect(refusals).toContainEqual({ subject: on, reason: 'bad signature' });
+  });
+
+  it('drops a forged reply and still takes the true one', async () => {
+    const [server, client] = [await member(), await member()];
+    const on = subject();
+    const impostor = await connect({ servers: NATS_SERVERS });
+    opened.push(impostor);
+    // The impostor answers first, on the requester's inbox; the true server answers later.
+    impostor.subscribe(on, { callback: (_err, msg) => msg.respond(text('a keyring of my choosing')) });
+    await impostor.flush();
+    server.serve(on, 'q', async () => {
+      await refused.promise;
+      return { payload: text('the true answer'), headers: {} };
+    });
+    await server.flush();
+
+    const reply = await client.request(on, text('x'));
+
+    expect(str(reply.payload)).toBe('the true answer');
+    expect(refusals[0]).toEqual({ subject: expect.stringMatching(/^_INBOX\./), reason: 'unauthenticated' });
+  });
+});
+
 describe('createBus', () => {
   it('gives the in-memory bus without config and NATS with it', async () => {
     const memory = await createBus();
-    const nats = await createBus({ servers: NATS_SERVERS });
+    const nats = await createBus({ servers: NATS_SERVERS, clusterKeyFile: CLUSTER_KEY_FILE });
     try {
       expect(memory).toBeInstanceOf(MemoryBus);
       expect(nats).toBeInstanceOf(NatsBus);
@@ -252,12 +332,16 @@ describe('createBus', () => {
     }
   });
 
+  it('refuses to connect to NATS without a cluster key, saying how to make one', async () => {
+    await expect(createBus({ servers: NATS_SERVERS })).rejects.toThrow(/cluster_key_file is required.*openssl rand -base64 32/);
+  });
+
   it('rejects a config without servers', async () => {
-    await expect(createBus({ servers: [] })).rejects.toThrow('"servers" must list at least one server');
+    await expect(createBus({ servers: [], clusterKeyFile: CLUSTER_KEY_FILE })).rejects.toThrow('"servers" must list at least one server');
   });
 
   it('reports an unreachable server without echoing credentials', async () => {
-    const err = await rejection(createBus({ servers: ['nats://admin:hunter2@127.0.0.1:1'], password: 'hunter3' }));
+    const err = await rejection(createBus({ servers: ['nats://admin:hunter2@127.0.0.1:1'], password: 'hunter3', clusterKeyFile: CLUSTER_KEY_FILE }));
 
     expect(err.message).toMatch(/cannot connect to NATS/);
     expect(err.message).not.toMatch(/hunter/);

@@ -13,13 +13,14 @@ import {
   Subscription as NatsSubscription,
 } from 'nats';
 import { InFlight } from './in-flight';
-import { Bus, BusMessage, BusUnavailableError, NatsBusConfig, RequestOptions, Subscription } from './types';
+import { MessageAuthenticator, readClusterKey, RejectionLog, ReplayGuard } from './message-auth';
+import { Bus, BusLogger, BusMessage, BusUnavailableError, NatsBusConfig, RequestOptions, Subscription } from './types';
 import { answer, DEFAULT_REQUEST_TIMEOUT_MS, notifyListener, readReply, requestTimeout } from './wire';
 
 /** A request waiting for its reply on this connection's inbox. */
 interface PendingReply {
   subject: string;
-  resolve(msg: Msg): void;
+  resolve(msg: BusMessage): void;
   reject(err: Error): void;
   timer: NodeJS.Timeout;
 }
@@ -30,7 +31,9 @@ const NO_RESPONDERS = 503;
 /**
  * The distributed transport: NATS core request-reply with queue groups. Replies come back on one
  * inbox subscription per connection, matched here by request number (nats.js's own request
- * allocates an error with a stack trace per call even when it succeeds).
+ * allocates an error with a stack trace per call even when it succeeds). Every message sent is
+ * signed with the cluster key and every message received is verified (`message-auth.ts`); what
+ * fails is dropped and logged, so a request from outside the cluster gets no answer at all.
  */
 export class NatsBus implements Bus {
   readonly kind = 'nats';
@@ -40,16 +43,24 @@ export class NatsBus implements Bus {
   private closing?: Promise<void>;
   /** Sends waiting for the end of this event-loop turn (see `sendSoon`). */
   private readonly pendingSends: (() => void)[] = [];
-  private readonly inbox = `${createInbox()}.`;
   private readonly replies = new Map<string, PendingReply>();
+  /** This connection's reply subjects start with it (`<inbox prefix>.<random>.`). */
+  private readonly inbox: string;
   private lastRequest = 0;
   private linkUp = true;
   private readonly connectionListeners = new Set<(connected: boolean) => void>();
+  private readonly replyReplays = new ReplayGuard();
+  private readonly rejections: RejectionLog;
 
   private constructor(
     private readonly connection: NatsConnection,
     private readonly defaultTimeoutMs: number,
+    private readonly authenticator: MessageAuthenticator,
+    logger: BusLogger | undefined,
+    inboxPrefix: string | undefined,
   ) {
+    this.inbox = `${createInbox(inboxPrefix)}.`;
+    this.rejections = new RejectionLog(logger);
     connection.subscribe(`${this.inbox}*`, { callback: (err, msg) => err || this.onReply(msg) });
     void this.followStatus();
   }
@@ -83,11 +94,13 @@ export class NatsBus implements Bus {
     }
   }
 
-  static async connect(config: NatsBusConfig): Promise<NatsBus> {
+  /** `logger` hears of refused messages and of a cluster key file others may read. */
+  static async connect(config: NatsBusConfig, logger?: BusLogger): Promise<NatsBus> {
     const options = connectionOptions(config);
     const defaultTimeoutMs = requestTimeout(config.requestTimeoutMs, DEFAULT_REQUEST_TIMEOUT_MS);
+    const authenticator = new MessageAuthenticator(readClusterKey(config.clusterKeyFile, logger));
     try {
-      return new NatsBus(await connect(options), defaultTimeoutMs);
+      return new NatsBus(await connect(options), defaultTimeoutMs, authenticator, logger, config.inboxPrefix);
     } catch (err) {
       // Only the code: server URLs and messages may embed credentials.
       const reason = err instanceof NatsError ? err.code : 'connection failed';
@@ -101,25 +114,44 @@ export class NatsBus implements Bus {
     if (this.closing || this.connection.isClosed()) throw new BusUnavailableError(subject, 'closed');
     if (!this.linkUp) throw new BusUnavailableError(subject, 'disconnected');
     const id = String(++this.lastRequest);
-    const reply = await new Promise<Msg>((resolve, reject) => {
+    const reply = await new Promise<BusMessage>((resolve, reject) => {
       const timer = setTimeout(() => this.settle(id)?.reject(new BusUnavailableError(subject, 'timeout')), timeoutMs);
       this.replies.set(id, { subject, resolve, reject, timer });
       this.sendSoon(() => {
         try {
-          this.connection.publish(subject, payload, { reply: this.inbox + id, headers });
+          const reply = this.inbox + id;
+          this.connection.publish(subject, this.authenticator.sign(subject, reply, opts.headers, payload), { reply, headers });
         } catch (err) {
           this.settle(id)?.reject(toBusError(subject, err) as Error);
         }
       });
     });
-    return readReply(subject, fromNatsMsg(reply));
+    return readReply(subject, reply);
   }
 
   private onReply(msg: Msg): void {
-    const pending = this.settle(msg.subject.slice(this.inbox.length));
-    if (!pending) return; // timed out already
-    if (msg.data.length === 0 && msg.headers?.code === NO_RESPONDERS) pending.reject(new BusUnavailableError(pending.subject, 'no-responders'));
-    else pending.resolve(msg);
+    const id = msg.subject.slice(this.inbox.length);
+    if (!this.replies.has(id)) return; // timed out already
+    // The server's own status: unsigned, and harmless to believe (the request fails).
+    if (msg.data.length === 0 && msg.headers?.code === NO_RESPONDERS) {
+      const pending = this.settle(id)!;
+      pending.reject(new BusUnavailableError(pending.subject, 'no-responders'));
+      return;
+    }
+    // A forged reply is dropped without settling, so the true reply can still arrive.
+    const reply = this.authenticated(msg, this.replyReplays);
+    if (reply) this.settle(id)!.resolve(reply);
+  }
+
+  /** The message with its signature checked and removed; undefined (and logged) when it fails. */
+  private authenticated(msg: Msg, replays: ReplayGuard): BusMessage | undefined {
+    const headers = fromNatsHeaders(msg.headers);
+    const verified = this.authenticator.verify(msg.subject, msg.reply, headers, msg.data, replays);
+    if (typeof verified === 'string') {
+      this.rejections.note(msg.subject, verified);
+      return undefined;
+    }
+    return { payload: verified, headers };
   }
 
   /** Takes a pending request out of the table (once: a late reply or timer finds nothing). */
@@ -132,21 +164,21 @@ export class NatsBus implements Bus {
   }
 
   serve(subject: string, queue: string, handler: (msg: BusMessage) => Promise<BusMessage>): Subscription {
-    return this.listen(subject, queue, (msg) => {
-      void this.inFlight.track(this.respond(msg, handler));
+    return this.listen(subject, queue, (msg, request) => {
+      void this.inFlight.track(this.respond(msg, request, handler));
     });
   }
 
   async publish(subject: string, payload: Uint8Array, headers?: Record<string, string>): Promise<void> {
     try {
-      this.connection.publish(subject, payload, { headers: toNatsHeaders(headers) });
+      this.connection.publish(subject, this.authenticator.sign(subject, undefined, headers, payload), { headers: toNatsHeaders(headers) });
     } catch (err) {
       throw toBusError(subject, err);
     }
   }
 
   subscribe(subject: string, handler: (msg: BusMessage) => void): Subscription {
-    return this.listen(subject, undefined, (msg) => notifyListener(handler, fromNatsMsg(msg)));
+    return this.listen(subject, undefined, (_msg, message) => notifyListener(handler, message));
   }
 
   async flush(): Promise<void> {
@@ -171,14 +203,18 @@ export class NatsBus implements Bus {
     this.abandonReplies('closed');
   }
 
-  private listen(subject: string, queue: string | undefined, onMessage: (msg: Msg) => void): Subscription {
+  /** Subscribes; `onMessage` gets each authentic message, once (a replay is refused). */
+  private listen(subject: string, queue: string | undefined, onMessage: (msg: Msg, message: BusMessage) => void): Subscription {
     let sub: NatsSubscription;
+    const replays = new ReplayGuard();
     try {
       sub = this.connection.subscribe(subject, {
         queue,
         // Errors here only report the subscription ending (close, permissions); nothing to deliver.
         callback: (err, msg) => {
-          if (!err) onMessage(msg);
+          if (err) return;
+          const message = this.authenticated(msg, replays);
+          if (message) onMessage(msg, message);
         },
       });
     } catch (err) {
@@ -192,11 +228,13 @@ export class NatsBus implements Bus {
     };
   }
 
-  private async respond(msg: Msg, handler: (msg: BusMessage) => Promise<BusMessage>): Promise<void> {
-    const reply = await answer(handler, fromNatsMsg(msg));
+  private async respond(msg: Msg, request: BusMessage, handler: (msg: BusMessage) => Promise<BusMessage>): Promise<void> {
+    const reply = await answer(handler, request);
+    const to = msg.reply;
+    if (!to) return; // published without a reply subject: nobody to answer
     this.sendSoon(() => {
       try {
-        msg.respond(reply.payload, { headers: toNatsHeaders(reply.headers) });
+        msg.respond(this.authenticator.sign(to, undefined, reply.headers, reply.payload), { headers: toNatsHeaders(reply.headers) });
       } catch {
         // The connection is gone; the requester sees a timeout, which is the truth.
       }
@@ -268,8 +306,8 @@ function toNatsHeaders(headers: Record<string, string> | undefined): MsgHdrs | u
   return natsMsgHeaders;
 }
 
-function fromNatsMsg(msg: Msg): BusMessage {
+function fromNatsHeaders(natsMsgHeaders: MsgHdrs | undefined): Record<string, string> {
   const headers: Record<string, string> = {};
-  for (const [key, values] of msg.headers ?? []) headers[key] = values[0];
-  return { payload: msg.data, headers };
+  for (const [key, values] of natsMsgHeaders ?? []) headers[key] = values[0];
+  return headers;
 }

@@ -72,4 +72,19 @@ export interface NatsBusConfig {
   requestTimeoutMs?: number;
   /** First token of every service subject (default "svc"); keeps clusters sharing one NATS server apart. */
   subjectPrefix?: string;
+  /**
+   * File holding the cluster key (at least 32 bytes, base64 or raw) that authenticates every
+   * message; the same on every process of the cluster. Required: connecting without it fails.
+   */
+  clusterKeyFile?: string;
+  /**
+   * First token of this process's reply subjects (default "_INBOX"). NATS permissions can then
+   * let each kind of process subscribe only to its own replies (`deploy/nats/nats.conf`).
+   */
+  inboxPrefix?: string;
+}
+
+/** Where the bus reports what it refused or what is wrong with its setup (a pino logger fits). */
+export interface BusLogger {
+  warn(fields: Record<string, unknown>, message: string): void;
 }

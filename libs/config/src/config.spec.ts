@@ -81,6 +81,8 @@ bus "nats" {
   password = "pw"
   tls_ca_file = "/etc/nats/ca.pem"
   request_timeout = "500ms"
+  cluster_key_file = "/etc/svc/cluster.key"
+  inbox_prefix = "_INBOX_gateway"
 }
 
 locks "redis" {
@@ -136,6 +138,8 @@ seal "shamir" {}
         password: 'pw',
         tls: { caFile: '/etc/nats/ca.pem' },
         requestTimeoutMs: 500,
+        clusterKeyFile: '/etc/svc/cluster.key',
+        inboxPrefix: '_INBOX_gateway',
       },
       locks: { type: 'redis', address: 'redis:6379', password: 'pw', db: 2, tls: true, keyPrefix: 'svc:' },
       seal: { type: 'shamir' },
@@ -383,7 +387,7 @@ describe('JSON', () => {
         { tcp: { address: '0.0.0.0:8201', tls_disable: true } },
       ],
       storage: { postgresql: { connection_url: 'postgres://db/svc' } },
-      bus: { nats: [{ servers: 'nats://a:4222,nats://b:4222' }] },
+      bus: { nats: [{ servers: 'nats://a:4222,nats://b:4222', cluster_key_file: '/etc/svc/cluster.key' }] },
       locks: { redis: { address: 'redis:6379' } },
       seal: { shamir: {} },
       ui: 'true',
@@ -398,7 +402,7 @@ describe('JSON', () => {
     ]);
     expect(config.listeners[0].customResponseHeaders).toEqual({ '4xx': { 'X-E': ['e'] } });
     expect(config.storage).toEqual({ type: 'postgresql', options: { connection_url: 'postgres://db/svc' } });
-    expect(config.bus).toEqual({ type: 'nats', servers: ['nats://a:4222', 'nats://b:4222'] });
+    expect(config.bus).toEqual({ type: 'nats', servers: ['nats://a:4222', 'nats://b:4222'], clusterKeyFile: '/etc/svc/cluster.key' });
     expect(config.locks).toEqual({ type: 'redis', address: 'redis:6379', tls: false });
     expect(config.ui).toBe(true);
     expect(config.services).toEqual(['gateway']);
@@ -511,11 +515,13 @@ describe('validation errors', () => {
     ['storage not a block', 'listener "tcp" { tls_disable = true }\nstorage = "inmem"', 'config.hcl: storage must be a block such as storage "TYPE" { ... }'],
     ['nats without servers', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nbus "nats" {}', 'config.hcl: bus "nats": servers (or address) is required'],
     ['unknown bus', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nbus "kafka" {}', 'config.hcl: unknown bus type "kafka" (supported: nats)'],
-    ...['svc.prod', 'svc*', '>', 'svc prod', ''].map((prefix): [string, string, string] => [
-      `subject_prefix ${JSON.stringify(prefix)}`,
-      `listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nbus "nats" {\n address = "nats://a"\n subject_prefix = "${prefix}"\n}`,
-      'config.hcl: bus "nats": subject_prefix must be one or more letters, digits, "-" or "_"',
-    ]),
+    ...['subject_prefix', 'inbox_prefix'].flatMap((field) =>
+      ['svc.prod', 'svc*', '>', 'svc prod', ''].map((prefix): [string, string, string] => [
+        `${field} ${JSON.stringify(prefix)}`,
+        `listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nbus "nats" {\n address = "nats://a"\n ${field} = "${prefix}"\n}`,
+        `config.hcl: bus "nats": ${field} must be one or more letters, digits, "-" or "_"`,
+      ]),
+    ),
     [
       'bad request_timeout',
       'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nbus "nats" {\n address = "nats://a"\n request_timeout = "soon"\n}',

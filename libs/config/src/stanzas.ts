@@ -58,18 +58,21 @@ const busParsers: TypeParsers<BusConfig> = {
       credsFile: section.string('creds_file'),
       tls: Object.values(tls).some((file) => file !== undefined) ? withoutUndefined(tls) : undefined,
       requestTimeoutMs: section.durationMs('request_timeout'),
-      subjectPrefix: subjectPrefix(section),
+      subjectPrefix: subjectToken(section, 'subject_prefix', 'svc-prod'),
+      // Required, but checked where the key is read (the bus), which says how to make one.
+      clusterKeyFile: section.string('cluster_key_file'),
+      inboxPrefix: subjectToken(section, 'inbox_prefix', '_INBOX_gateway'),
     });
   },
 };
 
-/** Unset means the bus users' default, "svc". */
-function subjectPrefix(section: Section): string | undefined {
-  const prefix = section.string('subject_prefix');
-  if (prefix !== undefined && !SUBJECT_TOKEN.test(prefix)) {
-    throw section.error('subject_prefix must be one or more letters, digits, "-" or "_", e.g. "svc-prod"');
+/** A field that is one subject token; unset means the bus users' default. */
+function subjectToken(section: Section, field: string, example: string): string | undefined {
+  const token = section.string(field);
+  if (token !== undefined && !SUBJECT_TOKEN.test(token)) {
+    throw section.error(`${field} must be one or more letters, digits, "-" or "_", e.g. "${example}"`);
   }
-  return prefix;
+  return token;
 }
 
 const locksParsers: TypeParsers<LocksConfig> = {

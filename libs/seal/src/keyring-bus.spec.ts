@@ -1,13 +1,19 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import { BusUnavailableError, MemoryBus, MemoryBusHub, createBus, requestJson, type Bus } from '@svc/bus';
 import { Keyring } from '@svc/storage';
 import { KeyringDistributor, KeyringReceiver, keyringSubjects, type KeyringSubjects } from './keyring-bus';
 import { generateTransferKeyPair, openSealedKeyring, sealKeyringFor, type SealedKeyring } from './transfer';
 
 const memoryHub = new MemoryBusHub();
+/** The buses of these tests are one cluster: one cluster key. */
+const clusterKeyFile = path.join(mkdtempSync(path.join(tmpdir(), 'seal-keyring-test-')), 'cluster.key');
+writeFileSync(clusterKeyFile, randomBytes(32).toString('base64'), { mode: 0o600 });
 const transports: { name: string; connect: () => Promise<Bus> }[] = [
   { name: 'memory', connect: async () => new MemoryBus({ hub: memoryHub }) },
-  { name: 'nats', connect: () => createBus({ servers: ['127.0.0.1:4222'], name: 'seal-keyring-test' }) },
+  { name: 'nats', connect: () => createBus({ servers: ['127.0.0.1:4222'], name: 'seal-keyring-test', clusterKeyFile }) },
 ];
 
 function nextChange(receiver: KeyringReceiver): Promise<Keyring | undefined> {

@@ -1,9 +1,10 @@
 /**
  * Keyring hand-off between gateways (which unseal) and engine services (which only encrypt and
- * decrypt). The bus is a trust boundary: whoever can publish on it can make services drop their
- * keyring, and whoever can serve `svc.keyring.request` can hand services a keyring of its choosing.
- * In distributed mode NATS must therefore require authentication (and TLS) for every client. The
- * keyring itself never crosses the bus in clear: it is sealed to each receiver's ephemeral key.
+ * decrypt). The bus is a trust boundary: whoever could publish on it could make services drop
+ * their keyring, and whoever could serve `svc.keyring.request` could hand services a keyring of its
+ * choosing. On NATS every message is therefore authenticated with the cluster key (by the bus, see
+ * `@svc/bus` message-auth), and NATS permissions confine each user to its subjects. The keyring
+ * itself never crosses the bus in clear: it is sealed to each receiver's ephemeral key.
  */
 import { BusUnavailableError, decodeJson, encodeJson, requestJson, type Bus, type BusMessage, type Subscription } from '@svc/bus';
 import type { Keyring } from '@svc/storage';

@@ -42,7 +42,7 @@ class InfrastructureModule {
       module: InfrastructureModule,
       providers: [
         { provide: LOGGERS, useFactory: (): Loggers => createLoggers(config, name) },
-        { provide: SHARED, useFactory: (): Promise<Shared> => connectShared(config, name) },
+        { provide: SHARED, useFactory: (loggers: Loggers): Promise<Shared> => connectShared(config, name, loggers.logger), inject: [LOGGERS] },
         SharedConnections,
       ],
       exports: [LOGGERS, SHARED],

@@ -23,8 +23,8 @@ export interface Shared {
   locks: LockManager;
 }
 
-export async function connectShared(config: ServerConfig, service: string): Promise<Shared> {
-  const bus = await createBus(config.bus ? { ...config.bus, name: `svc-${service}` } : undefined);
+export async function connectShared(config: ServerConfig, service: string, logger: Logger): Promise<Shared> {
+  const bus = await createBus(config.bus ? { ...config.bus, name: `svc-${service}` } : undefined, logger);
   const locks = createLockManager(config.locks);
   return { bus, locks };
 }

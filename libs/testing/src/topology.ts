@@ -22,6 +22,13 @@ export interface TopologyOptions {
   serviceListeners?: boolean;
   /** The NATS URL a process (by name: gateway-0, transit, ...) connects to; a relay, say (distributed only). */
   natsUrlFor?: (processName: string) => string;
+  /** Bus subject prefix (distributed only; default: unique to the run). */
+  subjectPrefix?: string;
+  /**
+   * Another NATS server than NATS_URL (distributed only), with extra lines of the bus stanza for
+   * the gateways and for the services (credentials, TLS files).
+   */
+  nats?: { url: string; gateway?: string; service?: string };
 }
 
 export interface Topology {
@@ -29,6 +36,8 @@ export interface Topology {
   /** Base URLs of the gateways, e.g. http://127.0.0.1:40123. */
   urls: string[];
   processes: ServerProcess[];
+  /** Distributed: the bus subject prefix and the cluster key file every process was given. */
+  bus?: { subjectPrefix: string; clusterKeyFile: string };
   /** Stops one process (to test a service going away) without tearing down the rest. */
   stopProcess(name: string): Promise<void>;
   stop(): Promise<void>;
@@ -50,6 +59,7 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
   const id = randomBytes(4).toString('hex');
   const processes: ServerProcess[] = [];
   const cleanups: (() => Promise<void>)[] = [async () => rmSync(dir, { recursive: true, force: true })];
+  let bus: Topology['bus'];
   const stopAll = async () => {
     await Promise.all(processes.map((p) => p.stop()));
     for (const cleanup of cleanups) await cleanup();
@@ -63,18 +73,23 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
     } else {
       const table = `svc_e2e_${id}`;
       cleanups.push(() => dropTable(table));
+      const { subjectPrefix = `svc-${id}` } = options;
+      const clusterKeyFile = path.join(dir, 'cluster.key');
+      writeFileSync(clusterKeyFile, randomBytes(32).toString('base64'), { mode: 0o600 });
+      bus = { subjectPrefix, clusterKeyFile };
       // One configuration file per process: processes may reach NATS through different addresses.
-      const configFor = (name: string, listeners: string) => {
+      const configFor = (name: string, listeners: string, busExtra = '') => {
         const file = path.join(dir, `${name}.hcl`);
         writeFileSync(
           file,
           `${listeners}\nstorage "postgresql" {\n  connection_url = "${POSTGRES_URL}"\n  table = "${table}"\n}\n` +
-            `bus "nats" {\n  servers = ["${options.natsUrlFor?.(name) ?? NATS_URL}"]\n  subject_prefix = "svc-${id}"\n}\n` +
+            `bus "nats" {\n  servers = ["${options.natsUrlFor?.(name) ?? options.nats?.url ?? NATS_URL}"]\n  subject_prefix = "${subjectPrefix}"\n` +
+            `  cluster_key_file = "${clusterKeyFile}"\n${busExtra}\n}\n` +
             `locks "redis" {\n  address = "${REDIS_ADDRESS}"\n  key_prefix = "svc-${id}:lock:"\n}\n`,
         );
         return `-config=${file}`;
       };
-      const startGateway = (name: string) => startServerProcess(name, [configFor(name, listenerBlocks(options)), '-service=gateway']);
+      const startGateway = (name: string) => startServerProcess(name, [configFor(name, listenerBlocks(options), options.nats?.gateway), '-service=gateway']);
       // The first gateway creates the schema; the others and the services then start in parallel.
       processes.push(await startGateway('gateway-0'));
       const rest = await Promise.all([
@@ -83,7 +98,7 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
         ...(options.services ?? []).map((service, i, all) => {
           const copy = all.slice(0, i).filter((s) => s === service).length;
           const name = copy === 0 ? service : `${service}-${copy}`;
-          return startServerProcess(name, [configFor(name, options.serviceListeners ? PLAIN_LISTENER : ''), `-service=${service}`]);
+          return startServerProcess(name, [configFor(name, options.serviceListeners ? PLAIN_LISTENER : '', options.nats?.service), `-service=${service}`]);
         }),
       ]);
       processes.push(...rest);
@@ -97,6 +112,7 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
     kind,
     urls: processes.filter((p) => p.name.startsWith('gateway') || p.name === 'all-in-one').map((p) => `http://${p.addresses[0]}`),
     processes,
+    bus,
     stopProcess: async (name) => {
       await processes.find((p) => p.name === name)?.stop();
     },
