@@ -489,10 +489,14 @@ describe('the kustomization (deploy/kustomization.yaml)', () => {
     }
     const service = rendered.find((object) => object.kind === 'Service' && object.metadata.name === 'gateway') as unknown as IService;
     expect(podLabels(rendered, 'gateway')).toMatchObject(service.spec!.selector!);
+    // Engine services: their health listener (service.hcl), ready and alive while the bus link is up.
+    const healthListener = /listener "tcp" \{\s*address\s*= "0\.0\.0\.0:(\d+)"/.exec(read('deploy', 'config', 'service.hcl'));
+    expect(healthListener?.[1]).toBe(String(SERVICE_HEALTH_PORT));
     for (const app of serviceApps.filter((name) => name !== 'gateway')) {
-      expect([app, container(app).readinessProbe?.exec?.command, container(app).livenessProbe?.exec?.command]).toEqual([app, ['svc-bus-connected'], ['svc-bus-connected']]);
+      const engine = container(app);
+      expect(engine.ports).toContainEqual({ name: 'health', containerPort: SERVICE_HEALTH_PORT });
+      for (const probe of [engine.readinessProbe, engine.livenessProbe]) expect([app, probe?.httpGet]).toEqual([app, { path: SERVICE_HEALTH_PROBE, port: 'health' }]);
     }
-    expect(read('deploy', 'Dockerfile')).toMatch(/COPY .*deploy\/bus-connected\.sh \/usr\/local\/bin\/svc-bus-connected/);
   });
 
   test('the apps and NATS see every file their configurations name, readable by their user, keys from Secrets', () => {
@@ -587,14 +591,9 @@ async function startDaemon(command: string, args: string[], environment: Record<
   return child;
 }
 
-function busConnected(port: number): boolean {
-  try {
-    execFileSync('sh', [path.join(deployDir, 'bus-connected.sh'), String(port)], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
+/** The engine services' health listener and the path their probes ask (deploy/k8s, service.hcl). */
+const SERVICE_HEALTH_PORT = 8210;
+const SERVICE_HEALTH_PROBE = '/v1/sys/health?sealedcode=204';
 
 /** The local PostgreSQL server's URL for another database. */
 function databaseUrl(database: string): string {
@@ -643,7 +642,8 @@ describe('a cluster run with the deployment\'s configurations, nats.conf and gen
         .replaceAll('/etc/svc/', `${etcSvc}/`)
         .replace('tls://nats:4222', `tls://localhost:${natsPort}`)
         .replace('"redis:6379"', `"127.0.0.1:${redisPort}"`)
-        .replace('0.0.0.0:8200', '127.0.0.1:0');
+        .replace('0.0.0.0:8200', '127.0.0.1:0')
+        .replace(`0.0.0.0:${SERVICE_HEALTH_PORT}`, '127.0.0.1:0');
       writeFileSync(file, text);
       return file;
     };
@@ -677,7 +677,8 @@ describe('a cluster run with the deployment\'s configurations, nats.conf and gen
   });
 
   test('NATS takes each user\'s password only over TLS with the apps\' client certificate; the services\' health probe sees their connection', async () => {
-    expect(busConnected(natsPort)).toBe(true);
+    const probeServices = () => Promise.all(apps.slice(1).map(async (app) => (await api(`http://${app.addresses[0]}`, 'GET', SERVICE_HEALTH_PROBE)).status));
+    expect(await probeServices()).toEqual(apps.slice(1).map(() => 200));
     const { SVC_NATS_PASSWORD: password } = readEnvFile(path.join(secretsDir, 'service.env'));
     const servers = `tls://localhost:${natsPort}`;
     const caFile = path.join(secretsDir, 'ca.crt');
@@ -695,7 +696,8 @@ describe('a cluster run with the deployment\'s configurations, nats.conf and gen
     // A client that does not trust the deployment's CA gets no connection: the server speaks only TLS.
     expect(await attempt({ user: 'service', pass: password })).toMatch(/unable to verify/);
 
-    await Promise.all(apps.map((app) => app.stop()));
-    await eventually(async () => !busConnected(natsPort));
+    // Without NATS nothing can reach a service: its probe fails.
+    daemons[0].kill();
+    await eventually(async () => (await probeServices()).every((status) => status === 503), 30_000, 200);
   });
 });

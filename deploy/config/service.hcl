@@ -1,5 +1,11 @@
-# Engine services (transit, database, ...): no listener; the same storage, bus and locks as the
-# gateways, as NATS user "service". Passwords come from the environment (service.env).
+# Engine services (transit, database, ...): the same storage, bus and locks as the gateways, as
+# NATS user "service". Passwords come from the environment (service.env). Requests reach a service
+# only over NATS; its listener serves nothing but its health, for the probes.
+listener "tcp" {
+  address     = "0.0.0.0:8210"
+  tls_disable = true
+}
+
 storage "postgresql" {
   connection_url = "postgres://svc@postgres:5432/svc"
 }

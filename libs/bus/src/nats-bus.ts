@@ -25,6 +25,9 @@ interface PendingReply {
   timer: NodeJS.Timeout;
 }
 
+/** How long closing waits for in-flight work to be answered through the broker. */
+const DRAIN_LIMIT_MS = 5_000;
+
 /** The status NATS sends a requester when no subscriber serves the subject. */
 const NO_RESPONDERS = 503;
 
@@ -195,12 +198,26 @@ export class NatsBus implements Bus {
   }
 
   private async shutdown(): Promise<void> {
+    // Draining waits on the broker; with the link down (or lost meanwhile) it would wait forever,
+    // and a process asked to stop must stop.
+    const drainedInTime = async () => {
+      const drained = this.drain().then(
+        () => true,
+        () => false,
+      );
+      const gaveUp = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), DRAIN_LIMIT_MS).unref());
+      return Promise.race([drained, gaveUp]);
+    };
+    if (!this.linkUp || !(await drainedInTime())) await this.connection.close();
+    this.abandonReplies('closed');
+  }
+
+  private async drain(): Promise<void> {
     await Promise.allSettled([...this.subscriptions].map((sub) => sub.drain()));
     await this.inFlight.settled();
     // Replies of the handlers that just finished leave before the connection drains.
     this.sendQueued();
     if (!this.connection.isClosed()) await this.connection.drain();
-    this.abandonReplies('closed');
   }
 
   /** Subscribes; `onMessage` gets each authentic message, once (a replay is refused). */
