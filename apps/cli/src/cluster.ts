@@ -1,4 +1,5 @@
-import { initAndUnseal, startTopology } from '@svc/testing';
+import { startTopology } from '@svc/local-cluster';
+import { SvcClient } from '@svc/sdk';
 
 const USAGE = `Usage: svc cluster [-gateways=N] [-services=transit,database] [-no-init]
 
@@ -28,8 +29,10 @@ export async function runClusterCommand(argv: string[], io: { stdout: NodeJS.Wri
   const topology = await startTopology('distributed', { gateways, services });
   io.stdout.write(`Gateways: ${topology.urls.join(' ')}\nServices: ${services.join(', ') || 'none'}\n`);
   if (init) {
-    const { rootToken, keys } = await initAndUnseal(topology.urls[0]);
-    io.stdout.write(`Unseal Key: ${keys[0]}\nRoot Token: ${rootToken}\n`);
+    const { sys } = new SvcClient({ address: topology.urls[0] });
+    const { keys, root_token } = await sys.init({ secret_shares: 1, secret_threshold: 1 });
+    await sys.unseal(keys[0]);
+    io.stdout.write(`Unseal Key: ${keys[0]}\nRoot Token: ${root_token}\n`);
   }
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);

@@ -1,5 +1,5 @@
 import { mysqlLoginWorks, mysqlUserExists, withMysql } from '@svc/testing';
-import { DatabaseHarness, MYSQL_URL, unique } from './spec-harness';
+import { DatabaseHarness, MYSQL_URL, unique } from './testing/harness';
 
 const CREATE = [`CREATE USER '{{name}}'@'%' IDENTIFIED BY '{{password}}'`, `GRANT SELECT ON mysql.db TO '{{name}}'@'%'`];
 

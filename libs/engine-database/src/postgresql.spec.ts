@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { X509Certificate, createPublicKey, createPrivateKey, webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
 import { postgresLoginWorks, postgresRole, scramAccepts, withPostgres } from '@svc/testing';
-import { DatabaseHarness, POSTGRES_URL, unique } from './spec-harness';
+import { DatabaseHarness, POSTGRES_URL, unique } from './testing/harness';
 
 /** A self-signed CA for client_certificate roles. */
 async function testCa(): Promise<{ cert: string; key: string }> {

@@ -1,4 +1,4 @@
-import { DatabaseHarness, redisLoginWorks, unique, withRedis } from './spec-harness';
+import { DatabaseHarness, redisLoginWorks, unique, withRedis } from './testing/harness';
 
 describe('redis-database-plugin (ACL users)', () => {
   let harness: DatabaseHarness;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { RedisLockManager } from '@svc/locks';
 import { InmemPhysical, Keyring } from '@svc/storage';
 import { eventually, mountStorage, mysqlLoginWorks, withMysql, withPostgres } from '@svc/testing';
-import { DatabaseHarness, databaseMount, MYSQL_URL, POSTGRES_URL, unique } from './spec-harness';
+import { DatabaseHarness, databaseMount, MYSQL_URL, POSTGRES_URL, unique } from './testing/harness';
 
 describe('static roles', () => {
   describe('input checks', () => {

@@ -1,4 +1,4 @@
-import { KvHarness } from './spec-harness';
+import { KvHarness } from './testing/harness';
 
 /** Every key the mount's storage holds, so a test can show a refused request wrote nothing. */
 async function storedKeys(kv: KvHarness, directory = ''): Promise<string[]> {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { InmemPhysical, Keyring, PostgresPhysical } from '@svc/storage';
-import { KvHarness, kvMount } from './spec-harness';
+import { KvHarness, kvMount } from './testing/harness';
 
 const POSTGRES_URL = process.env.SVC_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const WRITERS = 20;

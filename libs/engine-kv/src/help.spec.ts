@@ -1,6 +1,6 @@
 import { buildOpenApi } from '@svc/framework';
 import { validateOpenApi } from '@svc/testing';
-import { KvHarness } from './spec-harness';
+import { KvHarness } from './testing/harness';
 
 describe('kv help and OpenAPI', () => {
   it('describes the version 1 paths of a version 1 mount', async () => {

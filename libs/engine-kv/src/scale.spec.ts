@@ -1,5 +1,5 @@
 import { InmemPhysical, Keyring } from '@svc/storage';
-import { KvHarness, kvMount } from './spec-harness';
+import { KvHarness, kvMount } from './testing/harness';
 import { plainStore } from './v1/plain-store';
 
 const KEY_COUNT = 100_000;

@@ -1,5 +1,5 @@
 import { InmemPhysical, Keyring } from '@svc/storage';
-import { KvHarness, kvMount } from './spec-harness';
+import { KvHarness, kvMount } from './testing/harness';
 
 describe('kv upgrade from version 1 to version 2 in place', () => {
   it('moves version 1 secrets to version 1 of versioned keys when the mount is tuned to version 2', async () => {

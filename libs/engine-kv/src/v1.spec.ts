@@ -1,4 +1,4 @@
-import { KvHarness } from './spec-harness';
+import { KvHarness } from './testing/harness';
 
 describe('kv version 1', () => {
   let kv: KvHarness;

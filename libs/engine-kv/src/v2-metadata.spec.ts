@@ -1,4 +1,4 @@
-import { KvHarness } from './spec-harness';
+import { KvHarness } from './testing/harness';
 import { KvRecords } from './v2/records';
 
 const T0 = '2030-01-01T00:00:00.000Z';

@@ -1,7 +1,8 @@
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { envelope } from '@svc/http';
-import { RecordedRequest, StubApi, StubReply, SvcApiError, SvcClient, SvcConnectionError } from './index';
+import { type RecordedRequest, StubApi, type StubReply } from '@svc/testing';
+import { SvcApiError, SvcClient, SvcConnectionError } from './index';
 
 let api: StubApi;
 let address: string;

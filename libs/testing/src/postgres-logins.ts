@@ -5,7 +5,7 @@
  */
 import { createHash, createHmac, pbkdf2Sync } from 'node:crypto';
 import { Client } from 'pg';
-import { POSTGRES_URL } from './topology';
+import { POSTGRES_URL } from '@svc/local-cluster';
 
 /** Runs `fn` with a connection as the server's superuser. */
 export async function withPostgres<T>(fn: (client: Client) => Promise<T>): Promise<T> {

@@ -6,7 +6,7 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { generateKey, readKey } from 'openpgp';
 import { envelope } from '@svc/http';
-import { RecordedRequest, StubApi, StubReply } from '@svc/sdk';
+import { type RecordedRequest, StubApi, type StubReply } from '@svc/testing';
 import { CliIO, InputStream, runClientCommand } from './index';
 
 let api: StubApi;

@@ -3,7 +3,7 @@ import type { Capability, MountInfo, Operation } from '@svc/framework';
 import { toErrorBody } from '@svc/http';
 import type { Keyring, StorageView, TransactionalStore } from '@svc/storage';
 import { engineRequest, mountStorage, testMount } from '@svc/testing';
-import { KvBackend } from './kv-backend';
+import { KvBackend } from '../kv-backend';
 
 export interface Outcome {
   status: number;

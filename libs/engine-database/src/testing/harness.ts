@@ -7,7 +7,7 @@ import type { StorageView } from '@svc/storage';
 import { engineContext, engineRequest, mountStorage, testMount, type EngineContextOptions } from '@svc/testing';
 import Redis from 'ioredis';
 import pino from 'pino';
-import { DatabaseBackend } from './database-backend';
+import { DatabaseBackend } from '../database-backend';
 
 export const POSTGRES_URL = 'postgresql://{{username}}:{{password}}@127.0.0.1:5432/test';
 export const MYSQL_URL = '{{username}}:{{password}}@tcp(127.0.0.1:3306)/';

@@ -3,7 +3,7 @@ import { createInterface } from 'node:readline';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 
-/** The built `svc` entry point (npm run build), found from the sources (jest) or from dist/ (bench). */
+/** The built `svc` entry point (npm run build), found from the sources (jest) or a compiled tree (dist/, dist-bench/). */
 export const SVC_BIN = findUp(__dirname, path.join('bin', 'svc.js'));
 
 function findUp(from: string, relative: string): string {
