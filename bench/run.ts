@@ -104,7 +104,7 @@ export async function measure(target: Target, connections = CONNECTIONS, seconds
   return { reqPerSec: result.requests.average, p99Ms: result.latency.p99, errors: result.errors, non2xx: result.non2xx, cpuUsPerRequest };
 }
 
-/** Runs a floor from dist/bench/floors in its own process; resolves with its base URL. */
+/** Runs a floor from dist-bench/bench/floors in its own process; resolves with its base URL. */
 export function startFloor(name: string, env: NodeJS.ProcessEnv = {}): Promise<{ url: string; pid: number; stop(): void }> {
   const child: ChildProcess = spawn(process.execPath, [path.join(__dirname, 'floors', `${name}.js`)], {
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -554,6 +554,13 @@ describe('the image', () => {
     expect(read('docs', 'deployment.md')).toContain(`docker build -f deploy/Dockerfile -t ${image} .`);
   });
 
+  test('the build the image copies holds no test helpers (libs/testing, a lib\'s testing/, specs, the bench)', () => {
+    expect(read('deploy', 'Dockerfile')).toContain('COPY --from=build /src/dist ./dist');
+    const files = readdirSync(path.join(root, 'dist'), { recursive: true, encoding: 'utf8' });
+    expect(files).toContain(path.join('apps', 'cli', 'src', 'main.js'));
+    expect(files.filter((file) => /(^|\/)(testing|bench)(\/|$)|\.spec\.js$/.test(file))).toEqual([]);
+  });
+
   test('.dockerignore keeps the host\'s node_modules and build, git and the secrets out of the context', () => {
     const ignored = read('.dockerignore').split('\n').map((line) => line.trim());
     expect(ignored).toEqual(expect.arrayContaining(['node_modules', '**/node_modules', 'dist', '.git', 'deploy/secrets']));
