@@ -1,4 +1,4 @@
-import { runServerCommand } from '@svc/server';
+import { runAsMain, runServerCommand } from '@svc/server';
 import { runClientCommand } from './commands';
 import { runClusterCommand } from './cluster';
 
@@ -10,12 +10,4 @@ async function main(argv: string[]): Promise<number> {
   return runClientCommand(argv, { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env });
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err: unknown) => {
-    process.stderr.write(`Error: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exitCode = 1;
-  },
-);
+runAsMain(main(process.argv.slice(2)), process.stderr);

@@ -1,9 +1,7 @@
-import { runServerCommand } from '@svc/server';
+import { runAsMain, runServerCommand } from '@svc/server';
 
 /**
  * The transit engine as its own deployable: `node dist/apps/transit/src/main.js -config=FILE`, the same
  * as `svc server -config=FILE -service=transit` (the container image and manifests use this entry).
  */
-runServerCommand([...process.argv.slice(2), '-service=transit'], { stdout: process.stdout, stderr: process.stderr }).then((code) => {
-  process.exitCode = code;
-});
+runAsMain(runServerCommand([...process.argv.slice(2), '-service=transit'], { stdout: process.stdout, stderr: process.stderr }), process.stderr);
