@@ -47,6 +47,14 @@ describe('envelopeJson with data at the top level', () => {
     expect(JSON.parse(text)).toEqual({ ...JSON.parse(JSON.stringify(value)), 'secret/': { type: 'kv' }, keys: ['a'] });
   });
 
+  it('writes data without such names as its own members, and empty data as none', () => {
+    const value = envelope('id-3', { data: { a: 1, b: 'x"y' } });
+    const text = envelopeJson(value, true) as string;
+    expect(text.startsWith('{"a":1,"b":"x\\"y","request_id":"id-3"')).toBe(true);
+    expect(JSON.parse(text)).toEqual({ ...JSON.parse(JSON.stringify(value)), a: 1, b: 'x"y' });
+    expect(envelopeJson(envelope('id-4', { data: {} }), true)).toBe(JSON.stringify(envelope('id-4', { data: {} })));
+  });
+
   it('writes an envelope without data unchanged', () => {
     const value = envelope('id-2', { warnings: ['w'] });
     expect(envelopeJson(value, true)).toBe(JSON.stringify(value));

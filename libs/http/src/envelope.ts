@@ -98,10 +98,10 @@ export type JsonBody = string | Buffer;
  */
 export function envelopeJson(e: OutgoingEnvelope, dataAtTopLevel = false): JsonBody {
   const mountType = e.mount_type === undefined ? '' : `,"mount_type":${JSON.stringify(e.mount_type)}`;
-  const head =
-    `{${dataAtTopLevel ? topLevelMembers(e.data) : ''}"request_id":${JSON.stringify(e.request_id)},"lease_id":${JSON.stringify(e.lease_id)},"renewable":${e.renewable ? 'true' : 'false'}` +
-    `,"lease_duration":${Number.isFinite(e.lease_duration) ? e.lease_duration : 'null'},"data":`;
   const data = e.data instanceof JsonText ? e.data.text : orNull(e.data);
+  const head =
+    `{${dataAtTopLevel ? topLevelMembers(e.data, data) : ''}"request_id":${JSON.stringify(e.request_id)},"lease_id":${JSON.stringify(e.lease_id)},"renewable":${e.renewable ? 'true' : 'false'}` +
+    `,"lease_duration":${Number.isFinite(e.lease_duration) ? e.lease_duration : 'null'},"data":`;
   const tail = `,"wrap_info":${orNull(e.wrap_info)},"warnings":${orNull(e.warnings)},"auth":${orNull(e.auth)}${mountType}}`;
   return data.length > LARGE_BODY_CHARS ? utf8Joined([head, data, tail]) : head + data + tail;
 }
@@ -113,10 +113,13 @@ const ENVELOPE_KEYS = new Set(['request_id', 'lease_id', 'renewable', 'lease_dur
  * shape Vault keeps on some sys/ paths). A member named like an envelope field is left to the
  * envelope, which is what a client parsing Vault's answer (data first, envelope after) sees.
  */
-function topLevelMembers(data: OutgoingEnvelope['data']): string {
+function topLevelMembers(data: OutgoingEnvelope['data'], dataText: string): string {
   if (data === null) return '';
-  const members = Object.entries(dataObject(data)).filter(([key]) => !ENVELOPE_KEYS.has(key));
-  return members.length === 0 ? '' : `${JSON.stringify(Object.fromEntries(members)).slice(1, -1)},`;
+  const object = dataObject(data);
+  // Usually no member collides: the data's own JSON, without its braces, is the members' text.
+  const collides = Object.keys(object).some((key) => ENVELOPE_KEYS.has(key));
+  const members = collides ? JSON.stringify(Object.fromEntries(Object.entries(object).filter(([key]) => !ENVELOPE_KEYS.has(key)))) : dataText;
+  return members.length <= 2 ? '' : `${members.slice(1, -1)},`;
 }
 
 /** Any value as a JSON body (answers outside the envelope: errors, help, sys/health). */
