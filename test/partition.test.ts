@@ -64,10 +64,14 @@ describe('a gateway cut off from the bus, distributed', () => {
     expect(stale.body.errors[0]).toMatch(/lost contact with the cluster/);
     expect((await readSecret(g1)).status).toBe(503);
     expect((await lookupSelf(g0, token)).status).toBe(403);
+    // Its health says so too, so an orchestrator takes it out of rotation.
+    expect((await api(g1, 'GET', '/v1/sys/health?sealedcode=204&uninitcode=204')).status).toBe(503);
+    expect((await api(g0, 'GET', '/v1/sys/health')).status).toBe(200);
 
     proxy.heal();
     await eventually(async () => (await lookupSelf(g1, token)).status === 403, 30_000, 200);
     expect((await readSecret(g1)).body.data.v).toBe('v2');
+    expect((await api(g1, 'GET', '/v1/sys/health')).status).toBe(200);
   });
 
   test('closed link: requests on the cut gateway fail at once, and a revocation elsewhere does not wait for it', async () => {

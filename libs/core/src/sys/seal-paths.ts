@@ -85,7 +85,7 @@ export function sealPaths(core: Core): PathDeclaration[] {
     {
       pattern: 'health',
       synopsis: 'Health of this node, with the status code chosen by its state.',
-      description: 'Query parameters override the status codes returned in each state.',
+      description: 'Query parameters override the status codes returned in each state. An unsealed gateway that has lost contact with the cluster answers 503.',
       fields: {
         standbyok: { type: 'bool', default: false, description: 'Return the active code for a standby node.' },
         perfstandbyok: { type: 'bool', default: false, description: 'Return the active code for a performance standby.' },
@@ -102,8 +102,15 @@ export function sealPaths(core: Core): PathDeclaration[] {
           unauthenticated: true,
           handler: async (_req, f) => {
             const state = core.state;
+            // Out of contact with its peers, an unsealed gateway answers everything else with 503.
             const status =
-              state === 'uninitialized' ? f.get<number>('uninitcode') : state === 'sealed' ? f.get<number>('sealedcode') : f.get<number>('activecode');
+              state === 'uninitialized'
+                ? f.get<number>('uninitcode')
+                : state === 'sealed'
+                  ? f.get<number>('sealedcode')
+                  : core.replicas.inContact
+                    ? f.get<number>('activecode')
+                    : 503;
             if (status < 100 || status > 599) throw ServiceError.badRequest(`invalid status code ${status}`);
             return {
               status,
