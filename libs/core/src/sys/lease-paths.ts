@@ -67,7 +67,8 @@ export function leasePaths(core: Core): PathDeclaration[] {
           summary: 'Renew a lease.',
           handler: async (req, f) => {
             const renewed = await core.leaseLifecycle.renew(core.namespaceOf(req), leaseIdOf(f), f.get('increment'));
-            return { data: null, secret: undefined, raw: { request_id: req.requestId, lease_id: renewed.leaseId, renewable: renewed.renewable, lease_duration: leaseTtl(renewed, nowSeconds()), data: null, wrap_info: null, warnings: null, auth: null } };
+            // The duration granted at renewal, not what is left a clock tick later.
+            return { data: null, secret: undefined, raw: { request_id: req.requestId, lease_id: renewed.leaseId, renewable: renewed.renewable, lease_duration: leaseTtl(renewed, renewed.lastRenewalTime), data: null, wrap_info: null, warnings: null, auth: null } };
           },
         },
       },
