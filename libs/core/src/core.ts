@@ -246,8 +246,7 @@ export class Core {
   }
 
   private async sealGeneration(): Promise<number> {
-    const stored = await this.options.physical.get(SEAL_GENERATION_KEY);
-    return stored ? Number(Buffer.from(stored).toString('utf8')) : 0;
+    return generationOf(await this.options.physical.get(SEAL_GENERATION_KEY));
   }
 
   async stop(): Promise<void> {
@@ -313,8 +312,7 @@ export class Core {
   /** Seals this process and every process holding the keyring. */
   async sealNow(): Promise<void> {
     await this.options.physical.transaction(async (tx) => {
-      const current = await tx.get(SEAL_GENERATION_KEY);
-      const next = (current ? Number(Buffer.from(current).toString('utf8')) : 0) + 1;
+      const next = generationOf(await tx.get(SEAL_GENERATION_KEY)) + 1;
       await tx.put(SEAL_GENERATION_KEY, Buffer.from(String(next)));
     });
     await this.sealLocally();
@@ -531,6 +529,11 @@ export class Core {
   }
 
 
+}
+
+/** The stored seal generation (decimal text); none stored yet is generation 0. */
+function generationOf(stored: Uint8Array | null): number {
+  return stored ? Number(Buffer.from(stored).toString('utf8')) : 0;
 }
 
 function coreFactories(engines: EngineRegistry): Record<string, BackendFactory> {
