@@ -13,7 +13,7 @@ const CONTACT_WINDOW_MS = 2_000;
 const PEER_FENCED_AFTER_MS = CONTACT_WINDOW_MS + HEARTBEAT_MS + 500;
 /** How long a request waits for this replica to regain contact before it is refused. */
 const CONTACT_WAIT_MS = 1_000;
-/** Invalidations already applied, remembered so a message received twice is applied once. */
+/** Invalidations applied (or being applied), remembered so a message received twice is applied once. */
 const REMEMBERED_NONCES = 1_024;
 
 interface InvalidateMessage {
@@ -55,7 +55,8 @@ export class ReplicaSync {
   private readonly members = new Map<string, number>();
   private readonly pending = new Set<string>();
   private readonly subscriptions: Subscription[] = [];
-  private readonly applied = new Set<string>();
+  /** By nonce: the application of an invalidation, which a second copy of it waits for. */
+  private readonly applied = new Map<string, Promise<void>>();
   private heartbeat?: NodeJS.Timeout;
   private heartbeatSeq = 0;
   private readonly heartbeatSentAt = new Map<number, number>();
@@ -205,11 +206,21 @@ export class ReplicaSync {
     }
   }
 
-  private async receive(message: InvalidateMessage): Promise<void> {
-    if (message.from === this.id || this.applied.has(message.nonce)) return;
-    await this.hooks.apply(message.keys);
-    this.applied.add(message.nonce);
-    if (this.applied.size > REMEMBERED_NONCES) this.applied.delete(this.applied.values().next().value!);
+  /**
+   * Applies an invalidation once: the broadcast and the direct request carry the same one, and the
+   * copy that comes second answers when the first has been applied.
+   */
+  private receive(message: InvalidateMessage): Promise<void> {
+    if (message.from === this.id) return Promise.resolve();
+    let applying = this.applied.get(message.nonce);
+    if (!applying) {
+      applying = this.hooks.apply(message.keys);
+      this.applied.set(message.nonce, applying);
+      // A failed application is forgotten, so a later copy tries again.
+      applying.catch(() => this.applied.delete(message.nonce));
+      if (this.applied.size > REMEMBERED_NONCES) this.applied.delete(this.applied.keys().next().value!);
+    }
+    return applying;
   }
 
   private subjects() {
