@@ -22,7 +22,6 @@ export function passwordPolicyKey(namespace: string, name: string): string {
 
 /** Capability sets are few (combinations of nine names): each is built once. */
 const capabilitySets = new Map<string, ReadonlySet<Capability>>();
-const NO_REPLY = { payload: new Uint8Array(), headers: {} };
 function capabilitySet(list: readonly Capability[]): ReadonlySet<Capability> {
   const key = list.join(',');
   let set = capabilitySets.get(key);
@@ -122,13 +121,16 @@ export class EngineHost {
     await Promise.all(backends.map(closeBackend));
   }
 
-  /** Serves this host's subject on the bus, load-balanced across replicas of the service. */
+  /**
+   * Serves this host's subject on the bus, load-balanced across replicas of the service, and its
+   * presence subject, which any live replica answers with nothing.
+   */
   serve(bus: Bus, subjectPrefix?: string): Subscription {
     const requests = bus.serve(serviceSubject(this.service, subjectPrefix), serviceQueue(this.service, subjectPrefix), async (msg) => ({
       payload: encodeJson(await this.handle(decodeJson<EngineRequest>(msg.payload))),
       headers: {},
     }));
-    const presence = bus.serve(servicePresenceSubject(this.service, subjectPrefix), serviceQueue(this.service, subjectPrefix), async () => NO_REPLY);
+    const presence = bus.serve(servicePresenceSubject(this.service, subjectPrefix), serviceQueue(this.service, subjectPrefix), async () => ({ payload: new Uint8Array(), headers: {} }));
     const removals = bus.subscribe(mountRemovedSubject(subjectPrefix), (msg) => this.forget(decodeJson<{ uuid: string }>(msg.payload).uuid));
     return {
       unsubscribe: () => {
