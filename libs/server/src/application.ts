@@ -1,9 +1,9 @@
 import { Inject, Injectable, Module, type BeforeApplicationShutdown, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import type { ServerConfig, ServiceName } from '@svc/config';
+import type { ServerConfig } from '@svc/config';
 import { createLoggers, type Loggers } from './logger';
 import { connectShared, runGateway, runService, type GatewayOptions, type RunningProcess, type Shared } from './processes';
-import { SERVICE_ENGINES } from './engines';
+import { engineTypes } from './engines';
 
 /**
  * Every process is a NestJS application context: the modules below wire the loggers, the shared connections (bus, locks) and the process itself (gateway or engine service)
@@ -81,8 +81,9 @@ export async function startGateway(config: ServerConfig, options: GatewayOptions
  * An engine service on its own: it serves its subject on the bus with storage of its own, and
  * holds the keyring only while some gateway is unsealed.
  */
-export async function startService(config: ServerConfig, service: ServiceName): Promise<RunningProcess> {
-  if (!SERVICE_ENGINES[service]) throw new Error(`unknown service "${service}"`);
+export async function startService(config: ServerConfig, service: string): Promise<RunningProcess> {
+  const services = engineTypes.services();
+  if (!services.includes(service)) throw new Error(`unknown service "${service}"; expected one of ${services.join(', ')}`);
   if (!config.bus) throw new Error(`service "${service}" needs a bus "nats" stanza in its configuration`);
   return start(ProcessModule.register(config, service, (loggers, shared) => runService(config, service, loggers, shared)));
 }
