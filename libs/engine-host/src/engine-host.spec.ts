@@ -161,6 +161,8 @@ describe('EngineHost', () => {
       const tuned: MountInfo = { ...mount, options: { flavour: 'b' } };
       await host.handle(message('read', 'value'));
       await host.handle(message('read', 'value', { mount: { ...mount, options: {} } }));
+      // sys/mounts shows a mount without options as null; a message built from it is the same mount.
+      await host.handle(message('read', 'value', { mount: { ...mount, options: null as unknown as MountInfo['options'] } }));
       expect(await host.handle(message('read', 'value', { mount: tuned }))).toMatchObject({ ok: true, response: { data: { backend: 2 } } });
       expect(events).toEqual(['initialize 1', 'cleanup 1', 'initialize 2 b']);
     });

@@ -232,9 +232,14 @@ export class EngineHost {
   }
 }
 
-/** Mount options are a few short strings: compared member by member on every request. */
-function sameOptions(a: Record<string, string>, b: Record<string, string>): boolean {
-  if (a === b) return true;
+/**
+ * Mount options are a few short strings: compared member by member on every request. A message
+ * may carry them as null, as sys/mounts shows a mount without options.
+ */
+function sameOptions(built: Record<string, string> | null, current: Record<string, string> | null): boolean {
+  if (built === current) return true;
+  const a = built ?? {};
+  const b = current ?? {};
   const keys = Object.keys(a);
   if (keys.length !== Object.keys(b).length) return false;
   for (const key of keys) if (a[key] !== b[key]) return false;
