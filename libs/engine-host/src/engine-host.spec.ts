@@ -198,7 +198,7 @@ describe('EngineHost', () => {
       const writerHost = new EngineHost('echo-service', { echo: writer.factory }, writerBarrier, context);
       const readerHost = new EngineHost('echo-service', { echo: reader.factory }, unsealed(physical, keyring), context);
       const buses = [new MemoryBus({ hub }), new MemoryBus({ hub })];
-      const subscriptions = [writerHost.serve(buses[0], 'lifecycle'), readerHost.serve(buses[1], 'lifecycle')];
+      const subscriptions = [writerHost.follow(buses[0], 'lifecycle'), readerHost.follow(buses[1], 'lifecycle')];
       await readerHost.handle(message('read', 'value'));
       await writerHost.handle(message('read', 'value'));
       // The recording engine has no write path: the writer's replica writes to its mount storage as its backend would.

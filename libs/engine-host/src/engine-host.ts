@@ -7,9 +7,6 @@ import { createView, type Barrier } from '@svc/storage';
 import {
   mountInvalidationSubject,
   mountRemovedSubject,
-  servicePresenceSubject,
-  serviceQueue,
-  serviceSubject,
   type EngineReply,
   type EngineRequest,
   type MountInvalidation,
@@ -144,23 +141,16 @@ export class EngineHost {
   }
 
   /**
-   * Serves this host's subject on the bus, load-balanced across replicas of the service, and its
-   * presence subject, which any live replica answers with nothing. Writes this replica makes to
-   * mount storage are broadcast to the other replicas of the service, whose backends drop what
-   * they cached of those keys.
+   * Follows the cluster for this host's backends: a mount disabled anywhere is cleaned up here, and
+   * writes this replica makes to mount storage are broadcast to the other replicas of the service,
+   * whose backends drop what they cached of those keys. (The service's requests reach `handle`
+   * through its transport.)
    */
-  serve(bus: Bus, subjectPrefix?: string): Subscription {
-    const requests = bus.serve(serviceSubject(this.service, subjectPrefix), serviceQueue(this.service, subjectPrefix), async (msg) => ({
-      payload: encodeJson(await this.handle(decodeJson<EngineRequest>(msg.payload))),
-      headers: {},
-    }));
-    const presence = bus.serve(servicePresenceSubject(this.service, subjectPrefix), serviceQueue(this.service, subjectPrefix), async () => ({ payload: new Uint8Array(), headers: {} }));
+  follow(bus: Bus, subjectPrefix?: string): Subscription {
     const removals = bus.subscribe(mountRemovedSubject(subjectPrefix), (msg) => this.forget(decodeJson<{ uuid: string }>(msg.payload).uuid));
     const stopInvalidations = this.shareInvalidations(bus, mountInvalidationSubject(this.service, subjectPrefix));
     return {
       unsubscribe: () => {
-        requests.unsubscribe();
-        presence.unsubscribe();
         removals.unsubscribe();
         stopInvalidations();
       },

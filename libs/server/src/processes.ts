@@ -77,8 +77,13 @@ export async function runGateway(config: ServerConfig, options: GatewayOptions, 
   };
 }
 
+/** An engine service: its host, whose requests the service's transport delivers. */
+export interface RunningService extends RunningProcess {
+  host: EngineHost;
+}
+
 /** Builds and starts an engine service (see `startService`) on the process's loggers and connections. */
-export async function runService(config: ServerConfig, service: string, { logger, flush }: Loggers, shared: Shared): Promise<RunningProcess> {
+export async function runService(config: ServerConfig, service: string, { logger, flush }: Loggers, shared: Shared): Promise<RunningService> {
   const subjectPrefix = config.bus?.subjectPrefix;
   const physical = createPhysical(config.storage);
   await physical.open();
@@ -94,7 +99,7 @@ export async function runService(config: ServerConfig, service: string, { logger
   });
   await receiver.start();
   const host = new EngineHost(service, engineTypes.factoriesFor(service), barrier, { locks: shared.locks, logger });
-  const subscription = host.serve(shared.bus, subjectPrefix);
+  const cluster = host.follow(shared.bus, subjectPrefix);
   // A listener, when configured, serves the service's health to orchestrators' probes.
   const health = serviceHealthHandler({
     service,
@@ -112,9 +117,10 @@ export async function runService(config: ServerConfig, service: string, { logger
   return {
     logger,
     addresses,
+    host,
     stop: async () => {
       await frontend?.close();
-      subscription.unsubscribe();
+      cluster.unsubscribe();
       await host.closeAll();
       receiver.close();
       await physical.close();
