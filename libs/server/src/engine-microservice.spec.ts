@@ -29,18 +29,8 @@ function pingHost(): EngineHost {
 const request: EngineRequest = {
   kind: 'operation',
   requestId: 'r-1',
-  mount: {
-    path: 'ping/',
-    type: 'ping',
-    uuid: 'ping-mount',
-    accessor: 'ping_1',
-    namespace: '',
-    description: '',
-    config: { default_lease_ttl: 0, max_lease_ttl: 0 },
-    options: {},
-    local: false,
-    seal_wrap: false,
-  },
+  // Written out: @svc/testing's helpers do not load into an ES-module spec (they find files by __dirname).
+  mount: { path: 'ping/', type: 'ping', uuid: 'ping-mount', accessor: 'ping_1', namespace: '', description: '', config: { default_lease_ttl: 0, max_lease_ttl: 0 }, options: {}, local: false, seal_wrap: false },
   operation: 'update',
   path: 'ping',
   data: { n: 7 },
