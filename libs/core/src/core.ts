@@ -7,7 +7,7 @@ import { EngineHost, mountRemovedSubject, mountStoragePrefix, serviceSubject, ty
 import type { Backend, MountInfo, Request } from '@svc/framework';
 import { ServiceError, SEALED_MESSAGE, UNINITIALIZED_MESSAGE } from '@svc/http';
 import type { LockManager } from '@svc/locks';
-import { KeyringDistributor, KeyringReceiver, ShamirSeal, encryptRootToken } from '@svc/seal';
+import { GenerateRoot, KeyringDistributor, KeyringReceiver, Rekey, ShamirSeal, encryptRootToken } from '@svc/seal';
 import { Barrier, CachedPhysical, createView, type Keyring, type Physical, type StorageView } from '@svc/storage';
 import type { EngineRegistry } from './engines';
 import { SYSTEM_MOUNT } from './mounts/system-mount';
@@ -18,7 +18,7 @@ import { BUILD_DATE, VERSION } from './version';
 import type { MountEntry } from './mounts/mount-table';
 import { Namespace, type Route } from './namespaces/namespace';
 import { NAMESPACES_KEY, NamespaceRegistry } from './namespaces/registry';
-import { TokenStore, nowSeconds } from './tokens/token-store';
+import { SERVICE_TOKEN_LENGTH, TokenStore, nowSeconds } from './tokens/token-store';
 import { TokenManager, type TokenLimits } from './tokens/token-manager';
 import { createTokenBackend } from './tokens/token-paths';
 import { createCubbyholeBackend } from './cubbyhole/cubbyhole-backend';
@@ -98,6 +98,9 @@ export class Core {
   readonly authorizer: Authorizer;
   readonly wrapping: ResponseWrapper;
   readonly audit: AuditDevices;
+  /** sys/rekey/*: the unseal keys of the Shamir seal. */
+  readonly unsealRekey: Rekey;
+  readonly generateRoot: GenerateRoot;
   private readonly coreEngines: EngineHost;
   private readonly distributor: KeyringDistributor;
   /** Replicas share storage and one keyring: a peer's unseal (or seal) reaches this one too. */
@@ -139,6 +142,10 @@ export class Core {
     this.authorizer = new Authorizer(this.namespaces);
     this.wrapping = new ResponseWrapper(this.tokenManager, this.namespaces, this.barrier, options.config.maxLeaseTtl);
     this.audit = new AuditDevices(createView(this.barrier, ''), options.logger);
+    // Progress lives in the barrier, so a share sent to any gateway replica counts.
+    const coreView = createView(this.barrier, 'core/');
+    this.unsealRekey = new Rekey(coreView, 'rekey/unseal-keys', 'unseal-keys-backup', this.seal.unsealKeys);
+    this.generateRoot = new GenerateRoot(coreView, 'generate-root', () => this.seal.unsealKeys, () => this.createRootToken(), SERVICE_TOKEN_LENGTH);
     options.engines
       .register('token', { kind: 'core', table: 'auth', create: () => createTokenBackend(this) })
       .register('cubbyhole', { kind: 'core', table: 'secret', create: createCubbyholeBackend });
@@ -367,6 +374,11 @@ export class Core {
       id,
     );
     return token;
+  }
+
+  /** sys/rekey-recovery-key/*: only a seal with recovery keys has them to rekey. */
+  recoveryRekey(): Rekey {
+    throw ServiceError.badRequest('the shamir seal has no recovery keys: recovery-key rekey needs an auto-unseal seal; use sys/rekey for the unseal keys');
   }
 
   /** The namespace a request runs in (its mount's namespace). */

@@ -97,3 +97,58 @@ export interface EnableMountInput {
   config?: MountConfig;
   options?: Record<string, string>;
 }
+
+/** Which keys a rekey replaces: the unseal keys (`sys/rekey`) or the recovery keys (`sys/rekey-recovery-key`). */
+export type RekeyTarget = 'barrier' | 'recovery';
+
+export interface RekeyInitRequest {
+  secret_shares: number;
+  secret_threshold: number;
+  pgp_keys?: string[];
+  backup?: boolean;
+  require_verification?: boolean;
+}
+
+export interface RekeyStatus {
+  started: boolean;
+  nonce: string;
+  t: number;
+  n: number;
+  progress: number;
+  required: number;
+  pgp_fingerprints: string[] | null;
+  backup: boolean;
+  verification_required: boolean;
+  verification_nonce?: string;
+  /** Set on the answer of the threshold-th share, with the new shares. */
+  complete?: boolean;
+  keys?: string[];
+  keys_base64?: string[];
+}
+
+export interface RekeyVerificationStatus {
+  started?: boolean;
+  nonce: string;
+  t?: number;
+  n?: number;
+  progress?: number;
+  complete?: boolean;
+}
+
+export interface RekeyBackup {
+  nonce: string;
+  keys: Record<string, string[]>;
+}
+
+export interface GenerateRootStatus {
+  started: boolean;
+  nonce: string;
+  progress: number;
+  required: number;
+  encoded_token: string;
+  encoded_root_token: string;
+  pgp_fingerprint: string;
+  otp: string;
+  otp_length: number;
+  complete: boolean;
+}

@@ -21,6 +21,8 @@ export interface HttpRequest {
   requireRequestHeader: boolean;
   /** The listener's limits on a JSON body. */
   jsonLimits: JsonLimits;
+  /** Unauthenticated seal operations the listener refuses (disable_unauthed_*_endpoints). */
+  refusedUnauthed?: { rekey: boolean; generateRoot: boolean };
 }
 
 export interface HttpResult {
@@ -47,6 +49,10 @@ const MAX_PATH_BYTES = 4096;
 /** Paths served while the service is uninitialized or sealed (everything else: 501 / 503). */
 const UNINITIALIZED_PATHS = new Set(['sys/init', 'sys/seal-status', 'sys/health']);
 const SEALED_PATHS = new Set([...UNINITIALIZED_PATHS, 'sys/unseal', 'sys/leader']);
+
+/** The unauthenticated seal operations a listener can refuse, and the option that does. */
+const UNAUTHED_REKEY = /^sys\/(?:rekey|rekey-recovery-key)\/(?:init|update|verify)$/;
+const UNAUTHED_GENERATE_ROOT = /^sys\/generate-root\/(?:attempt|update)$/;
 
 const NO_QUERY = new URLSearchParams();
 const NO_HEADERS: HttpRequest['headers'] = Object.freeze({});
@@ -147,6 +153,7 @@ export class RequestPipeline {
     if (fullPath.length * 3 > MAX_PATH_BYTES && Buffer.byteLength(fullPath) > MAX_PATH_BYTES) {
       throw ServiceError.badRequest(`the request path (namespace included) is longer than ${MAX_PATH_BYTES} bytes`);
     }
+    refuseUnauthedIfDisabled(req, fullPath);
     const data = requestData(req, operation, query);
     const wrapTtl = wrapTtlFrom(req);
 
@@ -371,6 +378,16 @@ function auditEntry(ctx: Context, mount: MountInfo): AuditRequestEntry {
       wrap_ttl: ctx.wrapTtl ?? 0,
     },
   };
+}
+
+function refuseUnauthedIfDisabled(req: HttpRequest, path: string): void {
+  const refused = req.refusedUnauthed;
+  if (refused?.rekey && UNAUTHED_REKEY.test(path)) {
+    throw ServiceError.forbidden('the unauthenticated rekey endpoints are disabled on this listener (disable_unauthed_rekey_endpoints)');
+  }
+  if (refused?.generateRoot && UNAUTHED_GENERATE_ROOT.test(path)) {
+    throw ServiceError.forbidden('the unauthenticated generate-root endpoints are disabled on this listener (disable_unauthed_generate_root_endpoints)');
+  }
 }
 
 function json(status: number, value: unknown, headers?: Record<string, string>): HttpResult {
