@@ -109,6 +109,8 @@ export class Core {
   readonly replicas: ReplicaSync;
   private readonly services: ServiceWatch;
   private initialized = false;
+  /** Set once an unseal has loaded the cached state: the barrier opens first, so it can be read. */
+  private opened = false;
   /** Identity of this cluster, created on first unseal. */
   clusterName = '';
   clusterId = '';
@@ -181,7 +183,8 @@ export class Core {
 
   get state(): CoreState {
     if (!this.initialized) return 'uninitialized';
-    return this.barrier.sealed ? 'sealed' : 'unsealed';
+    // A replica following a peer's unseal answers as sealed until its mount tables are loaded.
+    return this.barrier.sealed || !this.opened ? 'sealed' : 'unsealed';
   }
 
   async start(): Promise<void> {
@@ -308,6 +311,7 @@ export class Core {
     await this.namespaces.load(this.defaultKvVersion);
     await this.audit.load();
     await this.loadClusterIdentity();
+    this.opened = true;
     this.activeSince = new Date();
     if (!announce) return;
     this.periodic ??= setInterval(() => void this.runPeriodicFunctions(), PERIODIC_INTERVAL_MS).unref();
@@ -327,6 +331,7 @@ export class Core {
   }
 
   private async sealLocally(): Promise<void> {
+    this.opened = false;
     clearInterval(this.periodic);
     this.periodic = undefined;
     this.distributor.close(); // a sealed replica must not hand out its old keyring

@@ -1,3 +1,4 @@
+import type { RekeyCompletion, RekeyStatus as RekeyProgress, VerificationStatus } from '@svc/seal';
 import type { Envelope } from '@svc/http';
 
 export type { Envelope };
@@ -101,54 +102,11 @@ export interface EnableMountInput {
 /** Which keys a rekey replaces: the unseal keys (`sys/rekey`) or the recovery keys (`sys/rekey-recovery-key`). */
 export type RekeyTarget = 'barrier' | 'recovery';
 
-export interface RekeyInitRequest {
-  secret_shares: number;
-  secret_threshold: number;
-  pgp_keys?: string[];
-  backup?: boolean;
-  require_verification?: boolean;
-}
+/** The server's own shapes of the rekey and generate-root answers (the `sys/rekey*` and `sys/generate-root` contract). */
+export type { BackupRecord as RekeyBackup, GenerateRootStatus, RekeyStart as RekeyInitRequest } from '@svc/seal';
 
-export interface RekeyStatus {
-  started: boolean;
-  nonce: string;
-  t: number;
-  n: number;
-  progress: number;
-  required: number;
-  pgp_fingerprints: string[] | null;
-  backup: boolean;
-  verification_required: boolean;
-  verification_nonce?: string;
-  /** Set on the answer of the threshold-th share, with the new shares. */
-  complete?: boolean;
-  keys?: string[];
-  keys_base64?: string[];
-}
+/** Progress of a rekey, or (the threshold-th share's answer) its completion with the new shares. */
+export type RekeyStatus = RekeyProgress & Partial<Pick<RekeyCompletion, 'complete' | 'keys' | 'keys_base64'>>;
 
-export interface RekeyVerificationStatus {
-  started?: boolean;
-  nonce: string;
-  t?: number;
-  n?: number;
-  progress?: number;
-  complete?: boolean;
-}
-
-export interface RekeyBackup {
-  nonce: string;
-  keys: Record<string, string[]>;
-}
-
-export interface GenerateRootStatus {
-  started: boolean;
-  nonce: string;
-  progress: number;
-  required: number;
-  encoded_token: string;
-  encoded_root_token: string;
-  pgp_fingerprint: string;
-  otp: string;
-  otp_length: number;
-  complete: boolean;
-}
+/** Verification progress, or `{nonce, complete}` once it completed. */
+export type RekeyVerificationStatus = Partial<VerificationStatus> & { nonce: string; complete?: boolean };

@@ -4,7 +4,7 @@ import { UsageError } from './args';
 import type { Command } from './context';
 import { println } from './context';
 import { keyValueTable, output, type Row } from './format';
-import { keyArgument } from './operator';
+import { chosenAction, keyArgument } from './operator';
 import { readPgpKeyFile } from './pgp-keys';
 
 const ACTIONS = ['init', 'cancel', 'status', 'decode'] as const;
@@ -24,10 +24,7 @@ export const operatorGenerateRootCommand: Command = {
   },
   async run(ctx, { flags, positionals }) {
     const sys = ctx.client.sys;
-    const actions = ACTIONS.filter((action) => flags[action] !== undefined && flags[action] !== false);
-    if (actions.length > 1) throw new UsageError(`give at most one of ${ACTIONS.map((a) => `-${a}`).join(', ')}`);
-    if (actions.length > 0 && positionals.length > 0) throw new UsageError(`-${actions[0]} takes no key`);
-    switch (actions[0]) {
+    switch (chosenAction(flags, positionals, ACTIONS)) {
       case 'decode': {
         if (typeof flags.otp !== 'string' || flags.otp === '') throw new UsageError('-decode needs -otp, the OTP printed when the attempt started');
         const token = decodeOtpToken(String(flags.decode), flags.otp);

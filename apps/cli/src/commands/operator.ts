@@ -1,5 +1,5 @@
 import type { InitResponse } from '@svc/sdk';
-import { UsageError } from './args';
+import { UsageError, type ParsedArgs } from './args';
 import type { Command, CommandContext } from './context';
 import { println } from './context';
 import { keyValueTable, output } from './format';
@@ -71,6 +71,17 @@ export async function keyArgument(ctx: CommandContext, positionals: string[], co
   const key = (positionals[0] ?? (await readHiddenLine(ctx.io, `${label} (will be hidden): `))).trim();
   if (key === '') throw new UsageError(`no ${label.toLowerCase()} given`);
   return key;
+}
+
+/**
+ * The one action flag given among `actions` (undefined: none, the command submits a key); more
+ * than one, or one with a key argument, is a usage error.
+ */
+export function chosenAction<A extends string>(flags: ParsedArgs['flags'], positionals: string[], actions: readonly A[]): A | undefined {
+  const chosen = actions.filter((action) => flags[action] !== undefined && flags[action] !== false);
+  if (chosen.length > 1) throw new UsageError(`give at most one of ${actions.map((a) => `-${a}`).join(', ')}`);
+  if (chosen.length > 0 && positionals.length > 0) throw new UsageError(`-${chosen[0]} takes no key`);
+  return chosen[0];
 }
 
 export function splitList(value: unknown): string[] {

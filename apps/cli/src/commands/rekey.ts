@@ -3,7 +3,7 @@ import { UsageError } from './args';
 import type { Command, CommandContext } from './context';
 import { println } from './context';
 import { keyValueTable, output, type Row } from './format';
-import { keyArgument, splitList } from './operator';
+import { chosenAction, keyArgument, splitList } from './operator';
 import { readPgpKeyFile } from './pgp-keys';
 
 /** The actions of `operator rekey` other than submitting a key; at most one per call. */
@@ -33,11 +33,8 @@ export const operatorRekeyCommand: Command = {
   async run(ctx, { flags, positionals }) {
     const target = rekeyTarget(flags.target);
     const sys = ctx.client.sys;
-    const actions = ACTIONS.filter((action) => flags[action]);
-    if (actions.length > 1) throw new UsageError(`give at most one of ${ACTIONS.map((a) => `-${a}`).join(', ')}`);
-    if (actions.length > 0 && positionals.length > 0) throw new UsageError(`-${actions[0]} takes no key`);
     const verify = Boolean(flags.verify);
-    switch (actions[0]) {
+    switch (chosenAction(flags, positionals, ACTIONS)) {
       case 'init': {
         const shares = (flags['key-shares'] as number | undefined) ?? 5;
         const pgpKeyPaths = splitList(flags['pgp-keys']);

@@ -14,9 +14,9 @@ import { auditPaths } from './audit-paths';
 import { hostInfoPaths } from './host-info-paths';
 import { counterPaths } from './counter-paths';
 
-const SYSTEM_HELP = `The system backend: initialization and seal management, rekey and root token generation, mounts of secrets engines and
-auth methods, policies, namespaces, leases, response wrapping, host information, token counts, and
-the API description of this server.`;
+const SYSTEM_HELP = `The system backend: initialization and seal management, rekey and root token
+generation, mounts of secrets engines and auth methods, policies, namespaces, leases, response
+wrapping, host information, token counts, and the API description of this server.`;
 
 export function createSystemBackend(core: Core): Backend {
   return new Backend({
