@@ -101,7 +101,7 @@ export class GenerateRoot {
         : { next: now, error: ServiceError.badRequest('the root generation was cancelled while its last share was being checked') },
     );
     const encoded = await this.encode(state, await this.createRootToken());
-    return { ...this.statusOf({ ...state, progress: shares.map(() => '') }, split.threshold), encoded_token: encoded, encoded_root_token: encoded, complete: true };
+    return { ...this.statusOf(state, split.threshold), progress: shares.length, encoded_token: encoded, encoded_root_token: encoded, complete: true };
   }
 
   private async encode(state: GenerateRootState, token: string): Promise<string> {
