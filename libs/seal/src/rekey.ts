@@ -12,8 +12,6 @@ export interface KeySplit {
 
 /** Keys split into shares whose threshold authorizes an operation (generate-root). */
 export interface ShareAuthority {
-  /** Names the keys in messages: "unseal" or "recovery". */
-  readonly keyName: string;
   split(): Promise<KeySplit>;
   /** Resolves when the shares rebuild the current key; a 400 otherwise. */
   verify(shares: Buffer[]): Promise<void>;

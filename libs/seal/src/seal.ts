@@ -187,7 +187,6 @@ export class ShamirSeal {
    * the root key is re-encrypted under the new one. The keyring is untouched.
    */
   readonly unsealKeys: RekeyTarget = {
-    keyName: 'unseal',
     split: async () => {
       const config = await readConfig(this.physical);
       if (!config) throw ServiceError.badRequest(UNINITIALIZED_MESSAGE);
