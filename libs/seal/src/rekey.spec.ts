@@ -21,7 +21,7 @@ async function setUp(shares = 3, threshold = 2) {
 async function refusal(promise: Promise<unknown>): Promise<string> {
   const err = await promise.then(() => undefined, (e: unknown) => e);
   expect(err).toBeInstanceOf(ServiceError);
-  expect((err as ServiceError).status).toBe(400);
+  expect((err as ServiceError).kind).toBe('bad-request');
   return (err as ServiceError).errors.join('; ');
 }
 
