@@ -3,26 +3,9 @@
  * commands, configured through SVC_ADDR, SVC_TOKEN and SVC_NAMESPACE as a user would.
  */
 import { spawn } from 'node:child_process';
-import { SVC_BIN, eventually, startServerProcess, startTopology, type ServerProcess, type Topology } from '@svc/testing';
+import { SVC_BIN, eventually, runCli, startServerProcess, startTopology, type ServerProcess, type Topology } from '@svc/testing';
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function svc(args: string[], env: Record<string, string>, stdin = ''): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SVC_BIN, ...args], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-    child.stdin.end(stdin);
-  });
-}
+const svc = runCli;
 
 describe('svc CLI against a server', () => {
   let topology: Topology;

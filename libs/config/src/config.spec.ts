@@ -49,6 +49,8 @@ listener "tcp" {
   tls_min_version = "tls13"
   max_request_size = 1024
   require_request_header = true
+  disable_unauthed_rekey_endpoints = true
+  disable_unauthed_generate_root_endpoints = true
   http_read_header_timeout = "2s"
   http_read_timeout = "1m"
   http_write_timeout = 90
@@ -110,6 +112,8 @@ seal "shamir" {}
           tlsMinVersion: 'tls13',
           maxRequestSize: 1024,
           requireRequestHeader: true,
+          disableUnauthedRekeyEndpoints: true,
+          disableUnauthedGenerateRootEndpoints: true,
           customResponseHeaders: {
             default: { 'Strict-Transport-Security': ['max-age=31536000', 'includeSubDomains'] },
             '200': { 'X-Ok': ['yes'] },
@@ -125,6 +129,8 @@ seal "shamir" {}
           tlsMinVersion: 'tls12',
           maxRequestSize: 32 * 1024 * 1024,
           requireRequestHeader: false,
+          disableUnauthedRekeyEndpoints: false,
+          disableUnauthedGenerateRootEndpoints: false,
           customResponseHeaders: { default: { 'X-Plain': ['p'] } },
           timeouts: DEFAULT_TIMEOUTS,
           jsonLimits: DEFAULT_JSON_LIMITS,
@@ -167,6 +173,8 @@ seal "shamir" {}
         tlsMinVersion: 'tls12',
         maxRequestSize: 33554432,
         requireRequestHeader: false,
+        disableUnauthedRekeyEndpoints: false,
+        disableUnauthedGenerateRootEndpoints: false,
         customResponseHeaders: {},
         timeouts: { readHeaderMs: 10_000, readMs: 30_000, writeMs: 0, idleMs: 300_000 },
         jsonLimits: { maxDepth: 500, maxStringValueLength: 1024 * 1024, maxObjectEntryCount: 10_000, maxArrayElementCount: 10_000 },

@@ -13,6 +13,8 @@ export function devConfig(opts: { listenAddress?: string } = {}): ServerConfig {
         tlsMinVersion: 'tls12',
         maxRequestSize: DEFAULT_MAX_REQUEST_SIZE,
         requireRequestHeader: false,
+        disableUnauthedRekeyEndpoints: false,
+        disableUnauthedGenerateRootEndpoints: false,
         customResponseHeaders: {},
         timeouts: DEFAULT_TIMEOUTS,
         jsonLimits: DEFAULT_JSON_LIMITS,

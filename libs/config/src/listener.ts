@@ -43,6 +43,8 @@ export async function parseListener(block: Block, where: string, warnings: strin
     tlsMinVersion,
     maxRequestSize: maxRequestSize(section.int('max_request_size')),
     requireRequestHeader: section.bool('require_request_header', false),
+    disableUnauthedRekeyEndpoints: section.bool('disable_unauthed_rekey_endpoints', false),
+    disableUnauthedGenerateRootEndpoints: section.bool('disable_unauthed_generate_root_endpoints', false),
     customResponseHeaders: parseCustomResponseHeaders(section, 'custom_response_headers'),
     timeouts: parseTimeouts(section),
     jsonLimits: {

@@ -17,6 +17,10 @@ export interface ListenerConfig {
   /** Bytes; default 32 MiB. Infinity when the file disables the limit (a negative max_request_size). */
   maxRequestSize: number;
   requireRequestHeader: boolean;
+  /** Refuse the unauthenticated sys/rekey/* and sys/rekey-recovery-key/* calls on this listener. */
+  disableUnauthedRekeyEndpoints: boolean;
+  /** Refuse the unauthenticated sys/generate-root/* calls on this listener. */
+  disableUnauthedGenerateRootEndpoints: boolean;
   customResponseHeaders: CustomResponseHeaders;
   timeouts: ListenerTimeouts;
   jsonLimits: JsonLimits;

@@ -7,7 +7,7 @@ import { EngineHost, EngineRegistry, GATEWAY, mountRemovedSubject, mountStorageP
 import type { Backend, MountInfo, Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import type { LockManager } from '@svc/locks';
-import { KeyringDistributor, KeyringReceiver, ShamirSeal, encryptRootToken } from '@svc/seal';
+import { GenerateRoot, KeyringDistributor, KeyringReceiver, Rekey, ShamirSeal, encryptRootToken } from '@svc/seal';
 import { Barrier, CachedPhysical, createView, type Keyring, type Physical, type StorageView } from '@svc/storage';
 import { SYSTEM_MOUNT } from './mounts/system-mount';
 import { describeRequestError } from './http/request-errors';
@@ -17,7 +17,7 @@ import { BUILD_DATE, VERSION } from './version';
 import type { MountEntry } from './mounts/mount-table';
 import { Namespace, type Route } from './namespaces/namespace';
 import { NAMESPACES_KEY, NamespaceRegistry } from './namespaces/registry';
-import { TokenStore, nowSeconds } from './tokens/token-store';
+import { SERVICE_TOKEN_LENGTH, TokenStore, nowSeconds } from './tokens/token-store';
 import { TokenManager, type TokenLimits } from './tokens/token-manager';
 import { createTokenBackend } from './tokens/token-paths';
 import { createCubbyholeBackend } from './cubbyhole/cubbyhole-backend';
@@ -99,6 +99,9 @@ export class Core {
   readonly authorizer: Authorizer;
   readonly wrapping: ResponseWrapper;
   readonly audit: AuditDevices;
+  /** sys/rekey/*: the unseal keys of the Shamir seal. */
+  readonly unsealRekey: Rekey;
+  readonly generateRoot: GenerateRoot;
   /** Every mount type: where it runs, which table it belongs to, how its backend is built. */
   readonly engines: EngineRegistry;
   private readonly coreEngines: EngineHost;
@@ -109,6 +112,8 @@ export class Core {
   readonly replicas: ReplicaSync;
   private readonly services: ServiceWatch;
   private initialized = false;
+  /** Set once an unseal has loaded the cached state: the barrier opens first, so it can be read. */
+  private opened = false;
   /** Identity of this cluster, created on first unseal. */
   clusterName = '';
   clusterId = '';
@@ -142,6 +147,10 @@ export class Core {
     this.authorizer = new Authorizer(this.namespaces);
     this.wrapping = new ResponseWrapper(this.tokenManager, this.namespaces, this.barrier, options.config.maxLeaseTtl);
     this.audit = new AuditDevices(createView(this.barrier, ''), options.logger);
+    // Progress lives in the barrier, so a share sent to any gateway replica counts.
+    const coreView = createView(this.barrier, 'core/');
+    this.unsealRekey = new Rekey(coreView, 'rekey/unseal-keys', 'unseal-keys-backup', this.seal.unsealKeys);
+    this.generateRoot = new GenerateRoot(coreView, 'generate-root', () => this.seal.unsealKeys, () => this.createRootToken(), SERVICE_TOKEN_LENGTH);
     this.engines = new EngineRegistry([...this.ownEngineTypes(), ...options.engineTypes]);
     this.coreEngines = new EngineHost(GATEWAY, this.engines.factoriesFor(GATEWAY), this.barrier, { locks: options.locks, logger: options.logger }, false);
     const subjectPrefix = options.config.bus?.subjectPrefix;
@@ -184,7 +193,8 @@ export class Core {
 
   get state(): CoreState {
     if (!this.initialized) return 'uninitialized';
-    return this.barrier.sealed ? 'sealed' : 'unsealed';
+    // A replica following a peer's unseal answers as sealed until its mount tables are loaded.
+    return this.barrier.sealed || !this.opened ? 'sealed' : 'unsealed';
   }
 
   async start(): Promise<void> {
@@ -312,6 +322,7 @@ export class Core {
     await this.namespaces.load(this.defaultKvVersion);
     await this.audit.load();
     await this.loadClusterIdentity();
+    this.opened = true;
     this.activeSince = new Date();
     if (!announce) return;
     this.periodic ??= setInterval(() => void this.runPeriodicFunctions(), PERIODIC_INTERVAL_MS).unref();
@@ -331,6 +342,7 @@ export class Core {
   }
 
   private async sealLocally(): Promise<void> {
+    this.opened = false;
     clearInterval(this.periodic);
     this.periodic = undefined;
     this.distributor.close(); // a sealed replica must not hand out its old keyring
@@ -378,6 +390,11 @@ export class Core {
       id,
     );
     return token;
+  }
+
+  /** sys/rekey-recovery-key/*: only a seal with recovery keys has them to rekey. */
+  recoveryRekey(): Rekey {
+    throw ServiceError.badRequest('the shamir seal has no recovery keys: recovery-key rekey needs an auto-unseal seal; use sys/rekey for the unseal keys');
   }
 
   /** The namespace a request runs in (its mount's namespace). */

@@ -2,11 +2,17 @@ import type { SvcClient } from './client';
 import { apiError } from './errors';
 import type {
   EnableMountInput,
+  GenerateRootStatus,
   HealthStatus,
   InitRequest,
   InitResponse,
   MountInfo,
   QueryValue,
+  RekeyBackup,
+  RekeyInitRequest,
+  RekeyStatus,
+  RekeyTarget,
+  RekeyVerificationStatus,
   SealStatus,
   UnsealRequest,
 } from './types';
@@ -30,6 +36,61 @@ export class SysClient {
 
   async seal(): Promise<void> {
     await this.client.request('PUT', 'sys/seal');
+  }
+
+  rekeyStatus(target: RekeyTarget): Promise<RekeyStatus> {
+    return this.body('GET', `${rekeyBase(target)}/init`);
+  }
+
+  rekeyInit(target: RekeyTarget, request: RekeyInitRequest): Promise<RekeyStatus> {
+    return this.body('PUT', `${rekeyBase(target)}/init`, request);
+  }
+
+  async rekeyCancel(target: RekeyTarget): Promise<void> {
+    await this.client.request('DELETE', `${rekeyBase(target)}/init`);
+  }
+
+  /** One current share; the threshold-th answers with `complete` and the new shares. */
+  rekeyUpdate(target: RekeyTarget, key: string, nonce: string): Promise<RekeyStatus> {
+    return this.body('PUT', `${rekeyBase(target)}/update`, { key, nonce });
+  }
+
+  rekeyVerificationStatus(target: RekeyTarget): Promise<RekeyVerificationStatus> {
+    return this.body('GET', `${rekeyBase(target)}/verify`);
+  }
+
+  rekeyVerify(target: RekeyTarget, key: string, nonce: string): Promise<RekeyVerificationStatus> {
+    return this.body('PUT', `${rekeyBase(target)}/verify`, { key, nonce });
+  }
+
+  /** Restarts verification with a new nonce; the current keys stay valid. */
+  rekeyVerificationRestart(target: RekeyTarget): Promise<RekeyVerificationStatus> {
+    return this.body('DELETE', `${rekeyBase(target)}/verify`);
+  }
+
+  async rekeyBackup(target: RekeyTarget): Promise<RekeyBackup> {
+    return (await this.body<{ data: RekeyBackup }>('GET', rekeyBackupPath(target))).data;
+  }
+
+  async rekeyBackupDelete(target: RekeyTarget): Promise<void> {
+    await this.client.request('DELETE', rekeyBackupPath(target));
+  }
+
+  generateRootStatus(): Promise<GenerateRootStatus> {
+    return this.body('GET', 'sys/generate-root/attempt');
+  }
+
+  /** Starts an attempt; without a PGP key the answer's `otp` is needed to decode the token. */
+  generateRootStart(pgpKey?: string): Promise<GenerateRootStatus> {
+    return this.body('PUT', 'sys/generate-root/attempt', pgpKey ? { pgp_key: pgpKey } : {});
+  }
+
+  async generateRootCancel(): Promise<void> {
+    await this.client.request('DELETE', 'sys/generate-root/attempt');
+  }
+
+  generateRootUpdate(key: string, nonce: string): Promise<GenerateRootStatus> {
+    return this.body('PUT', 'sys/generate-root/update', { key, nonce });
   }
 
   /**
@@ -64,6 +125,14 @@ export class SysClient {
     if (response.body === null) throw new Error(`${path} answered status ${response.status} without a body`);
     return response.body;
   }
+}
+
+function rekeyBase(target: RekeyTarget): string {
+  return target === 'recovery' ? 'sys/rekey-recovery-key' : 'sys/rekey';
+}
+
+function rekeyBackupPath(target: RekeyTarget): string {
+  return target === 'recovery' ? 'sys/rekey/recovery-key-backup' : 'sys/rekey/backup';
 }
 
 function trimSlashes(path: string): string {

@@ -1,3 +1,4 @@
+import type { RekeyCompletion, RekeyStatus as RekeyProgress, VerificationStatus } from '@svc/seal';
 import type { Envelope } from '@svc/http';
 
 export type { Envelope };
@@ -97,3 +98,15 @@ export interface EnableMountInput {
   config?: MountConfig;
   options?: Record<string, string>;
 }
+
+/** Which keys a rekey replaces: the unseal keys (`sys/rekey`) or the recovery keys (`sys/rekey-recovery-key`). */
+export type RekeyTarget = 'barrier' | 'recovery';
+
+/** The server's own shapes of the rekey and generate-root answers (the `sys/rekey*` and `sys/generate-root` contract). */
+export type { BackupRecord as RekeyBackup, GenerateRootStatus, RekeyStart as RekeyInitRequest } from '@svc/seal';
+
+/** Progress of a rekey, or (the threshold-th share's answer) its completion with the new shares. */
+export type RekeyStatus = RekeyProgress & Partial<Pick<RekeyCompletion, 'complete' | 'keys' | 'keys_base64'>>;
+
+/** Verification progress, or `{nonce, complete}` once it completed. */
+export type RekeyVerificationStatus = Partial<VerificationStatus> & { nonce: string; complete?: boolean };

@@ -3,3 +3,5 @@ export * from './pgp';
 export * from './seal';
 export * from './transfer';
 export * from './keyring-bus';
+export * from './rekey';
+export * from './generate-root';

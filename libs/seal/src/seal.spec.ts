@@ -86,7 +86,7 @@ describe('ShamirSeal', () => {
 
     await seal.submitUnsealKey(init.keys[0]);
     const attempt = seal.submitUnsealKey(other.init.keys[1]);
-    await expectServiceError(attempt, 'bad-request', /unseal failed.*do not form.*progress has been reset/);
+    await expectServiceError(attempt, 'bad-request', /do not form.*unseal key.*progress has been reset/);
     const err = (await attempt.catch((e: ServiceError) => e)) as ServiceError;
     expect(err.message).not.toContain(other.init.keys[1]);
     expect(await seal.status()).toMatchObject({ sealed: true, progress: 0, nonce: '' });

@@ -2,8 +2,9 @@ import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { ServiceError, UNINITIALIZED_MESSAGE } from '@svc/http';
 import { Keyring, type KeyValueStore, type Physical } from '@svc/storage';
 import { aeadDecrypt, aeadEncrypt } from './aead';
-import { encryptForPgpKey, fingerprint } from './pgp';
+import type { KeySplit, RekeyTarget } from './rekey';
 import { UNSEAL_KEY_BYTES, combineShares, shareLength, splitKey, validateShareConfig } from './shamir';
+import { handOutShares, parseShare, pgpFingerprints } from './shares';
 
 /** The only physical entries written outside the barrier: the config in clear, the rest ciphertext. */
 export const SEAL_STORAGE_KEYS = {
@@ -59,6 +60,13 @@ interface SealConfig {
   secret_shares: number;
   secret_threshold: number;
   pgp_fingerprints?: string[];
+}
+
+/** A rekey of the unseal key waiting for verification: what `install` will store. */
+interface PreparedUnsealKey {
+  config: SealConfig;
+  /** The root key encrypted under the new unseal key (base64). */
+  sealedRootKey: string;
 }
 
 interface UnsealAttempt {
@@ -117,26 +125,14 @@ export class ShamirSeal {
     if (await readConfig(this.physical)) throw ServiceError.badRequest(ALREADY_INITIALIZED);
     validateShareConfig(shares, threshold);
     const pgpKeys = request.pgp_keys ?? undefined;
-    if (pgpKeys && pgpKeys.length !== shares) {
-      throw ServiceError.badRequest(
-        `pgp_keys must have one entry per share: got ${pgpKeys.length}, secret_shares is ${shares}`,
-      );
-    }
-    // Reading the fingerprints also validates every key before any secret exists.
-    const fingerprints = pgpKeys && (await Promise.all(pgpKeys.map((k, i) => fingerprint(k, `pgp_keys[${i}]`))));
-    const config: SealConfig = {
-      type: 'shamir',
-      secret_shares: shares,
-      secret_threshold: threshold,
-      ...(fingerprints && { pgp_fingerprints: fingerprints }),
-    };
+    const config = sealConfig({ shares, threshold }, await pgpFingerprints(pgpKeys, shares));
 
     const unsealKey = randomBytes(UNSEAL_KEY_BYTES);
     const rootKey = randomBytes(32);
     const keyring = Keyring.generate();
     const keyShares = await splitKey(unsealKey, shares, threshold);
     try {
-      const handedOut = pgpKeys ? await encryptShares(keyShares, pgpKeys) : keyShares;
+      const handedOut = await handOutShares(keyShares, pgpKeys);
       await this.physical.transaction(async (tx) => {
         await tx.lock(SEAL_STORAGE_KEYS.config);
         if (await readConfig(tx)) throw ServiceError.badRequest(ALREADY_INITIALIZED);
@@ -144,11 +140,7 @@ export class ShamirSeal {
         await tx.put(SEAL_STORAGE_KEYS.rootKey, aeadEncrypt(unsealKey, rootKey, SEAL_STORAGE_KEYS.rootKey));
         await writeKeyring(tx, rootKey, keyring);
       });
-      return {
-        keys: handedOut.map((b) => Buffer.from(b).toString('hex')),
-        keys_base64: handedOut.map((b) => Buffer.from(b).toString('base64')),
-        keyring,
-      };
+      return { ...handedOut, keyring };
     } finally {
       for (const secret of [unsealKey, rootKey, ...keyShares]) secret.fill(0);
     }
@@ -190,6 +182,44 @@ export class ShamirSeal {
     });
   }
 
+  /**
+   * The unseal key as a rekey target: shares of the current key prove the right to replace it, and
+   * the root key is re-encrypted under the new one. The keyring is untouched.
+   */
+  readonly unsealKeys: RekeyTarget = {
+    split: async () => {
+      const config = await readConfig(this.physical);
+      if (!config) throw ServiceError.badRequest(UNINITIALIZED_MESSAGE);
+      return { shares: config.secret_shares, threshold: config.secret_threshold };
+    },
+    verify: (shares) =>
+      this.exclusive(async () => {
+        (await this.recoverRootKey(shares)).fill(0);
+      }),
+    prepare: (shares, newKey, split, fingerprints) =>
+      this.exclusive(async () => {
+        const rootKey = await this.recoverRootKey(shares);
+        try {
+          const prepared: PreparedUnsealKey = {
+            config: sealConfig(split, fingerprints),
+            sealedRootKey: aeadEncrypt(newKey, rootKey, SEAL_STORAGE_KEYS.rootKey).toString('base64'),
+          };
+          return JSON.stringify(prepared);
+        } finally {
+          rootKey.fill(0);
+        }
+      }),
+    install: (text) =>
+      this.exclusive(async () => {
+        const prepared = JSON.parse(text) as PreparedUnsealKey;
+        await this.physical.transaction(async (tx) => {
+          await tx.lock(SEAL_STORAGE_KEYS.config);
+          await tx.put(SEAL_STORAGE_KEYS.config, Buffer.from(JSON.stringify(prepared.config), 'utf8'));
+          await tx.put(SEAL_STORAGE_KEYS.rootKey, Buffer.from(prepared.sealedRootKey, 'base64'));
+        });
+      }),
+  };
+
   /** Drops all key material held in memory, and any unseal progress. */
   seal(): Promise<void> {
     return this.exclusive(async () => {
@@ -218,18 +248,30 @@ export class ShamirSeal {
   }
 
   private async unlock(unsealKey: Buffer | undefined): Promise<OpenSeal> {
+    const rootKey = await this.decryptRootKey(unsealKey);
+    return { rootKey, keyring: await readKeyring(this.physical, rootKey) };
+  }
+
+  /** The root key, when `unsealKey` is this service's unseal key; a 400 otherwise. */
+  private async decryptRootKey(unsealKey: Buffer | undefined): Promise<Buffer> {
     const sealedRootKey = await this.physical.get(SEAL_STORAGE_KEYS.rootKey);
     if (!sealedRootKey) throw new Error(`seal storage is incomplete: ${SEAL_STORAGE_KEYS.rootKey} is missing`);
-    let rootKey: Buffer;
     try {
       if (!unsealKey) throw new Error('shares could not be combined');
-      rootKey = aeadDecrypt(unsealKey, sealedRootKey, SEAL_STORAGE_KEYS.rootKey);
+      return aeadDecrypt(unsealKey, sealedRootKey, SEAL_STORAGE_KEYS.rootKey);
     } catch {
-      throw ServiceError.badRequest(
-        'unseal failed: the submitted key shares do not form this service\'s unseal key; progress has been reset',
-      );
+      throw ServiceError.badRequest('the submitted key shares do not form this service\'s unseal key; progress has been reset');
     }
-    return { rootKey, keyring: await readKeyring(this.physical, rootKey) };
+  }
+
+  /** The root key rebuilt from unseal shares (a 400 when they are not this service's); the caller zeroes it. */
+  private async recoverRootKey(shares: Buffer[]): Promise<Buffer> {
+    const unsealKey = await combineShares(shares).catch(() => undefined);
+    try {
+      return await this.decryptRootKey(unsealKey);
+    } finally {
+      unsealKey?.fill(0);
+    }
   }
 
   private requireOpen(): OpenSeal {
@@ -253,6 +295,15 @@ export class ShamirSeal {
   }
 }
 
+function sealConfig(split: KeySplit, fingerprints: string[] | undefined): SealConfig {
+  return {
+    type: 'shamir',
+    secret_shares: split.shares,
+    secret_threshold: split.threshold,
+    ...(fingerprints && { pgp_fingerprints: fingerprints }),
+  };
+}
+
 async function readConfig(store: KeyValueStore): Promise<SealConfig | null> {
   const raw = await store.get(SEAL_STORAGE_KEYS.config);
   return raw ? (JSON.parse(raw.toString('utf8')) as SealConfig) : null;
@@ -266,24 +317,4 @@ async function readKeyring(store: KeyValueStore, rootKey: Buffer): Promise<Keyri
   const sealed = await store.get(SEAL_STORAGE_KEYS.keyring);
   if (!sealed) throw new Error(`seal storage is incomplete: ${SEAL_STORAGE_KEYS.keyring} is missing`);
   return Keyring.deserialize(aeadDecrypt(rootKey, sealed, SEAL_STORAGE_KEYS.keyring));
-}
-
-/** Vault encrypts the share's hex text, so `base64 -d | gpg -d` prints what the user types into unseal. */
-function encryptShares(shares: Buffer[], pgpKeys: string[]): Promise<Uint8Array[]> {
-  return Promise.all(
-    shares.map((share, i) => encryptForPgpKey(pgpKeys[i], Buffer.from(share.toString('hex'), 'utf8'), `pgp_keys[${i}]`)),
-  );
-}
-
-/** Vault accepts a share as hex or base64 (hex tried first). */
-function parseShare(text: string, expectedBytes: number): Buffer {
-  const trimmed = text.trim();
-  let bytes: Buffer;
-  if (/^(?:[0-9a-fA-F]{2})+$/.test(trimmed)) bytes = Buffer.from(trimmed, 'hex');
-  else if (/^[A-Za-z0-9+/]+={0,2}$/.test(trimmed) && trimmed.length % 4 === 0) bytes = Buffer.from(trimmed, 'base64');
-  else throw ServiceError.badRequest('key must be a hex or base64 string');
-  if (bytes.length !== expectedBytes) {
-    throw ServiceError.badRequest(`key must decode to ${expectedBytes} bytes, got ${bytes.length}`);
-  }
-  return bytes;
 }

@@ -285,6 +285,66 @@ describe('svc operator seal', () => {
   });
 });
 
+describe('svc operator rekey', () => {
+  const progress = { started: true, nonce: 'n-1', t: 2, n: 3, progress: 1, required: 3, pgp_fingerprints: null, backup: false, verification_required: false };
+
+  it('starts a rekey with the new split and verification', async () => {
+    reply(() => ({ status: 200, body: { ...progress, progress: 0, verification_required: true } }));
+    const result = await svc(['operator', 'rekey', '-init', '-key-shares=3', '-key-threshold=2', '-verify']);
+    expect(sent()).toMatchObject({ method: 'PUT', url: '/v1/sys/rekey/init' });
+    expect(sentJson()).toEqual({ secret_shares: 3, secret_threshold: 2, backup: false, require_verification: true });
+    expect(result.stdout).toMatch(/Verification Required +true/);
+  });
+
+  it('reads the nonce from the status, then sends the key given on stdin to the recovery target', async () => {
+    reply((request) => ({ status: 200, body: request.method === 'GET' ? progress : { ...progress, progress: 2 } }));
+    const result = await svc(['operator', 'rekey', '-target=recovery'], { stdin: Readable.from(['share-1\n']) });
+    expect(api.requests.map((r) => `${r.method} ${r.url}`)).toEqual(['GET /v1/sys/rekey-recovery-key/init', 'PUT /v1/sys/rekey-recovery-key/update']);
+    expect(sentJson(1)).toEqual({ key: 'share-1', nonce: 'n-1' });
+    expect(result.stderr).toBe('Recovery Key (will be hidden): \n');
+    expect(result.stdout).toMatch(/Rekey Progress +2\/3/);
+  });
+
+  it('prints the new keys on completion, and says they await verification', async () => {
+    reply(() => ({ status: 200, body: { ...progress, complete: true, keys: ['aa', 'bb', 'cc'], keys_base64: ['qg==', 'uw==', 'zA=='], verification_nonce: 'v-1' } }));
+    const result = await svc(['operator', 'rekey', '-nonce=n-1', 'share-2']);
+    expect(result.stdout).toContain('Key 1: qg==\nKey 2: uw==\nKey 3: zA==');
+    expect(result.stdout).toContain('verification nonce v-1');
+  });
+
+  it('refuses two actions, or an action with a key, and an unknown target', async () => {
+    expect((await svc(['operator', 'rekey', '-init', '-cancel'])).stderr).toContain('give at most one of -init, -cancel, -status');
+    expect((await svc(['operator', 'rekey', '-status', 'share'])).stderr).toContain('-status takes no key');
+    expect((await svc(['operator', 'rekey', '-target=hsm', '-status'])).stderr).toContain('-target must be barrier or recovery');
+    expect(api.requests).toHaveLength(0);
+  });
+});
+
+describe('svc operator generate-root', () => {
+  it('starts an attempt and prints the OTP', async () => {
+    reply(() => ({ status: 200, body: { started: true, nonce: 'g-1', progress: 0, required: 3, encoded_token: '', encoded_root_token: '', pgp_fingerprint: '', otp: 'OTP123', otp_length: 6, complete: false } }));
+    const result = await svc(['operator', 'generate-root', '-init']);
+    expect(sent()).toMatchObject({ method: 'PUT', url: '/v1/sys/generate-root/attempt' });
+    expect(sentJson()).toEqual({});
+    expect(result.stdout).toMatch(/OTP +OTP123/);
+  });
+
+  it('decodes an encoded token locally with the OTP', async () => {
+    const token = 'svs.abc';
+    const otp = 'XYZ1234';
+    const encoded = Buffer.from([...token].map((c, i) => c.charCodeAt(0) ^ otp.charCodeAt(i))).toString('base64').replace(/=+$/, '');
+    const result = await svc(['operator', 'generate-root', '-decode', encoded, '-otp', otp]);
+    expect(result).toEqual({ code: 0, stdout: `${token}\n`, stderr: '' });
+    expect(api.requests).toHaveLength(0);
+  });
+
+  it('needs -otp to decode', async () => {
+    const result = await svc(['operator', 'generate-root', '-decode=abc']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('-decode needs -otp');
+  });
+});
+
 describe('svc read', () => {
   it('prints the data as a sorted table', async () => {
     reply(() => ({ status: 200, body: envelope('r', { data: { username: 'app', password: 'p@ss', port: 5432 } }) }));

@@ -2,7 +2,9 @@ import { SvcApiError, SvcClient, SvcConnectionError } from '@svc/sdk';
 import { describeFlags, FlagSpecs, parseArgs, UsageError } from './args';
 import type { CliIO, Command, OutputFormat } from './context';
 import { println } from './context';
+import { operatorGenerateRootCommand } from './generate-root';
 import { operatorInitCommand, operatorSealCommand, operatorUnsealCommand } from './operator';
+import { operatorRekeyCommand } from './rekey';
 import { deleteCommand, listCommand, readCommand } from './secrets';
 import { statusCommand } from './status';
 import { writeCommand } from './write';
@@ -19,6 +21,8 @@ const COMMANDS: Command[] = [
   operatorInitCommand,
   operatorUnsealCommand,
   operatorSealCommand,
+  operatorRekeyCommand,
+  operatorGenerateRootCommand,
   readCommand,
   writeCommand,
   listCommand,

@@ -1,6 +1,6 @@
 import type { InitResponse } from '@svc/sdk';
-import { UsageError } from './args';
-import type { Command } from './context';
+import { UsageError, type ParsedArgs } from './args';
+import type { Command, CommandContext } from './context';
 import { println } from './context';
 import { keyValueTable, output } from './format';
 import { readPgpKeyFile } from './pgp-keys';
@@ -42,11 +42,9 @@ export const operatorUnsealCommand: Command = {
   summary: 'Provide one unseal key share (prompted without echo when KEY is omitted), or -reset.',
   flags: { reset: { kind: 'boolean', description: 'discard the unseal keys given so far' } },
   async run(ctx, { flags, positionals }) {
-    if (positionals.length > 1) throw new UsageError('operator unseal takes at most one key');
     if (flags.reset && positionals.length > 0) throw new UsageError('give either a key or -reset, not both');
-    const key = flags.reset ? undefined : (positionals[0] ?? (await readHiddenLine(ctx.io, 'Unseal Key (will be hidden): ')));
-    if (key !== undefined && key.trim() === '') throw new UsageError('no unseal key given');
-    const status = await ctx.client.sys.unseal(key === undefined ? { reset: true } : key.trim());
+    const key = flags.reset ? undefined : await keyArgument(ctx, positionals, 'operator unseal', 'Unseal Key');
+    const status = await ctx.client.sys.unseal(key === undefined ? { reset: true } : key);
     output(ctx, status, () => keyValueTable(sealStatusRows(status)));
     return 0;
   },
@@ -64,7 +62,29 @@ export const operatorSealCommand: Command = {
   },
 };
 
-function splitList(value: unknown): string[] {
+/**
+ * The one key share a command takes: its argument, else a line read from stdin (without echo on
+ * a terminal). `label` names it in the prompt and in errors, e.g. "Unseal Key".
+ */
+export async function keyArgument(ctx: CommandContext, positionals: string[], command: string, label: string): Promise<string> {
+  if (positionals.length > 1) throw new UsageError(`${command} takes at most one key`);
+  const key = (positionals[0] ?? (await readHiddenLine(ctx.io, `${label} (will be hidden): `))).trim();
+  if (key === '') throw new UsageError(`no ${label.toLowerCase()} given`);
+  return key;
+}
+
+/**
+ * The one action flag given among `actions` (undefined: none, the command submits a key); more
+ * than one, or one with a key argument, is a usage error.
+ */
+export function chosenAction<A extends string>(flags: ParsedArgs['flags'], positionals: string[], actions: readonly A[]): A | undefined {
+  const chosen = actions.filter((action) => flags[action] !== undefined && flags[action] !== false);
+  if (chosen.length > 1) throw new UsageError(`give at most one of ${actions.map((a) => `-${a}`).join(', ')}`);
+  if (chosen.length > 0 && positionals.length > 0) throw new UsageError(`-${chosen[0]} takes no key`);
+  return chosen[0];
+}
+
+export function splitList(value: unknown): string[] {
   return typeof value === 'string' ? value.split(',').map((item) => item.trim()).filter(Boolean) : [];
 }
 

@@ -5,7 +5,7 @@ import type { JsonBody } from '@svc/http';
 import { bindListener, type BoundListener, type ListenerContext } from './listeners';
 import type { HeaderList } from './headers';
 import { onParseError, requestAnswered, requestStarted, writeAndClose } from './list-method';
-import { jsonError, type HttpResult } from './pipeline';
+import { jsonError, type HttpRequest, type HttpResult } from './pipeline';
 import type { HttpHandler } from './service-health';
 
 /**
@@ -41,6 +41,15 @@ export async function startHttpFrontend(pipeline: HttpHandler, listeners: Listen
   };
 }
 
+/** What the pipeline applies per listener. */
+function listenerRules(config: ListenerConfig): Pick<HttpRequest, 'requireRequestHeader' | 'jsonLimits' | 'refusedUnauthed'> {
+  return {
+    requireRequestHeader: config.requireRequestHeader,
+    jsonLimits: config.jsonLimits,
+    refusedUnauthed: { rekey: config.disableUnauthedRekeyEndpoints, generateRoot: config.disableUnauthedGenerateRootEndpoints },
+  };
+}
+
 /**
  * A request the parser refused or gave up on: a LIST is served from here (list-method.ts); a
  * body that turned out malformed, or a request past its timeout, ends the request being read.
@@ -56,8 +65,7 @@ function onClientError(pipeline: HttpHandler, listener: ListenerContext, err: No
         headers: req.headers,
         body: undefined,
         remoteAddress: socket.remoteAddress,
-        requireRequestHeader: listener.config.requireRequestHeader,
-        jsonLimits: listener.config.jsonLimits,
+        ...listenerRules(listener.config),
       }),
     headersFor: (result, body) => headersFor(listener, result, body),
   });
@@ -85,8 +93,7 @@ function serveRequest(pipeline: HttpHandler, listener: ListenerContext, req: htt
           headers: req.headers,
           body,
           remoteAddress: req.socket.remoteAddress,
-          requireRequestHeader: listener.config.requireRequestHeader,
-          jsonLimits: listener.config.jsonLimits,
+          ...listenerRules(listener.config),
         })
         .then((result) => send(res, listener, result, req.method === 'HEAD'));
     },

@@ -17,6 +17,8 @@ export interface HttpRequest {
   requireRequestHeader: boolean;
   /** The listener's limits on a JSON body. */
   jsonLimits: JsonLimits;
+  /** Unauthenticated seal operations the listener refuses (disable_unauthed_*_endpoints). */
+  refusedUnauthed?: { rekey: boolean; generateRoot: boolean };
 }
 
 export interface HttpResult {
@@ -39,6 +41,10 @@ export interface RequestLine {
 
 /** Longest logical path taken (namespace included), which bounds every name in it: keys, roles, namespaces. */
 const MAX_PATH_BYTES = 4096;
+
+/** The unauthenticated seal operations a listener can refuse. */
+const UNAUTHED_REKEY = /^sys\/(?:rekey|rekey-recovery-key)\/(?:init|update|verify)$/;
+const UNAUTHED_GENERATE_ROOT = /^sys\/generate-root\/(?:attempt|update)$/;
 
 const NO_QUERY = new URLSearchParams();
 
@@ -91,6 +97,7 @@ export class RequestPipeline {
       throw ServiceError.precondition('missing required header "X-Service-Request: true"');
     }
     const logical = logicalRequest(req, requestId, urlPath, query);
+    refuseUnauthedIfDisabled(req, logical.path);
     return httpResult(logical, await this.handler.handle(logical));
   }
 
@@ -125,6 +132,17 @@ function logicalRequest(req: HttpRequest, id: string, urlPath: string, query: UR
     headers: req.headers,
     contentType: header(req, 'content-type'),
   };
+}
+
+/** A listener option turns off the unauthenticated rekey or generate-root calls on that listener. */
+function refuseUnauthedIfDisabled(req: HttpRequest, path: string): void {
+  const refused = req.refusedUnauthed;
+  if (refused?.rekey && UNAUTHED_REKEY.test(path)) {
+    throw ServiceError.forbidden('the unauthenticated rekey endpoints are disabled on this listener (disable_unauthed_rekey_endpoints)');
+  }
+  if (refused?.generateRoot && UNAUTHED_GENERATE_ROOT.test(path)) {
+    throw ServiceError.forbidden('the unauthenticated generate-root endpoints are disabled on this listener (disable_unauthed_generate_root_endpoints)');
+  }
 }
 
 /** The core's result as the HTTP answer. */

@@ -3,6 +3,8 @@ import type { Core } from '../core';
 import { mountPaths } from './mount-paths';
 import { openApiPaths } from './openapi-paths';
 import { sealPaths } from './seal-paths';
+import { rekeyPaths } from './rekey-paths';
+import { generateRootPaths } from './generate-root-paths';
 import { policyPaths } from './policy-paths';
 import { namespacePaths } from './namespace-paths';
 import { leasePaths } from './lease-paths';
@@ -12,9 +14,9 @@ import { auditPaths } from './audit-paths';
 import { hostInfoPaths } from './host-info-paths';
 import { counterPaths } from './counter-paths';
 
-const SYSTEM_HELP = `The system backend: initialization and seal management, mounts of secrets engines and
-auth methods, policies, namespaces, leases, response wrapping, host information, token counts, and
-the API description of this server.`;
+const SYSTEM_HELP = `The system backend: initialization and seal management, rekey and root token
+generation, mounts of secrets engines and auth methods, policies, namespaces, leases, response
+wrapping, host information, token counts, and the API description of this server.`;
 
 export function createSystemBackend(core: Core): Backend {
   return new Backend({
@@ -22,6 +24,8 @@ export function createSystemBackend(core: Core): Backend {
     help: SYSTEM_HELP,
     paths: [
       ...sealPaths(core),
+      ...rekeyPaths(core),
+      ...generateRootPaths(core),
       ...mountPaths(core),
       ...policyPaths(core),
       ...passwordPolicyPaths(core),

@@ -51,6 +51,9 @@ export interface TokenRole {
 }
 
 export const SERVICE_PREFIX = 'svs.';
+const TOKEN_RANDOM_BYTES = 24;
+/** Length of every generated service token: the prefix and the base64url of its random bytes. */
+export const SERVICE_TOKEN_LENGTH = SERVICE_PREFIX.length + Math.ceil((TOKEN_RANDOM_BYTES * 4) / 3);
 export const BATCH_PREFIX = 'svb.';
 
 const SALT_KEY = 'salt';
@@ -130,7 +133,7 @@ export class TokenStore {
       const full: TokenEntry = { ...entry, accessor: '' };
       return { id: this.sealBatch(full), entry: full };
     }
-    const token = id ?? `${SERVICE_PREFIX}${randomBytes(24).toString('base64url')}`;
+    const token = id ?? `${SERVICE_PREFIX}${randomBytes(TOKEN_RANDOM_BYTES).toString('base64url')}`;
     const full: TokenEntry = { ...entry, accessor: randomBytes(18).toString('base64url') };
     const key = this.hash(token);
     await this.storage.transaction(async (tx) => {

@@ -1,0 +1,72 @@
+import type { GenerateRootStatus } from '@svc/sdk';
+import { decodeOtpToken } from '@svc/seal';
+import { UsageError } from './args';
+import type { Command } from './context';
+import { println } from './context';
+import { keyValueTable, output, type Row } from './format';
+import { chosenAction, keyArgument } from './operator';
+import { readPgpKeyFile } from './pgp-keys';
+
+const ACTIONS = ['init', 'cancel', 'status', 'decode'] as const;
+
+export const operatorGenerateRootCommand: Command = {
+  name: 'operator generate-root',
+  args: '[KEY]',
+  summary: 'Generate a root token from a threshold of unseal (or recovery) keys: -init, then one key per call, then -decode.',
+  flags: {
+    init: { kind: 'boolean', description: 'start an attempt; prints the one-time pad (OTP) needed to decode the token, or use -pgp-key' },
+    'pgp-key': { kind: 'string', description: 'with -init: path of a PGP public key file to encrypt the token to instead' },
+    cancel: { kind: 'boolean', description: 'cancel the attempt' },
+    status: { kind: 'boolean', description: 'print the progress of the attempt' },
+    decode: { kind: 'string', description: 'the encoded token to decode locally (with -otp)' },
+    otp: { kind: 'string', description: 'with -decode: the OTP printed by -init' },
+    nonce: { kind: 'string', description: 'nonce of the attempt (default: read from its status)' },
+  },
+  async run(ctx, { flags, positionals }) {
+    const sys = ctx.client.sys;
+    switch (chosenAction(flags, positionals, ACTIONS)) {
+      case 'decode': {
+        if (typeof flags.otp !== 'string' || flags.otp === '') throw new UsageError('-decode needs -otp, the OTP printed when the attempt started');
+        const token = decodeOtpToken(String(flags.decode), flags.otp);
+        output(ctx, { token }, () => token);
+        return 0;
+      }
+      case 'init': {
+        const pgpPath = flags['pgp-key'];
+        const status = await sys.generateRootStart(typeof pgpPath === 'string' ? await readPgpKeyFile(pgpPath) : undefined);
+        output(ctx, status, () => keyValueTable(statusRows(status)));
+        return 0;
+      }
+      case 'cancel':
+        await sys.generateRootCancel();
+        println(ctx.io.stdout, 'Success! Root token generation canceled (if it was started).');
+        return 0;
+      case 'status': {
+        const status = await sys.generateRootStatus();
+        output(ctx, status, () => keyValueTable(statusRows(status)));
+        return 0;
+      }
+      default: {
+        const nonce = typeof flags.nonce === 'string' ? flags.nonce : (await sys.generateRootStatus()).nonce;
+        if (!nonce) throw new UsageError('no root token generation is in progress: start one with -init');
+        const key = await keyArgument(ctx, positionals, 'operator generate-root', 'Unseal Key (or Recovery Key)');
+        const status = await sys.generateRootUpdate(key, nonce);
+        output(ctx, status, () => keyValueTable(statusRows(status)));
+        return 0;
+      }
+    }
+  },
+};
+
+function statusRows(status: GenerateRootStatus): Row[] {
+  return [
+    ['Nonce', status.nonce || 'n/a'],
+    ['Started', status.started],
+    ['Progress', `${status.progress}/${status.required}`],
+    ['Complete', status.complete],
+    ...(status.otp ? [['OTP', status.otp] as Row] : []),
+    ['OTP Length', status.otp_length],
+    ...(status.pgp_fingerprint ? [['PGP Fingerprint', status.pgp_fingerprint] as Row] : []),
+    ...(status.encoded_token ? [['Encoded Token', status.encoded_token] as Row] : []),
+  ];
+}

@@ -1,0 +1,47 @@
+import { ServiceError } from '@svc/http';
+import { encryptForPgpKey, fingerprint } from './pgp';
+
+/** Shares as handed to operators: hex and base64 of each share, or of its PGP encryption. */
+export interface HandedOutShares {
+  keys: string[];
+  keys_base64: string[];
+}
+
+/**
+ * Vault encrypts the share's hex text, so `base64 -d | gpg -d` prints what the user types into
+ * unseal. Without PGP keys the shares are handed out as they are.
+ */
+export async function handOutShares(shares: Buffer[], pgpKeys: string[] | undefined): Promise<HandedOutShares> {
+  const handedOut: Uint8Array[] = pgpKeys
+    ? await Promise.all(shares.map((share, i) => encryptForPgpKey(pgpKeys[i], Buffer.from(share.toString('hex'), 'utf8'), `pgp_keys[${i}]`)))
+    : shares;
+  return {
+    keys: handedOut.map((b) => Buffer.from(b).toString('hex')),
+    keys_base64: handedOut.map((b) => Buffer.from(b).toString('base64')),
+  };
+}
+
+/** Vault accepts a share as hex or base64 (hex tried first). */
+export function parseShare(text: string, expectedBytes: number): Buffer {
+  const trimmed = text.trim();
+  let bytes: Buffer;
+  if (/^(?:[0-9a-fA-F]{2})+$/.test(trimmed)) bytes = Buffer.from(trimmed, 'hex');
+  else if (/^[A-Za-z0-9+/]+={0,2}$/.test(trimmed) && trimmed.length % 4 === 0) bytes = Buffer.from(trimmed, 'base64');
+  else throw ServiceError.badRequest('key must be a hex or base64 string');
+  if (bytes.length !== expectedBytes) {
+    throw ServiceError.badRequest(`key must decode to ${expectedBytes} bytes, got ${bytes.length}`);
+  }
+  return bytes;
+}
+
+/**
+ * Checks `pgp_keys` against the number of shares and returns their fingerprints, in order;
+ * reading them validates every key before any secret exists.
+ */
+export async function pgpFingerprints(pgpKeys: string[] | undefined, shares: number): Promise<string[] | undefined> {
+  if (!pgpKeys) return undefined;
+  if (pgpKeys.length !== shares) {
+    throw ServiceError.badRequest(`pgp_keys must have one entry per share: got ${pgpKeys.length}, secret_shares is ${shares}`);
+  }
+  return Promise.all(pgpKeys.map((key, i) => fingerprint(key, `pgp_keys[${i}]`)));
+}
