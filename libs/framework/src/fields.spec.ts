@@ -1,5 +1,5 @@
 import { ServiceError } from '@svc/http';
-import { createFieldData, durationMilliseconds, parseDuration, type FieldMap, type FieldSchema, type FieldType } from './index';
+import { createFieldData, durationMilliseconds, formatDuration, parseDuration, type FieldMap, type FieldSchema, type FieldType } from './index';
 
 /** Coerces one value through a single field named "f". */
 function coerce(type: FieldType, value: unknown, extra: Partial<FieldSchema> = {}): unknown {
@@ -62,6 +62,16 @@ describe('durationMilliseconds', () => {
   ])('%p -> %p ms', (input, ms) => expect(durationMilliseconds(input)).toBe(ms));
 
   it.each(['', 'h', '10x', '-5s', '1.5', true])('rejects %p', (input) => expect(durationMilliseconds(input)).toBeUndefined());
+});
+
+describe('formatDuration', () => {
+  it.each([
+    [0, '0s'],
+    [45, '45s'],
+    [1800, '30m0s'],
+    [3661, '1h1m1s'],
+    [768 * 3600, '768h0m0s'],
+  ])('%p s -> %p', (seconds, text) => expect(formatDuration(seconds)).toBe(text));
 });
 
 describe('field coercion', () => {
