@@ -4,6 +4,7 @@ import type { BackendFactory } from '@svc/engine-host';
 import { kvBackendFactory } from '@svc/engine-kv';
 import { transitBackendFactory } from '@svc/engine-transit';
 import { databaseBackendFactory } from '@svc/engine-database';
+import { cloudBackendFactory } from '@svc/engine-cloud';
 
 /**
  * Every mount type this build knows, and where it runs. Service engines list their backend
@@ -12,6 +13,7 @@ import { databaseBackendFactory } from '@svc/engine-database';
 export const SERVICE_ENGINES: Partial<Record<ServiceName, Record<string, BackendFactory>>> = {
   transit: { transit: transitBackendFactory },
   database: { database: databaseBackendFactory },
+  cloud: { cloud: cloudBackendFactory },
 };
 
 export function engineRegistry(): EngineRegistry {

@@ -61,6 +61,9 @@ export interface StsSession {
   /** The caller identity the session has: an assumed-role or federated-user ARN. */
   arn: string;
   userId: string;
+  /** The session policy and managed policy ARNs the caller passed to filter the session's permissions. */
+  policy?: string;
+  policyArns: string[];
 }
 
 export interface ProviderFault {
@@ -192,8 +195,9 @@ export class IamState {
     return session && { secretAccessKey: session.secret, sessionToken: session.token, expiresAt: session.expiresAt };
   }
 
-  issueSession(arn: string, userId: string, durationSeconds: number): StsSession {
+  issueSession(arn: string, userId: string, durationSeconds: number, filter: Pick<StsSession, 'policy' | 'policyArns'> = { policyArns: [] }): StsSession {
     const session: StsSession = {
+      ...filter,
       id: identifier('ASIA'),
       secret: secretKey(),
       token: randomBytes(96).toString('base64'),
@@ -419,10 +423,12 @@ function checkDuration(seconds: number, max: number): void {
   }
 }
 
-function sessionPolicy(params: Params): void {
+function sessionPolicy(params: Params): Pick<StsSession, 'policy' | 'policyArns'> {
   const policy = params.optional('Policy');
   if (policy !== undefined) checkPolicyDocument(policy);
-  for (const arn of params.members('PolicyArns')) if (!arn.arn?.startsWith('arn:')) throw new EmulatorError(400, 'ValidationError', `Invalid policy ARN ${arn.arn}`);
+  const policyArns = params.members('PolicyArns').map((member) => member.arn);
+  for (const arn of policyArns) if (!arn?.startsWith('arn:')) throw new EmulatorError(400, 'ValidationError', `Invalid policy ARN ${arn}`);
+  return { policy, policyArns };
 }
 
 function stsActions(state: IamState): Record<string, Action> {
@@ -440,9 +446,8 @@ function stsActions(state: IamState): Record<string, Action> {
       if (!role) throw new EmulatorError(403, 'AccessDenied', `Not authorized to perform sts:AssumeRole on resource ${roleArn}`);
       const duration = p.int('DurationSeconds', 3600);
       checkDuration(duration, role.maxSessionDuration);
-      sessionPolicy(p);
       const arn = `arn:aws:sts::${ACCOUNT_ID}:assumed-role/${role.name}/${sessionName}`;
-      const session = state.issueSession(arn, `${role.id}:${sessionName}`, duration);
+      const session = state.issueSession(arn, `${role.id}:${sessionName}`, duration, sessionPolicy(p));
       return { Credentials: credentialsXml(session), AssumedRoleUser: { AssumedRoleId: session.userId, Arn: arn }, PackedPolicySize: 6 };
     },
     GetFederationToken: (p, c) => {
@@ -451,9 +456,8 @@ function stsActions(state: IamState): Record<string, Action> {
       if (!/^[\w+=,.@-]{2,32}$/.test(name)) throw new EmulatorError(400, 'ValidationError', `Value '${name}' at 'name' failed to satisfy constraint: Member must have length less than or equal to 32`);
       const duration = p.int('DurationSeconds', 43200);
       checkDuration(duration, 129600);
-      sessionPolicy(p);
       const arn = `arn:aws:sts::${ACCOUNT_ID}:federated-user/${name}`;
-      const session = state.issueSession(arn, `${ACCOUNT_ID}:${name}`, duration);
+      const session = state.issueSession(arn, `${ACCOUNT_ID}:${name}`, duration, sessionPolicy(p));
       return { Credentials: credentialsXml(session), FederatedUser: { FederatedUserId: session.userId, Arn: arn }, PackedPolicySize: 6 };
     },
     GetSessionToken: (p, c) => {

@@ -1,0 +1,46 @@
+import type { BackendFactory, EngineContext } from '@svc/engine-host';
+import { Backend, type BackendDeclaration, type MountInfo } from '@svc/framework';
+import { CloudEngine } from './engine';
+import { rollbackAbandonedUsers } from './iam-users';
+import { configPaths } from './paths/config-paths';
+import { accessKeysSecret, credsPaths, SECRET_TYPE } from './paths/creds-paths';
+import { rolePaths } from './paths/role-paths';
+import { rotateDueStaticRoles, staticRolePaths } from './paths/static-role-paths';
+
+const HELP =
+  'The cloud-credential engine issues provider credentials. Configure the credentials it acts with ' +
+  '(`config/root`), then roles (`roles/:name`) whose `creds/:name` and `sts/:name` create IAM users under ' +
+  'a lease, assume roles or get federation tokens, and static roles (`static-roles/:name`) that rotate the ' +
+  'access key of an existing user (`static-creds/:name`).';
+
+export function cloudDeclaration(engine: CloudEngine): BackendDeclaration {
+  return {
+    type: 'cloud',
+    help: HELP,
+    paths: [...configPaths(engine), ...rolePaths(), ...credsPaths(engine), ...staticRolePaths(engine)],
+    secrets: { [SECRET_TYPE]: accessKeysSecret(engine) },
+    periodic: async (req) => {
+      const { iam } = await engine.clients(req.storage);
+      await rollbackAbandonedUsers(iam, req.storage, engine.context.logger);
+      await rotateDueStaticRoles(engine, req.storage);
+    },
+  };
+}
+
+/** One cloud-credential mount in one service replica; `close` drops its provider clients. */
+export class CloudBackend extends Backend {
+  private readonly engine: CloudEngine;
+
+  constructor(mount: MountInfo, context: EngineContext) {
+    const engine = new CloudEngine(mount, context);
+    super(cloudDeclaration(engine));
+    this.engine = engine;
+  }
+
+  close(): Promise<void> {
+    this.engine.close();
+    return Promise.resolve();
+  }
+}
+
+export const cloudBackendFactory: BackendFactory = (mount, context) => new CloudBackend(mount, context);
