@@ -20,8 +20,7 @@ export function cloudDeclaration(engine: CloudEngine): BackendDeclaration {
     paths: [...configPaths(engine), ...rolePaths(), ...credsPaths(engine), ...staticRolePaths(engine)],
     secrets: { [SECRET_TYPE]: accessKeysSecret(engine) },
     periodic: async (req) => {
-      const { iam } = await engine.clients(req.storage);
-      await rollbackAbandonedUsers(iam, req.storage, engine.context.logger);
+      await rollbackAbandonedUsers(await engine.clients(req.storage), req.storage, engine.context.logger);
       await rotateDueStaticRoles(engine, req.storage);
     },
   };

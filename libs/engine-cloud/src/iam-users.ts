@@ -6,25 +6,6 @@
  * order IAM accepts, then the user.
  */
 import { randomUUID } from 'node:crypto';
-import {
-  AddUserToGroupCommand,
-  AttachUserPolicyCommand,
-  CreateAccessKeyCommand,
-  CreateUserCommand,
-  DeleteAccessKeyCommand,
-  DeleteLoginProfileCommand,
-  DeleteUserCommand,
-  DeleteUserPolicyCommand,
-  DetachUserPolicyCommand,
-  paginateListAccessKeys,
-  paginateListAttachedUserPolicies,
-  paginateListGroupsForUser,
-  paginateListUserPolicies,
-  PutUserPolicyCommand,
-  RemoveUserFromGroupCommand,
-  TagUserCommand,
-  type IAMClient,
-} from '@aws-sdk/client-iam';
 import type { StorageView } from '@svc/storage';
 import type { Logger } from 'pino';
 import { callProvider, providerErrorCode, type ProviderClients } from './provider';
@@ -41,21 +22,21 @@ export interface CreatedUser {
 
 /** Creates the user, its policies, groups, tags and an access key; on failure removes what was made. */
 export async function createIamUser(clients: ProviderClients, storage: StorageView, logger: Logger, username: string, roleName: string, role: RoleRecord): Promise<CreatedUser> {
-  const { iam, secrets } = clients;
+  const { iam, IAM, secrets } = clients;
   const walId = randomUUID();
   await WAL.put(storage, walId, { username, created_at: Date.now() });
   try {
-    const created = await iam.send(new CreateUserCommand({ UserName: username, Path: role.user_path || undefined, PermissionsBoundary: role.permissions_boundary_arn || undefined }));
-    for (const arn of role.policy_arns) await iam.send(new AttachUserPolicyCommand({ UserName: username, PolicyArn: arn }));
-    if (role.policy_document) await iam.send(new PutUserPolicyCommand({ UserName: username, PolicyName: roleName, PolicyDocument: role.policy_document }));
-    for (const group of role.iam_groups) await iam.send(new AddUserToGroupCommand({ UserName: username, GroupName: group }));
+    const created = await iam.send(new IAM.CreateUserCommand({ UserName: username, Path: role.user_path || undefined, PermissionsBoundary: role.permissions_boundary_arn || undefined }));
+    for (const arn of role.policy_arns) await iam.send(new IAM.AttachUserPolicyCommand({ UserName: username, PolicyArn: arn }));
+    if (role.policy_document) await iam.send(new IAM.PutUserPolicyCommand({ UserName: username, PolicyName: roleName, PolicyDocument: role.policy_document }));
+    for (const group of role.iam_groups) await iam.send(new IAM.AddUserToGroupCommand({ UserName: username, GroupName: group }));
     const tags = Object.entries(role.iam_tags).map(([Key, Value]) => ({ Key, Value }));
-    if (tags.length > 0) await iam.send(new TagUserCommand({ UserName: username, Tags: tags }));
-    const { AccessKey: key } = await iam.send(new CreateAccessKeyCommand({ UserName: username }));
+    if (tags.length > 0) await iam.send(new IAM.TagUserCommand({ UserName: username, Tags: tags }));
+    const { AccessKey: key } = await iam.send(new IAM.CreateAccessKeyCommand({ UserName: username }));
     await WAL.delete(storage, walId);
     return { arn: created.User?.Arn ?? '', accessKeyId: key?.AccessKeyId ?? '', secretAccessKey: key?.SecretAccessKey ?? '' };
   } catch (err) {
-    await rollBack(iam, storage, logger, walId, username);
+    await rollBack(clients, storage, logger, walId, username);
     return callProvider('create user', secrets, () => Promise.reject(err));
   }
 }
@@ -79,33 +60,33 @@ export async function unlessGone(call: Promise<unknown>): Promise<void> {
  * Removes a user and everything attached to it. Resolves false when the user did not exist.
  * Provider errors are thrown as the SDK raised them.
  */
-export async function deleteIamUser(iam: IAMClient, username: string): Promise<boolean> {
+export async function deleteIamUser({ iam, IAM }: ProviderClients, username: string): Promise<boolean> {
   const client = { client: iam };
   let groups;
   try {
-    groups = (await collect(paginateListGroupsForUser(client, { UserName: username }))).flatMap((page) => page.Groups ?? []);
+    groups = (await collect(IAM.paginateListGroupsForUser(client, { UserName: username }))).flatMap((page) => page.Groups ?? []);
   } catch (err) {
     if (providerErrorCode(err) === 'NoSuchEntity') return false;
     throw err;
   }
-  for (const group of groups) await unlessGone(iam.send(new RemoveUserFromGroupCommand({ UserName: username, GroupName: group.GroupName })));
-  const inline = (await collect(paginateListUserPolicies(client, { UserName: username }))).flatMap((page) => page.PolicyNames ?? []);
-  for (const name of inline) await unlessGone(iam.send(new DeleteUserPolicyCommand({ UserName: username, PolicyName: name })));
-  const attached = (await collect(paginateListAttachedUserPolicies(client, { UserName: username }))).flatMap((page) => page.AttachedPolicies ?? []);
-  for (const policy of attached) await unlessGone(iam.send(new DetachUserPolicyCommand({ UserName: username, PolicyArn: policy.PolicyArn })));
-  const keys = (await collect(paginateListAccessKeys(client, { UserName: username }))).flatMap((page) => page.AccessKeyMetadata ?? []);
-  for (const key of keys) await unlessGone(iam.send(new DeleteAccessKeyCommand({ UserName: username, AccessKeyId: key.AccessKeyId })));
+  for (const group of groups) await unlessGone(iam.send(new IAM.RemoveUserFromGroupCommand({ UserName: username, GroupName: group.GroupName })));
+  const inline = (await collect(IAM.paginateListUserPolicies(client, { UserName: username }))).flatMap((page) => page.PolicyNames ?? []);
+  for (const name of inline) await unlessGone(iam.send(new IAM.DeleteUserPolicyCommand({ UserName: username, PolicyName: name })));
+  const attached = (await collect(IAM.paginateListAttachedUserPolicies(client, { UserName: username }))).flatMap((page) => page.AttachedPolicies ?? []);
+  for (const policy of attached) await unlessGone(iam.send(new IAM.DetachUserPolicyCommand({ UserName: username, PolicyArn: policy.PolicyArn })));
+  const keys = (await collect(IAM.paginateListAccessKeys(client, { UserName: username }))).flatMap((page) => page.AccessKeyMetadata ?? []);
+  for (const key of keys) await unlessGone(iam.send(new IAM.DeleteAccessKeyCommand({ UserName: username, AccessKeyId: key.AccessKeyId })));
   // A login profile (someone gave the user console access) would otherwise keep the user forever.
-  await unlessGone(iam.send(new DeleteLoginProfileCommand({ UserName: username })));
-  await unlessGone(iam.send(new DeleteUserCommand({ UserName: username })));
+  await unlessGone(iam.send(new IAM.DeleteLoginProfileCommand({ UserName: username })));
+  await unlessGone(iam.send(new IAM.DeleteUserCommand({ UserName: username })));
   return true;
 }
 
 /** Rolls back every write-ahead record old enough that its creation cannot still be running. */
-export async function rollbackAbandonedUsers(iam: IAMClient, storage: StorageView, logger: Logger, now = Date.now()): Promise<void> {
+export async function rollbackAbandonedUsers(clients: ProviderClients, storage: StorageView, logger: Logger, now = Date.now()): Promise<void> {
   for (const id of await WAL.list(storage)) {
     const entry = await WAL.get(storage, id);
-    if (entry && now - entry.created_at >= WAL_ROLLBACK_MIN_AGE_MS && (await rollBack(iam, storage, logger, id, entry.username))) {
+    if (entry && now - entry.created_at >= WAL_ROLLBACK_MIN_AGE_MS && (await rollBack(clients, storage, logger, id, entry.username))) {
       logger.info({ user: entry.username }, 'rolled back a half-created user');
     }
   }
@@ -115,9 +96,9 @@ export async function rollbackAbandonedUsers(iam: IAMClient, storage: StorageVie
  * Removes the user of a write-ahead record, then the record. A failure leaves the record, so the
  * periodic rollback tries again once the provider allows it.
  */
-async function rollBack(iam: IAMClient, storage: StorageView, logger: Logger, walId: string, username: string): Promise<boolean> {
+async function rollBack(clients: ProviderClients, storage: StorageView, logger: Logger, walId: string, username: string): Promise<boolean> {
   try {
-    await deleteIamUser(iam, username);
+    await deleteIamUser(clients, username);
     await WAL.delete(storage, walId);
     return true;
   } catch (err) {

@@ -4,17 +4,27 @@
  * throttling, a server fault or no answer is a 502. Calls are bounded by timeouts and retries, so a
  * provider that is down fails the request within a few seconds.
  */
-import { IAMClient } from '@aws-sdk/client-iam';
-import { STSClient } from '@aws-sdk/client-sts';
-import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
+import type * as IamSdk from '@aws-sdk/client-iam';
+import type * as StsSdk from '@aws-sdk/client-sts';
 import { ServiceError } from '@svc/http';
 import type { RootConfig } from './records';
 
 export interface ProviderClients {
-  iam: IAMClient;
-  sts: STSClient;
+  iam: IamSdk.IAMClient;
+  sts: StsSdk.STSClient;
+  /** The SDK modules, for their commands: `iam.send(new IAM.GetUserCommand({}))`. */
+  IAM: typeof IamSdk;
+  STS: typeof StsSdk;
   /** Secrets the clients sign with, never to appear in a message. */
   secrets: string[];
+}
+
+let sdk: Promise<{ IAM: typeof IamSdk; STS: typeof StsSdk }> | undefined;
+
+/** The SDK is loaded on first use, so processes that never serve a cloud mount do not pay its start-up (about a second of CPU). */
+function loadSdk(): Promise<{ IAM: typeof IamSdk; STS: typeof StsSdk }> {
+  sdk ??= Promise.all([import('@aws-sdk/client-iam'), import('@aws-sdk/client-sts')]).then(([IAM, STS]) => ({ IAM, STS }));
+  return sdk;
 }
 
 const CONNECT_TIMEOUT_MS = 2_000;
@@ -26,13 +36,14 @@ export function providerRegion(config: Pick<RootConfig, 'region'> | null, env: N
   return config?.region || env.CLOUD_REGION || env.CLOUD_DEFAULT_REGION || 'us-east-1';
 }
 
-type Credentials = { accessKeyId: string; secretAccessKey: string } | ReturnType<typeof fromNodeProviderChain>;
-
-/** Credentials: the configuration's, then CLOUD_ACCESS_KEY/CLOUD_SECRET_KEY, then the SDK's own chain (AWS_* variables, shared files, instance or task role). */
-export function providerCredentials(config: Pick<RootConfig, 'access_key' | 'secret_key'> | null, env: NodeJS.ProcessEnv = process.env): Credentials {
+/**
+ * Credentials: the configuration's, then CLOUD_ACCESS_KEY/CLOUD_SECRET_KEY; undefined leaves the
+ * SDK's own chain (AWS_* variables, shared files, instance or task role).
+ */
+export function providerCredentials(config: Pick<RootConfig, 'access_key' | 'secret_key'> | null, env: NodeJS.ProcessEnv = process.env): { accessKeyId: string; secretAccessKey: string } | undefined {
   if (config?.access_key && config.secret_key) return { accessKeyId: config.access_key, secretAccessKey: config.secret_key };
   if (env.CLOUD_ACCESS_KEY && env.CLOUD_SECRET_KEY) return { accessKeyId: env.CLOUD_ACCESS_KEY, secretAccessKey: env.CLOUD_SECRET_KEY };
-  return fromNodeProviderChain();
+  return undefined;
 }
 
 /**
@@ -43,7 +54,8 @@ export function providerCredentials(config: Pick<RootConfig, 'access_key' | 'sec
 export class ProviderClientCache {
   private cached?: { key: string; clients: ProviderClients };
 
-  get(config: RootConfig | null): ProviderClients {
+  async get(config: RootConfig | null): Promise<ProviderClients> {
+    const { IAM, STS } = await loadSdk();
     const env = process.env;
     const key = JSON.stringify([config, env.CLOUD_ACCESS_KEY, env.CLOUD_SECRET_KEY, env.CLOUD_REGION, env.CLOUD_DEFAULT_REGION]);
     if (this.cached?.key === key) return this.cached.clients;
@@ -55,8 +67,10 @@ export class ProviderClientCache {
       requestHandler: { connectionTimeout: CONNECT_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS },
     };
     const clients: ProviderClients = {
-      iam: new IAMClient({ ...settings, endpoint: config?.iam_endpoint || undefined }),
-      sts: new STSClient({ ...settings, endpoint: config?.sts_endpoint || undefined }),
+      iam: new IAM.IAMClient({ ...settings, endpoint: config?.iam_endpoint || undefined }),
+      sts: new STS.STSClient({ ...settings, endpoint: config?.sts_endpoint || undefined }),
+      IAM,
+      STS,
       secrets: [config?.secret_key ?? '', env.CLOUD_SECRET_KEY ?? ''].filter(Boolean),
     };
     this.cached = { key, clients };

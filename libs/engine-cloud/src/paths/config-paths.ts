@@ -1,5 +1,4 @@
 /** config/root, config/rotate-root and config/lease. */
-import { CreateAccessKeyCommand, DeleteAccessKeyCommand, GetUserCommand } from '@aws-sdk/client-iam';
 import { formatDuration, type FieldMap, type PathDeclaration } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import { renderUsername, TemplateError } from '@svc/username-template';
@@ -82,10 +81,10 @@ export function configPaths(engine: CloudEngine): PathDeclaration[] {
           handler: async (req) => {
             const config = await engine.config(req.storage);
             if (!config?.access_key || !config.secret_key) throw ServiceError.badRequest('Cannot call config/rotate-root when either access_key or secret_key is empty');
-            const { iam, secrets } = await engine.clients(req.storage);
-            const user = await callProvider('rotate-root: read the root user', secrets, () => iam.send(new GetUserCommand({})));
+            const { iam, IAM, secrets } = await engine.clients(req.storage);
+            const user = await callProvider('rotate-root: read the root user', secrets, () => iam.send(new IAM.GetUserCommand({})));
             const userName = user.User?.UserName;
-            const created = await callProvider('rotate-root: create an access key', secrets, () => iam.send(new CreateAccessKeyCommand({ UserName: userName })));
+            const created = await callProvider('rotate-root: create an access key', secrets, () => iam.send(new IAM.CreateAccessKeyCommand({ UserName: userName })));
             const key = created.AccessKey;
             if (!key?.AccessKeyId || !key.SecretAccessKey) throw ServiceError.badGateway('rotate-root: the provider returned no access key');
             const rotated = { ...config, access_key: key.AccessKeyId, secret_key: key.SecretAccessKey };
@@ -93,9 +92,9 @@ export function configPaths(engine: CloudEngine): PathDeclaration[] {
             // The old key is deleted with the new one, which proves the new one works.
             const fresh = new ProviderClientCache();
             try {
-              const clients = fresh.get(rotated);
+              const clients = await fresh.get(rotated);
               await callProvider('rotate-root: delete the old access key', [...secrets, ...clients.secrets], () =>
-                clients.iam.send(new DeleteAccessKeyCommand({ UserName: userName, AccessKeyId: config.access_key })),
+                clients.iam.send(new IAM.DeleteAccessKeyCommand({ UserName: userName, AccessKeyId: config.access_key })),
               );
             } finally {
               fresh.close();

@@ -3,13 +3,12 @@
  * and deleted when it ends; STS credentials (assumed role, federation token) lease until the
  * provider's expiry, cannot be renewed, and end by themselves.
  */
-import { GetGroupPolicyCommand, ListAttachedGroupPoliciesCommand, ListGroupPoliciesCommand, type IAMClient } from '@aws-sdk/client-iam';
-import { AssumeRoleCommand, GetFederationTokenCommand, type Credentials } from '@aws-sdk/client-sts';
+import type { Credentials } from '@aws-sdk/client-sts';
 import type { FieldData, FieldMap, PathDeclaration, Request, Response, SecretType } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import { normalizeName, type CloudEngine } from '../engine';
 import { createIamUser, deleteIamUser, WAL_ROLLBACK_MIN_AGE_MS } from '../iam-users';
-import { callProvider, providerError } from '../provider';
+import { callProvider, providerError, type ProviderClients } from '../provider';
 import { LEASE_CONFIG, type CredentialType, type RoleRecord } from '../records';
 import { requireRole, ROLE_NAME } from './role-paths';
 
@@ -48,15 +47,15 @@ function stsTtl(role: RoleRecord, fields: FieldData): number {
 }
 
 /** The role's policy document and ARNs plus those of its groups: the filter of STS credentials. */
-async function sessionPolicies(iam: IAMClient, role: RoleRecord): Promise<{ Policy?: string; PolicyArns?: Array<{ arn: string }> }> {
+async function sessionPolicies({ iam, IAM }: ProviderClients, role: RoleRecord): Promise<{ Policy?: string; PolicyArns?: Array<{ arn: string }> }> {
   const documents = role.policy_document ? [role.policy_document] : [];
   const arns = new Set(role.policy_arns);
   for (const group of role.iam_groups) {
-    const attached = await iam.send(new ListAttachedGroupPoliciesCommand({ GroupName: group }));
+    const attached = await iam.send(new IAM.ListAttachedGroupPoliciesCommand({ GroupName: group }));
     for (const policy of attached.AttachedPolicies ?? []) if (policy.PolicyArn) arns.add(policy.PolicyArn);
-    const inline = await iam.send(new ListGroupPoliciesCommand({ GroupName: group }));
+    const inline = await iam.send(new IAM.ListGroupPoliciesCommand({ GroupName: group }));
     for (const policyName of inline.PolicyNames ?? []) {
-      const { PolicyDocument: document } = await iam.send(new GetGroupPolicyCommand({ GroupName: group, PolicyName: policyName }));
+      const { PolicyDocument: document } = await iam.send(new IAM.GetGroupPolicyCommand({ GroupName: group, PolicyName: policyName }));
       // IAM answers policy documents URL-encoded.
       if (document) documents.push(decodeURIComponent(document));
     }
@@ -102,7 +101,7 @@ async function issue(engine: CloudEngine, req: Request, fields: FieldData, path:
   const role = await requireRole(req, name);
   const type = credentialType(role, path, name, fields);
   const clients = await engine.clients(req.storage);
-  const { iam, sts, secrets } = clients;
+  const { sts, STS, secrets } = clients;
   switch (type) {
     case 'iam_user': {
       const username = await engine.generateName(req, 'IAM', name);
@@ -119,7 +118,7 @@ async function issue(engine: CloudEngine, req: Request, fields: FieldData, path:
       const given = fields.has('role_session_name') ? fields.get<string>('role_session_name') : '';
       const sessionName = given ? normalizeName(given).slice(0, SESSION_NAME_LIMIT) : await engine.generateName(req, 'STS', name);
       const assumed = await callProvider('assume role', secrets, async () =>
-        sts.send(new AssumeRoleCommand({ RoleArn: arn, RoleSessionName: sessionName, DurationSeconds: ttl, ...(await sessionPolicies(iam, role)) })),
+        sts.send(new STS.AssumeRoleCommand({ RoleArn: arn, RoleSessionName: sessionName, DurationSeconds: ttl, ...(await sessionPolicies(clients, role)) })),
       );
       return stsResponse(assumed.Credentials, assumed.AssumedRoleUser?.Arn);
     }
@@ -127,7 +126,7 @@ async function issue(engine: CloudEngine, req: Request, fields: FieldData, path:
       const ttl = stsTtl(role, fields);
       const federatedName = await engine.generateName(req, 'STS', name);
       const token = await callProvider('get federation token', secrets, async () =>
-        sts.send(new GetFederationTokenCommand({ Name: federatedName, DurationSeconds: ttl, ...(await sessionPolicies(iam, role)) })),
+        sts.send(new STS.GetFederationTokenCommand({ Name: federatedName, DurationSeconds: ttl, ...(await sessionPolicies(clients, role)) })),
       );
       return stsResponse(token.Credentials, token.FederatedUser?.Arn);
     }
@@ -178,12 +177,12 @@ export function accessKeysSecret(engine: CloudEngine): SecretType {
     revoke: async (req, internalData) => {
       const lease = userLease(internalData);
       if (!lease) return;
-      const { iam, secrets } = await engine.clients(req.storage);
+      const clients = await engine.clients(req.storage);
       let existed: boolean;
       try {
-        existed = await deleteIamUser(iam, lease.username);
+        existed = await deleteIamUser(clients, lease.username);
       } catch (err) {
-        throw providerError(`delete user ${lease.username}`, err, secrets);
+        throw providerError(`delete user ${lease.username}`, err, clients.secrets);
       }
       // IAM is eventually consistent: a user just created may not be visible yet, so a young lease retries.
       if (!existed && Date.now() - lease.issued_at < WAL_ROLLBACK_MIN_AGE_MS) {

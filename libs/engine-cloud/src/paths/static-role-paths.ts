@@ -4,7 +4,6 @@
  * creates one; it runs when the role is created and whenever `rotation_period` has passed (the
  * core's periodic call, under the role's lock so one replica rotates each due time).
  */
-import { CreateAccessKeyCommand, DeleteAccessKeyCommand, GetUserCommand, ListAccessKeysCommand } from '@aws-sdk/client-iam';
 import { listResponse, type FieldData, type FieldMap, type PathDeclaration, type Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import type { StorageView } from '@svc/storage';
@@ -26,17 +25,17 @@ const STATIC_ROLE_FIELDS: FieldMap = {
 
 /** Rotates the user's key: the oldest goes first if the user has the most IAM allows. */
 async function rotate(engine: CloudEngine, storage: StorageView, name: string, role: StaticRoleRecord): Promise<StaticRoleRecord> {
-  const { iam, secrets } = await engine.clients(storage);
+  const { iam, IAM, secrets } = await engine.clients(storage);
   const UserName = role.username;
   const key = await callProvider(`rotate the access key of ${UserName}`, secrets, async () => {
-    const { User: user } = await iam.send(new GetUserCommand({ UserName }));
+    const { User: user } = await iam.send(new IAM.GetUserCommand({ UserName }));
     if (role.user_id && user?.UserId !== role.user_id) throw ServiceError.badRequest(`user ${UserName} was deleted and recreated since static role "${name}" was written; write the role again`);
-    const { AccessKeyMetadata: keys = [] } = await iam.send(new ListAccessKeysCommand({ UserName }));
+    const { AccessKeyMetadata: keys = [] } = await iam.send(new IAM.ListAccessKeysCommand({ UserName }));
     if (keys.length >= IAM_MAX_ACCESS_KEYS) {
       const oldest = [...keys].sort((a, b) => (a.CreateDate?.getTime() ?? 0) - (b.CreateDate?.getTime() ?? 0))[0];
-      await iam.send(new DeleteAccessKeyCommand({ UserName, AccessKeyId: oldest.AccessKeyId }));
+      await iam.send(new IAM.DeleteAccessKeyCommand({ UserName, AccessKeyId: oldest.AccessKeyId }));
     }
-    return { userId: user?.UserId ?? '', created: (await iam.send(new CreateAccessKeyCommand({ UserName }))).AccessKey };
+    return { userId: user?.UserId ?? '', created: (await iam.send(new IAM.CreateAccessKeyCommand({ UserName }))).AccessKey };
   });
   if (!key.created?.AccessKeyId || !key.created.SecretAccessKey) throw ServiceError.badGateway('the provider returned no access key');
   const now = Date.now();
@@ -118,9 +117,9 @@ export function staticRolePaths(engine: CloudEngine): PathDeclaration[] {
           handler: async (req, fields) => {
             const role = await STATIC_ROLES.get(req.storage, fields.params.name);
             if (!role) return undefined;
-            const { iam, secrets } = await engine.clients(req.storage);
+            const { iam, IAM, secrets } = await engine.clients(req.storage);
             await callProvider(`delete the access key of ${role.username}`, secrets, () =>
-              unlessGone(iam.send(new DeleteAccessKeyCommand({ UserName: role.username, AccessKeyId: role.access_key }))),
+              unlessGone(iam.send(new IAM.DeleteAccessKeyCommand({ UserName: role.username, AccessKeyId: role.access_key }))),
             );
             await STATIC_ROLES.delete(req.storage, fields.params.name);
             return undefined;
