@@ -490,9 +490,13 @@ async function readBody(req: IncomingMessage): Promise<Buffer> {
 
 const NAMESPACES: Record<string, string> = { iam: 'https://iam.amazonaws.com/doc/2010-05-08/', sts: 'https://sts.amazonaws.com/doc/2011-06-15/' };
 
-/** Starts the emulator on a free port of 127.0.0.1. */
-export async function startIamStsEmulator(options: { region?: string } = {}): Promise<IamStsEmulator> {
+/**
+ * Starts the emulator on a free port of 127.0.0.1. `recordCalls: false` keeps `state.calls` empty
+ * (a benchmark's hundreds of thousands of calls would only grow the heap).
+ */
+export async function startIamStsEmulator(options: { region?: string; recordCalls?: boolean } = {}): Promise<IamStsEmulator> {
   const region = options.region ?? 'us-east-1';
+  const recordCalls = options.recordCalls ?? true;
   const state = new IamState();
   const actions: Record<string, Record<string, Action>> = { iam: iamActions(state), sts: stsActions(state) };
   const faults = new Map<string, { fault: ProviderFault; times: number }>();
@@ -510,7 +514,7 @@ export async function startIamStsEmulator(options: { region?: string } = {}): Pr
     const form = new URLSearchParams(body.toString('utf8'));
     for (const [key, value] of new URL(req.url ?? '/', 'http://emulator').searchParams) if (!key.startsWith('X-Amz-')) form.append(key, value);
     const action = form.get('Action') ?? '';
-    state.calls.push(action);
+    if (recordCalls) state.calls.push(action);
     const verified = await verifySigV4({ method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body }, (id) => state.signingSecret(id), new Date(Date.now() + emulator.clockOffsetMs));
     if (!verified.ok) return fail(res, new EmulatorError(verified.status, verified.code, verified.message));
     const service = verified.service;
