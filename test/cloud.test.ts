@@ -7,9 +7,8 @@
  * that fails or is gone, and the service gone.
  */
 import { randomBytes } from 'node:crypto';
-import { createServer, type AddressInfo } from 'node:net';
 import { GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
-import { api, eventually, initAndUnseal, startTopology, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
+import { api, closedPort, eventually, initAndUnseal, startTopology, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
 import { ACCOUNT_ID, startIamStsEmulator, type IamStsEmulator } from './emulators/aws/iam-sts';
 
 interface Issued {
@@ -26,15 +25,6 @@ interface Issued {
 
 const POLICY = { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: 's3:GetObject', Resource: '*' }] };
 const READ_ONLY = 'arn:aws:iam::aws:policy/ReadOnlyAccess';
-
-/** A port nothing listens on: bound by the OS, then released. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 describe.each<TopologyKind>(['all-in-one', 'distributed'])('cloud-credential engine, %s', (kind) => {
   let topology: Topology;

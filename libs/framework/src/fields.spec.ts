@@ -67,9 +67,11 @@ describe('durationMilliseconds', () => {
 describe('formatDuration', () => {
   it.each([
     [0, '0s'],
-    [45, '45s'],
+    [59, '59s'],
+    [60, '1m0s'],
     [1800, '30m0s'],
-    [3661, '1h1m1s'],
+    [12319, '3h25m19s'],
+    [90000, '25h0m0s'],
     [768 * 3600, '768h0m0s'],
   ])('%p s -> %p', (seconds, text) => expect(formatDuration(seconds)).toBe(text));
 });

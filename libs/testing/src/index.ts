@@ -6,3 +6,4 @@ export * from './postgres-logins';
 export * from './mysql-logins';
 export * from './tcp-proxy';
 export * from './stub-api';
+export * from './ports';
