@@ -1,8 +1,9 @@
 /**
- * The cloud-credential engine's background work, driven in process as the engine host drives it
- * (the core calls `periodic` about once a minute; here the test calls it, with the clock moved on):
- * the write-ahead rollback of a user whose creation and rollback both failed, and static-role
- * rotation when the period has passed, against the IAM + STS emulator.
+ * The cloud-credential engine driven in process as the engine host drives it, against the IAM +
+ * STS emulator: its background work (the core calls `periodic` about once a minute; here the test
+ * calls it, with the clock moved on): the write-ahead rollback of a user whose creation and
+ * rollback both failed, static-role rotation when the period has passed; and a name collision,
+ * which must not remove the user that holds the name.
  */
 import { CloudBackend } from '@svc/engine-cloud';
 import type { MountInfo, Request } from '@svc/framework';
@@ -12,11 +13,12 @@ import { startIamStsEmulator, type IamStsEmulator } from './emulators/aws/iam-st
 
 const READ_ONLY = 'arn:aws:iam::aws:policy/ReadOnlyAccess';
 
-describe('cloud-credential engine, periodic work', () => {
+describe('cloud-credential engine, in process', () => {
   let emulator: IamStsEmulator;
   let mount: MountInfo;
   let storage: StorageView;
   let backend: CloudBackend;
+  let rootConfig: Record<string, unknown>;
 
   beforeEach(async () => {
     emulator = await startIamStsEmulator();
@@ -26,7 +28,8 @@ describe('cloud-credential engine, periodic work', () => {
     mount = testMount('cloud');
     storage = mountStorage(mount);
     backend = new CloudBackend(mount, engineContext());
-    await handle('update', 'config/root', { access_key: key.id, secret_key: key.secret, iam_endpoint: emulator.url, sts_endpoint: emulator.url, max_retries: 0 });
+    rootConfig = { access_key: key.id, secret_key: key.secret, iam_endpoint: emulator.url, sts_endpoint: emulator.url, max_retries: 0 };
+    await handle('update', 'config/root', rootConfig);
   });
 
   afterEach(async () => {
@@ -76,6 +79,19 @@ describe('cloud-credential engine, periodic work', () => {
     emulator.state.calls.length = 0;
     await periodicAfter(12);
     expect(emulator.state.calls).toEqual([]);
+  });
+
+  test('a username that is taken is a 400, and the user holding it keeps everything', async () => {
+    await handle('update', 'config/root', { ...rootConfig, username_template: 'svc-fixed-{{.PolicyName}}' });
+    await handle('create', 'roles/fixed', { credential_type: 'iam_user', policy_arns: READ_ONLY });
+    const first = await handle('read', 'creds/fixed');
+    expect(first?.data?.arn).toBe('arn:aws:iam::123456789012:user/svc-fixed-fixed');
+    await expect(handle('read', 'creds/fixed')).rejects.toMatchObject({ status: 400, errors: ['create user: EntityAlreadyExists: User with name svc-fixed-fixed already exists.'] });
+    expect(emulator.state.keysOf('svc-fixed-fixed').map((key) => key.id)).toEqual([first?.data?.access_key]);
+    // Nor does the periodic rollback take it later.
+    await periodicAfter(10);
+    expect(emulator.state.keysOf('svc-fixed-fixed').map((key) => key.id)).toEqual([first?.data?.access_key]);
+    expect([...emulator.state.user('svc-fixed-fixed').attachedPolicies]).toEqual([READ_ONLY]);
   });
 
   test('a static role rotates when its period has passed, the oldest key first; a new period counts from when it was written', async () => {

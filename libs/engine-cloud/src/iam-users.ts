@@ -6,9 +6,10 @@
  * order IAM accepts, then the user.
  */
 import { randomUUID } from 'node:crypto';
+import type { CreateUserCommandOutput } from '@aws-sdk/client-iam';
 import type { StorageView } from '@svc/storage';
 import type { Logger } from 'pino';
-import { callProvider, providerErrorCode, type ProviderClients } from './provider';
+import { isRefusal, providerError, providerErrorCode, type ProviderClients } from './provider';
 import { WAL, type RoleRecord } from './records';
 
 /** Vault's rule: a write-ahead record younger than this may belong to a creation still under way. */
@@ -25,8 +26,9 @@ export async function createIamUser(clients: ProviderClients, storage: StorageVi
   const { iam, IAM, secrets } = clients;
   const walId = randomUUID();
   await WAL.put(storage, walId, { username, created_at: Date.now() });
+  let created: CreateUserCommandOutput | undefined;
   try {
-    const created = await iam.send(new IAM.CreateUserCommand({ UserName: username, Path: role.user_path || undefined, PermissionsBoundary: role.permissions_boundary_arn || undefined }));
+    created = await iam.send(new IAM.CreateUserCommand({ UserName: username, Path: role.user_path || undefined, PermissionsBoundary: role.permissions_boundary_arn || undefined }));
     for (const arn of role.policy_arns) await iam.send(new IAM.AttachUserPolicyCommand({ UserName: username, PolicyArn: arn }));
     if (role.policy_document) await iam.send(new IAM.PutUserPolicyCommand({ UserName: username, PolicyName: roleName, PolicyDocument: role.policy_document }));
     for (const group of role.iam_groups) await iam.send(new IAM.AddUserToGroupCommand({ UserName: username, GroupName: group }));
@@ -36,8 +38,11 @@ export async function createIamUser(clients: ProviderClients, storage: StorageVi
     await WAL.delete(storage, walId);
     return { arn: created.User?.Arn ?? '', accessKeyId: key?.AccessKeyId ?? '', secretAccessKey: key?.SecretAccessKey ?? '' };
   } catch (err) {
-    await rollBack(clients, storage, logger, walId, username);
-    return callProvider('create user', secrets, () => Promise.reject(err));
+    // CreateUser refused (the name is taken, say): nothing was made, and a user of that name is not
+    // ours to delete. Made, or no answer: the user may exist, and is rolled back.
+    if (!created && isRefusal(err)) await WAL.delete(storage, walId);
+    else await rollBack(clients, storage, logger, walId, username);
+    throw providerError('create user', err, secrets);
   }
 }
 

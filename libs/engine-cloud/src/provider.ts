@@ -100,6 +100,12 @@ function withoutSecrets(message: string, secrets: readonly string[]): string {
   return secrets.reduce((text, secret) => (secret ? text.split(secret).join('<redacted>') : text), message);
 }
 
+/** Whether the provider answered and refused the call (4xx other than throttling): nothing was done. */
+export function isRefusal(err: unknown): boolean {
+  const status = (err as ProviderFault | undefined)?.$metadata?.httpStatusCode;
+  return status !== undefined && status >= 400 && status < 500 && !THROTTLING.has(providerErrorCode(err));
+}
+
 /** A provider failure as the client sees it. */
 export function providerError(action: string, err: unknown, secrets: readonly string[]): ServiceError {
   if (err instanceof ServiceError) return err;
@@ -107,7 +113,7 @@ export function providerError(action: string, err: unknown, secrets: readonly st
   const status = fault.$metadata?.httpStatusCode;
   const code = providerErrorCode(err);
   const message = withoutSecrets(fault.message || fault.code || code || 'unknown error', secrets);
-  if (status !== undefined && status >= 400 && status < 500 && !THROTTLING.has(code)) return ServiceError.badRequest(`${action}: ${code}: ${message}`);
+  if (isRefusal(err)) return ServiceError.badRequest(`${action}: ${code}: ${message}`);
   const reason = status === undefined ? 'the provider did not answer' : `the provider answered ${status}`;
   return ServiceError.badGateway(`${action} failed (${reason}): ${code ? `${code}: ` : ''}${message}`);
 }

@@ -278,7 +278,17 @@ function render(nodes: Node[], fields: TemplateFields): string {
     .join('');
 }
 
+/** Parsed templates: a mount renders the same one on every request. Bounded, as templates come from configuration. */
+const parsed = new Map<string, Node[]>();
+const PARSED_LIMIT = 64;
+
 /** Renders a template with the given fields; throws TemplateError on a syntax error, an unknown name or bad arguments. */
 export function renderUsername(template: string, fields: TemplateFields): string {
-  return render(parse(template), fields);
+  let nodes = parsed.get(template);
+  if (!nodes) {
+    nodes = parse(template);
+    if (parsed.size >= PARSED_LIMIT) parsed.clear();
+    parsed.set(template, nodes);
+  }
+  return render(nodes, fields);
 }

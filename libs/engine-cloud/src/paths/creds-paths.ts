@@ -41,7 +41,8 @@ function credentialType(role: RoleRecord, path: CredsPath, name: string, fields:
 }
 
 function stsTtl(role: RoleRecord, fields: FieldData): number {
-  const ttl = fields.has('ttl') ? fields.get<number>('ttl') : role.default_sts_ttl || DEFAULT_STS_TTL;
+  const requested = fields.has('ttl') ? fields.get<number>('ttl') : 0;
+  const ttl = requested || role.default_sts_ttl || DEFAULT_STS_TTL;
   if (role.max_sts_ttl > 0 && ttl > role.max_sts_ttl) throw ServiceError.badRequest(`field "ttl": ${ttl}s is above the role's max_sts_ttl of ${role.max_sts_ttl}s`);
   return ttl;
 }
