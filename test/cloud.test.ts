@@ -32,6 +32,8 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('cloud-credential eng
   let rootToken: string;
   let emulator: IamStsEmulator;
   let rootKey: { id: string; secret: string };
+  /** Every secret key and session token the engine handled, to look for in the logs. */
+  const secrets = new Set<string>();
 
   beforeAll(async () => {
     emulator = await startIamStsEmulator();
@@ -43,6 +45,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('cloud-credential eng
     emulator.state.createPolicy(READ_ONLY);
     const key = emulator.state.createAccessKey('svc-root');
     rootKey = { id: key.id, secret: key.secret };
+    secrets.add(key.secret);
     await configureRoot();
   }, 120_000);
 
@@ -75,6 +78,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('cloud-credential eng
   async function issue(method: 'GET' | 'POST', path: string, body?: Record<string, unknown>): Promise<Issued> {
     const res = await call(method, path, body);
     const data = (res.body?.data ?? {}) as Record<string, string | null>;
+    for (const secret of [data.secret_key, data.security_token]) if (secret) secrets.add(secret);
     return {
       status: res.status,
       errors: res.body?.errors ?? [],
@@ -228,6 +232,8 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('cloud-credential eng
     const assumed = await issue('GET', 'cloud/sts/legacy-role');
     expect(assumed.arn).toMatch(/:assumed-role\/legacy-target\//);
     expect((await issue('GET', 'cloud/creds/legacy-role')).status).toBe(400);
+    expect((await call('DELETE', 'cloud/roles/legacy-role')).status).toBe(204);
+    expect((await call('GET', 'cloud/roles/legacy-role')).status).toBe(404);
   });
 
   test('a failure midway rolls the half-created user back: a refusal is a 400 with the provider message, a server fault a 502', async () => {
@@ -254,6 +260,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('cloud-credential eng
     expect(await callerOf({ accessKey: rootKey.id, secretKey: rootKey.secret, securityToken: null })).toBe('InvalidClientTokenId');
     expect(emulator.state.keysOf('svc-root').map((key) => key.id)).toEqual([newKey]);
     rootKey = { id: newKey, secret: emulator.state.accessKeys.get(newKey)!.secret };
+    secrets.add(rootKey.secret);
     expect((await call('GET', 'cloud/config/root')).body.data.access_key).toBe(newKey);
     // The engine goes on with the new key.
     const creds = await issue('GET', 'cloud/creds/app');
@@ -282,6 +289,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('cloud-credential eng
     expect(keys).toContain(newer.id);
 
     const staticCreds = await call('GET', `cloud/static-creds/${name}`);
+    secrets.add(String(staticCreds.body.data.secret_key));
     const current = { accessKey: String(staticCreds.body.data.access_key), secretKey: String(staticCreds.body.data.secret_key), securityToken: null };
     expect(keys).toContain(current.accessKey);
     expect(await callerOf(current)).toBe(emulator.state.user(name).arn);
@@ -352,6 +360,14 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('cloud-credential eng
       expect(Date.now() - started).toBeLessThan(10_000);
     }
     expect(managedUsers()).toEqual(before);
+  });
+
+  test('no secret key or session token the engine handled appears in any log line', () => {
+    expect(secrets.size).toBeGreaterThan(10);
+    for (const process of topology.processes) {
+      const leaked = process.logs.filter((line) => [...secrets].some((secret) => line.includes(secret)));
+      expect([process.name, leaked]).toEqual([process.name, []]);
+    }
   });
 
   if (kind === 'distributed') {

@@ -1,5 +1,5 @@
 import { api } from '@svc/testing';
-import { measure, startDevServer, startFloor, warmUp, type Target } from '../run';
+import { alternating, measure, startDevServer, startFloor, warmUp, type Target } from '../run';
 import type { Scenario } from './scenario';
 
 /**
@@ -8,6 +8,7 @@ import type { Scenario } from './scenario';
  * emulator running in its own process (iam-sts-emulator), which checks every signature:
  * `creds` creates an IAM user with one managed policy and an access key (five provider calls for
  * the engine with its write-ahead record, three for the floor), `sts` assumes a role (one call each).
+ * Floor and target are measured in alternating rounds (the machine is shared and its speed drifts).
  * The emulator is discarded afterwards with every user made.
  */
 const CONCURRENCY = 8;
@@ -41,9 +42,7 @@ function issuance(name: string, path: string): Scenario {
         const floorTarget: Target = { url: floor.url, method: 'GET', path, headers, pids: [floor.pid] };
         await warmUp(target);
         await warmUp(floorTarget);
-        const measured = await measure(target, CONCURRENCY);
-        const base = await measure(floorTarget, CONCURRENCY);
-        return { name, target: measured, floor: base, ratio: measured.reqPerSec / base.reqPerSec };
+        return await alternating(name, () => measure(floorTarget, CONCURRENCY), () => measure(target, CONCURRENCY));
       } finally {
         floor.stop();
         await server.stop();
