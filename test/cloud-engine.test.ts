@@ -66,7 +66,7 @@ describe('cloud-credential engine, in process', () => {
     emulator.failNext('TagUser', { status: 400, code: 'InvalidInput', message: 'tag value rejected' });
     // The rollback's first call fails too: the provider went away mid-request.
     emulator.failNext('ListGroupsForUser', { status: 503, code: 'ServiceUnavailable', message: 'down' });
-    await expect(handle('read', 'creds/tagged')).rejects.toMatchObject({ status: 400, errors: ['create user: InvalidInput: tag value rejected'] });
+    await expect(handle('read', 'creds/tagged')).rejects.toMatchObject({ kind: 'bad-request', errors: ['create user: InvalidInput: tag value rejected'] });
     const [halfMade] = managedUsers();
     expect([...emulator.state.user(halfMade).attachedPolicies]).toEqual([READ_ONLY]);
 
@@ -86,7 +86,7 @@ describe('cloud-credential engine, in process', () => {
     await handle('create', 'roles/fixed', { credential_type: 'iam_user', policy_arns: READ_ONLY });
     const first = await handle('read', 'creds/fixed');
     expect(first?.data?.arn).toBe('arn:aws:iam::123456789012:user/svc-fixed-fixed');
-    await expect(handle('read', 'creds/fixed')).rejects.toMatchObject({ status: 400, errors: ['create user: EntityAlreadyExists: User with name svc-fixed-fixed already exists.'] });
+    await expect(handle('read', 'creds/fixed')).rejects.toMatchObject({ kind: 'bad-request', errors: ['create user: EntityAlreadyExists: User with name svc-fixed-fixed already exists.'] });
     expect(emulator.state.keysOf('svc-fixed-fixed').map((key) => key.id)).toEqual([first?.data?.access_key]);
     // Nor does the periodic rollback take it later.
     await periodicAfter(10);

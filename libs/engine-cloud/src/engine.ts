@@ -49,11 +49,11 @@ export class CloudEngine {
     try {
       name = renderUsername(template, { Type: type, DisplayName: normalizeName(req.caller?.displayName || 'token'), PolicyName: normalizeName(roleName) });
     } catch (err) {
-      if (err instanceof TemplateError) throw new ServiceError(500, [`username_template: ${err.message}`]);
+      if (err instanceof TemplateError) throw ServiceError.internal(`username_template: ${err.message}`);
       throw err;
     }
     if (name.length > NAME_LIMITS[type]) {
-      throw new ServiceError(500, [`the generated ${type === 'IAM' ? 'username' : 'STS name'} "${name}" is longer than ${NAME_LIMITS[type]} characters`]);
+      throw ServiceError.internal(`the generated ${type === 'IAM' ? 'username' : 'STS name'} "${name}" is longer than ${NAME_LIMITS[type]} characters`);
     }
     return name;
   }

@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { httpStatus, ServiceError } from '@svc/http';
 import { providerCredentials, providerError, providerRegion } from './provider';
 
 describe('provider settings', () => {
@@ -29,7 +29,7 @@ describe('provider errors', () => {
   ])('%p -> %p', (err, status, message) => {
     const answer = providerError('create user', err, []);
     expect(answer).toBeInstanceOf(ServiceError);
-    expect({ status: answer.status, errors: answer.errors }).toEqual({ status, errors: [message] });
+    expect({ status: httpStatus(answer.kind), errors: answer.errors }).toEqual({ status, errors: [message] });
   });
 
   it('never repeats a secret the clients sign with', () => {

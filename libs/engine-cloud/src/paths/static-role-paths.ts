@@ -72,7 +72,7 @@ async function writeStaticRole(engine: CloudEngine, req: Request, fields: FieldD
   }
   const role: StaticRoleRecord = { username, user_id: '', rotation_period: period, access_key: '', secret_key: '', last_rotation: '', next_rotation: '' };
   const rotated = await withRoleLock(engine, name, () => rotate(engine, req.storage, name, role));
-  if (rotated === null) throw new ServiceError(409, [`static role "${name}" is being written by another request; try again`]);
+  if (rotated === null) throw ServiceError.conflict(`static role "${name}" is being written by another request; try again`);
   return undefined;
 }
 

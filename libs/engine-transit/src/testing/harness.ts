@@ -1,5 +1,5 @@
 import type { Backend, Capability, MountInfo, Operation, Response } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError, toErrorBody } from '@svc/http';
 import type { LockManager } from '@svc/locks';
 import type { StorageView } from '@svc/storage';
 import { engineContext, engineRequest, mountStorage, testMount } from '@svc/testing';
@@ -53,7 +53,7 @@ export async function failure(promise: Promise<unknown>): Promise<{ status: numb
   try {
     await promise;
   } catch (err) {
-    if (err instanceof ServiceError) return { status: err.status, message: err.errors.join('; ') };
+    if (err instanceof ServiceError) return { status: toErrorBody(err).status, message: err.errors.join('; ') };
     throw err;
   }
   throw new Error('expected the request to fail');
