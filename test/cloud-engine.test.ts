@@ -27,19 +27,19 @@ describe('cloud-credential engine, in process', () => {
     const key = emulator.state.createAccessKey('svc-root');
     mount = testMount('cloud');
     storage = mountStorage(mount);
-    backend = new CloudBackend(mount, engineContext());
+    backend = new CloudBackend(mount, engineContext({ storage }));
     rootConfig = { access_key: key.id, secret_key: key.secret, iam_endpoint: emulator.url, sts_endpoint: emulator.url, max_retries: 0 };
     await handle('update', 'config/root', rootConfig);
   });
 
   afterEach(async () => {
     jest.restoreAllMocks();
-    await backend.close();
+    await backend.cleanup();
     await emulator.close();
   });
 
   function request(operation: Request['operation'], path: string, data: Record<string, unknown> = {}): Request {
-    return { ...engineRequest(mount, storage, operation, path, data), caller: { tokenAccessor: 'a', policies: ['root'], entityId: '', displayName: 'root', namespace: '', meta: {} } };
+    return { ...engineRequest(mount, operation, path, data), caller: { tokenAccessor: 'a', policies: ['root'], entityId: '', displayName: 'root', namespace: '', meta: {} } };
   }
 
   function handle(operation: Request['operation'], path: string, data: Record<string, unknown> = {}) {
@@ -51,7 +51,7 @@ describe('cloud-credential engine, in process', () => {
     const now = Date.now();
     const clock = jest.spyOn(Date, 'now').mockReturnValue(now + minutes * 60_000);
     try {
-      await backend.periodic(request('update', ''));
+      await backend.periodic();
     } finally {
       clock.mockRestore();
     }

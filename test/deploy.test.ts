@@ -219,10 +219,11 @@ describe('the server configurations', () => {
     expect(inboxes).toEqual([`${config.bus!.inboxPrefix}.>`]);
   });
 
-  test('nats.conf lets the gateways send, and the services take, requests and presence checks of every engine service app', () => {
+  test('nats.conf lets the gateways send, and the services take, requests and presence checks of every engine service app; its replicas share invalidations', () => {
+    const subjects = { gateway: ['request', 'presence'], service: ['request', 'presence', 'invalidate'] };
     for (const app of serviceApps.filter((name) => name !== 'gateway')) {
-      for (const user of ['gateway', 'service']) {
-        for (const kind of ['request', 'presence']) expect([user, `svc.${app}.${kind}`, natsUser(user).includes(`"svc.${app}.${kind}"`)]).toEqual([user, `svc.${app}.${kind}`, true]);
+      for (const [user, kinds] of Object.entries(subjects)) {
+        for (const kind of kinds) expect([user, `svc.${app}.${kind}`, natsUser(user).includes(`"svc.${app}.${kind}"`)]).toEqual([user, `svc.${app}.${kind}`, true]);
       }
     }
   });

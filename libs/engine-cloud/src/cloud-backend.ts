@@ -17,28 +17,23 @@ export function cloudDeclaration(engine: CloudEngine): BackendDeclaration {
   return {
     type: 'cloud',
     help: HELP,
-    paths: [...configPaths(engine), ...rolePaths(), ...credsPaths(engine), ...staticRolePaths(engine)],
+    paths: [...configPaths(engine), ...rolePaths(engine), ...credsPaths(engine), ...staticRolePaths(engine)],
     secrets: { [SECRET_TYPE]: accessKeysSecret(engine) },
-    periodic: async (req) => {
-      await rollbackAbandonedUsers(await engine.clients(req.storage), req.storage, engine.context.logger);
-      await rotateDueStaticRoles(engine, req.storage);
+    periodic: async () => {
+      await rollbackAbandonedUsers(await engine.clients(), engine.storage, engine.context.logger);
+      await rotateDueStaticRoles(engine, engine.storage);
+    },
+    cleanup: () => {
+      engine.close();
+      return Promise.resolve();
     },
   };
 }
 
-/** One cloud-credential mount in one service replica; `close` drops its provider clients. */
+/** One cloud-credential mount in one service replica; its cleanup drops its provider clients. */
 export class CloudBackend extends Backend {
-  private readonly engine: CloudEngine;
-
   constructor(mount: MountInfo, context: EngineContext) {
-    const engine = new CloudEngine(mount, context);
-    super(cloudDeclaration(engine));
-    this.engine = engine;
-  }
-
-  close(): Promise<void> {
-    this.engine.close();
-    return Promise.resolve();
+    super(cloudDeclaration(new CloudEngine(mount, context)));
   }
 }
 

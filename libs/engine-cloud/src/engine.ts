@@ -26,17 +26,22 @@ export function normalizeName(name: string): string {
 export class CloudEngine {
   private readonly clientCache = new ProviderClientCache();
 
+  /** The mount's storage. */
+  readonly storage: StorageView;
+
   constructor(
     readonly mount: MountInfo,
     readonly context: EngineContext,
-  ) {}
-
-  config(storage: StorageView): Promise<RootConfig | null> {
-    return CONFIG.get(storage, 'root');
+  ) {
+    this.storage = context.storage;
   }
 
-  async clients(storage: StorageView): Promise<ProviderClients> {
-    return this.clientCache.get(await this.config(storage));
+  config(): Promise<RootConfig | null> {
+    return CONFIG.get(this.storage, 'root');
+  }
+
+  async clients(): Promise<ProviderClients> {
+    return this.clientCache.get(await this.config());
   }
 
   /**
@@ -44,7 +49,7 @@ export class CloudEngine {
    * over the provider's limit is the template's fault, not the caller's: 500, as the spec says.
    */
   async generateName(req: Request, type: keyof typeof NAME_LIMITS, roleName: string): Promise<string> {
-    const template = (await this.config(req.storage))?.username_template || DEFAULT_USERNAME_TEMPLATE;
+    const template = (await this.config())?.username_template || DEFAULT_USERNAME_TEMPLATE;
     let name: string;
     try {
       name = renderUsername(template, { Type: type, DisplayName: normalizeName(req.caller?.displayName || 'token'), PolicyName: normalizeName(roleName) });

@@ -1,10 +1,11 @@
 import { buildOpenApi } from '@svc/framework';
-import { engineContext, testMount, validateOpenApi } from '@svc/testing';
+import { engineContext, mountStorage, testMount, validateOpenApi } from '@svc/testing';
 import { CloudBackend } from './cloud-backend';
 
 describe('cloud help and OpenAPI', () => {
   it('documents every path, and the document validates', async () => {
-    const backend = new CloudBackend(testMount('cloud'), engineContext());
+    const mount = testMount('cloud');
+    const backend = new CloudBackend(mount, engineContext({ storage: mountStorage(mount) }));
     expect(backend.help('').help).toMatch(/cloud-credential engine issues provider credentials/);
     const document = buildOpenApi([{ prefix: '/cloud/', backend }], { title: 'cloud', version: '1' });
     expect(await validateOpenApi(document)).toEqual({ valid: true });
@@ -20,6 +21,6 @@ describe('cloud help and OpenAPI', () => {
       '/cloud/static-roles/{name}',
       '/cloud/sts/{name}',
     ]);
-    await backend.close();
+    await backend.cleanup();
   });
 });

@@ -44,6 +44,8 @@ export function mountStorage(mount: MountInfo, physical: TransactionalStore = ne
 }
 
 export interface EngineContextOptions {
+  /** The mount's storage (`mountStorage`). */
+  storage: StorageView;
   locks?: EngineContext['locks'];
   logger?: EngineContext['logger'];
   /** Password policies (sys/policies/password) by name, as HCL; every namespace sees the same ones. */
@@ -51,18 +53,22 @@ export interface EngineContextOptions {
 }
 
 /** What the engine host gives a backend: in-process locks and a silent logger unless given others. */
-export function engineContext({ locks = new MemoryLockManager(), logger = pino({ level: 'silent' }), passwordPolicies = {} }: EngineContextOptions = {}): EngineContext {
-  return { locks, logger, passwordPolicy: async (_namespace, name) => passwordPolicies[name] };
+export function engineContext({
+  storage,
+  locks = new MemoryLockManager(),
+  logger = pino({ level: 'silent' }),
+  passwordPolicies = {},
+}: EngineContextOptions): EngineContext {
+  return { storage, locks, logger, passwordPolicy: async (_namespace, name) => passwordPolicies[name] };
 }
 
 /** A request for `Backend.handle` as the engine host builds it, by default with root's capabilities. */
 export function engineRequest(
   mount: MountInfo,
-  storage: StorageView,
   operation: Operation,
   path: string,
   data: Record<string, unknown> = {},
   capabilities: Capability[] = ['root'],
 ): Request {
-  return { requestId: randomUUID(), operation, path, data, headers: {}, mount, storage, capabilities: new Set(capabilities) };
+  return { requestId: randomUUID(), operation, path, data, headers: {}, mount, capabilities: new Set(capabilities) };
 }

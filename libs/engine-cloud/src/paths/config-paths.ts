@@ -40,14 +40,14 @@ export function configPaths(engine: CloudEngine): PathDeclaration[] {
       operations: {
         read: {
           summary: 'Read the root configuration (never the secret key).',
-          handler: async (req) => {
-            const config = await engine.config(req.storage);
+          handler: async () => {
+            const config = await engine.config();
             return config ? { data: describeRoot(config) } : undefined;
           },
         },
         update: {
           summary: 'Set the root configuration (replaces it; credentials are not checked).',
-          handler: async (req, fields) => {
+          handler: async (_req, fields) => {
             const config: RootConfig = {
               access_key: fields.get('access_key'),
               secret_key: fields.get('secret_key'),
@@ -65,7 +65,7 @@ export function configPaths(engine: CloudEngine): PathDeclaration[] {
               if (err instanceof TemplateError) throw ServiceError.badRequest(`field "username_template": ${err.message}`);
               throw err;
             }
-            await CONFIG.put(req.storage, 'root', config);
+            await CONFIG.put(engine.storage, 'root', config);
             return undefined;
           },
         },
@@ -78,17 +78,17 @@ export function configPaths(engine: CloudEngine): PathDeclaration[] {
       operations: {
         update: {
           summary: 'Rotate the root access key.',
-          handler: async (req) => {
-            const config = await engine.config(req.storage);
+          handler: async () => {
+            const config = await engine.config();
             if (!config?.access_key || !config.secret_key) throw ServiceError.badRequest('Cannot call config/rotate-root when either access_key or secret_key is empty');
-            const { iam, IAM, secrets } = await engine.clients(req.storage);
+            const { iam, IAM, secrets } = await engine.clients();
             const user = await callProvider('rotate-root: read the root user', secrets, () => iam.send(new IAM.GetUserCommand({})));
             const userName = user.User?.UserName;
             const created = await callProvider('rotate-root: create an access key', secrets, () => iam.send(new IAM.CreateAccessKeyCommand({ UserName: userName })));
             const key = created.AccessKey;
             if (!key?.AccessKeyId || !key.SecretAccessKey) throw ServiceError.badGateway('rotate-root: the provider returned no access key');
             const rotated = { ...config, access_key: key.AccessKeyId, secret_key: key.SecretAccessKey };
-            await CONFIG.put(req.storage, 'root', rotated);
+            await CONFIG.put(engine.storage, 'root', rotated);
             // The old key is deleted with the new one, which proves the new one works.
             const fresh = new ProviderClientCache();
             try {
@@ -111,15 +111,15 @@ export function configPaths(engine: CloudEngine): PathDeclaration[] {
       operations: {
         read: {
           summary: 'Read the lease configuration.',
-          handler: async (req) => {
-            const lease = await LEASE_CONFIG.get(req.storage, 'lease');
+          handler: async () => {
+            const lease = await LEASE_CONFIG.get(engine.storage, 'lease');
             return lease ? { data: { lease: formatDuration(lease.lease), lease_max: formatDuration(lease.lease_max) } } : undefined;
           },
         },
         update: {
           summary: 'Set the lease configuration.',
-          handler: async (req, fields) => {
-            await LEASE_CONFIG.put(req.storage, 'lease', { lease: fields.get('lease'), lease_max: fields.get('lease_max') });
+          handler: async (_req, fields) => {
+            await LEASE_CONFIG.put(engine.storage, 'lease', { lease: fields.get('lease'), lease_max: fields.get('lease_max') });
             return undefined;
           },
         },

@@ -99,15 +99,15 @@ function roleArn(role: RoleRecord, fields: FieldData): string {
 
 async function issue(engine: CloudEngine, req: Request, fields: FieldData, path: CredsPath): Promise<Response> {
   const name = fields.params.name;
-  const role = await requireRole(req, name);
+  const role = await requireRole(engine.storage, name);
   const type = credentialType(role, path, name, fields);
-  const clients = await engine.clients(req.storage);
+  const clients = await engine.clients();
   const { sts, STS, secrets } = clients;
   switch (type) {
     case 'iam_user': {
       const username = await engine.generateName(req, 'IAM', name);
-      const user = await createIamUser(clients, req.storage, engine.context.logger, username, name, role);
-      const lease = await LEASE_CONFIG.get(req.storage, 'lease');
+      const user = await createIamUser(clients, engine.storage, engine.context.logger, username, name, role);
+      const lease = await LEASE_CONFIG.get(engine.storage, 'lease');
       return {
         data: { access_key: user.accessKeyId, secret_key: user.secretAccessKey, security_token: null, arn: user.arn },
         secret: { type: SECRET_TYPE, internalData: { username, policy: name, is_sts: false, issued_at: Date.now() }, ttl: lease?.lease ?? 0, maxTtl: lease?.lease_max ?? 0, renewable: true },
@@ -171,14 +171,14 @@ export function accessKeysSecret(engine: CloudEngine): SecretType {
     description: 'Access keys of an IAM user the engine created, or STS credentials.',
     renew: async (req, internalData) => {
       if (!userLease(internalData)) throw ServiceError.badRequest('STS credentials cannot be renewed');
-      const lease = await LEASE_CONFIG.get(req.storage, 'lease');
+      const lease = await LEASE_CONFIG.get(engine.storage, 'lease');
       const increment = typeof req.data.increment === 'number' && req.data.increment > 0 ? req.data.increment : (lease?.lease ?? 0);
       return { secret: { type: SECRET_TYPE, internalData, ttl: increment, maxTtl: lease?.lease_max ?? 0, renewable: true } };
     },
-    revoke: async (req, internalData) => {
+    revoke: async (_req, internalData) => {
       const lease = userLease(internalData);
       if (!lease) return;
-      const clients = await engine.clients(req.storage);
+      const clients = await engine.clients();
       let existed: boolean;
       try {
         existed = await deleteIamUser(clients, lease.username);

@@ -1,6 +1,8 @@
 /** roles/:name: what credentials a role issues, with which policies. */
 import { listResponse, type FieldData, type FieldMap, type PathDeclaration, type Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
+import type { StorageView } from '@svc/storage';
+import type { CloudEngine } from '../engine';
 import { CREDENTIAL_TYPES, ROLES, type CredentialType, type RoleRecord } from '../records';
 
 export const ROLE_NAME: FieldMap = { name: { type: 'name', description: 'Name of the role.' } };
@@ -135,33 +137,33 @@ function describeRole(role: RoleRecord): Record<string, unknown> {
   };
 }
 
-export async function requireRole(req: Request, name: string): Promise<RoleRecord> {
-  const role = await ROLES.get(req.storage, name);
+export async function requireRole(storage: StorageView, name: string): Promise<RoleRecord> {
+  const role = await ROLES.get(storage, name);
   if (!role) throw ServiceError.badRequest(`unknown role "${name}"`);
   return role;
 }
 
-export function rolePaths(): PathDeclaration[] {
-  const writeRole = async (req: Request, fields: FieldData) => {
-    await ROLES.put(req.storage, fields.params.name, roleRecord(fields, await ROLES.get(req.storage, fields.params.name)));
+export function rolePaths(engine: CloudEngine): PathDeclaration[] {
+  const writeRole = async (_req: Request, fields: FieldData) => {
+    await ROLES.put(engine.storage, fields.params.name, roleRecord(fields, await ROLES.get(engine.storage, fields.params.name)));
     return undefined;
   };
   return [
     {
       pattern: 'roles/',
       synopsis: 'Lists the roles.',
-      operations: { list: { summary: 'List the roles.', handler: async (req) => listResponse(await ROLES.list(req.storage)) } },
+      operations: { list: { summary: 'List the roles.', handler: async () => listResponse(await ROLES.list(engine.storage)) } },
     },
     {
       pattern: 'roles/:name',
       synopsis: 'Manages roles: which credentials they issue, with which policies.',
       fields: ROLE_FIELDS,
-      existenceCheck: async (req, fields) => (await ROLES.get(req.storage, fields.params.name)) !== null,
+      existenceCheck: async (_req, fields) => (await ROLES.get(engine.storage, fields.params.name)) !== null,
       operations: {
         read: {
           summary: 'Read a role.',
-          handler: async (req, fields) => {
-            const role = await ROLES.get(req.storage, fields.params.name);
+          handler: async (_req, fields) => {
+            const role = await ROLES.get(engine.storage, fields.params.name);
             if (!role) throw ServiceError.notFound(`role "${fields.params.name}" not found`);
             return { data: describeRole(role) };
           },
@@ -170,9 +172,9 @@ export function rolePaths(): PathDeclaration[] {
         update: { summary: 'Update a role; fields not sent keep their values.', handler: writeRole },
         delete: {
           summary: 'Delete a role. Credentials it issued stay until their leases end.',
-          handler: async (req, fields) => {
-            if (!(await ROLES.get(req.storage, fields.params.name))) throw ServiceError.notFound(`role "${fields.params.name}" not found`);
-            await ROLES.delete(req.storage, fields.params.name);
+          handler: async (_req, fields) => {
+            if (!(await ROLES.get(engine.storage, fields.params.name))) throw ServiceError.notFound(`role "${fields.params.name}" not found`);
+            await ROLES.delete(engine.storage, fields.params.name);
             return undefined;
           },
         },

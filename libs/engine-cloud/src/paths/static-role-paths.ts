@@ -4,7 +4,7 @@
  * creates one; it runs when the role is created and whenever `rotation_period` has passed (the
  * core's periodic call, under the role's lock so one replica rotates each due time).
  */
-import { listResponse, type FieldData, type FieldMap, type PathDeclaration, type Request } from '@svc/framework';
+import { listResponse, type FieldData, type FieldMap, type PathDeclaration } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import type { StorageView } from '@svc/storage';
 import type { CloudEngine } from '../engine';
@@ -25,7 +25,7 @@ const STATIC_ROLE_FIELDS: FieldMap = {
 
 /** Rotates the user's key: the oldest goes first if the user has the most IAM allows. */
 async function rotate(engine: CloudEngine, storage: StorageView, name: string, role: StaticRoleRecord): Promise<StaticRoleRecord> {
-  const { iam, IAM, secrets } = await engine.clients(storage);
+  const { iam, IAM, secrets } = await engine.clients();
   const UserName = role.username;
   const key = await callProvider(`rotate the access key of ${UserName}`, secrets, async () => {
     const { User: user } = await iam.send(new IAM.GetUserCommand({ UserName }));
@@ -56,9 +56,9 @@ function withRoleLock<T>(engine: CloudEngine, name: string, fn: () => Promise<T>
   return engine.context.locks.withLock(`cloud/${engine.mount.uuid}/static-role/${name}`, LOCK_TTL_MS, fn);
 }
 
-async function writeStaticRole(engine: CloudEngine, req: Request, fields: FieldData): Promise<undefined> {
+async function writeStaticRole(engine: CloudEngine, fields: FieldData): Promise<undefined> {
   const name = fields.params.name;
-  const stored = await STATIC_ROLES.get(req.storage, name);
+  const stored = await STATIC_ROLES.get(engine.storage, name);
   const username = fields.has('username') ? fields.get<string>('username') : stored?.username;
   if (!username) throw ServiceError.badRequest('missing required field "username"');
   if (stored && username !== stored.username) throw ServiceError.badRequest(`field "username": static role "${name}" rotates ${stored.username}; delete it to change the user`);
@@ -67,11 +67,11 @@ async function writeStaticRole(engine: CloudEngine, req: Request, fields: FieldD
   if (period < MIN_ROTATION_PERIOD) throw ServiceError.badRequest('field "rotation_period": must be at least 1 minute');
   if (stored) {
     const next = fields.has('rotation_period') ? new Date(Date.now() + period * 1000).toISOString() : stored.next_rotation;
-    await STATIC_ROLES.put(req.storage, name, { ...stored, rotation_period: period, next_rotation: next });
+    await STATIC_ROLES.put(engine.storage, name, { ...stored, rotation_period: period, next_rotation: next });
     return undefined;
   }
   const role: StaticRoleRecord = { username, user_id: '', rotation_period: period, access_key: '', secret_key: '', last_rotation: '', next_rotation: '' };
-  const rotated = await withRoleLock(engine, name, () => rotate(engine, req.storage, name, role));
+  const rotated = await withRoleLock(engine, name, () => rotate(engine, engine.storage, name, role));
   if (rotated === null) throw ServiceError.conflict(`static role "${name}" is being written by another request; try again`);
   return undefined;
 }
@@ -95,33 +95,33 @@ export function staticRolePaths(engine: CloudEngine): PathDeclaration[] {
     {
       pattern: 'static-roles/',
       synopsis: 'Lists the static roles.',
-      operations: { list: { summary: 'List the static roles.', handler: async (req) => listResponse(await STATIC_ROLES.list(req.storage)) } },
+      operations: { list: { summary: 'List the static roles.', handler: async () => listResponse(await STATIC_ROLES.list(engine.storage)) } },
     },
     {
       pattern: 'static-roles/:name',
       synopsis: 'Manages static roles: existing IAM users whose access key the engine rotates.',
       fields: STATIC_ROLE_FIELDS,
-      existenceCheck: async (req, fields) => (await STATIC_ROLES.get(req.storage, fields.params.name)) !== null,
+      existenceCheck: async (_req, fields) => (await STATIC_ROLES.get(engine.storage, fields.params.name)) !== null,
       operations: {
         read: {
           summary: 'Read a static role.',
-          handler: async (req, fields) => {
-            const role = await STATIC_ROLES.get(req.storage, fields.params.name);
+          handler: async (_req, fields) => {
+            const role = await STATIC_ROLES.get(engine.storage, fields.params.name);
             return role ? { data: { name: fields.params.name, username: role.username, rotation_period: role.rotation_period } } : undefined;
           },
         },
-        create: { summary: 'Create a static role; its key is rotated at once.', handler: (req, fields) => writeStaticRole(engine, req, fields) },
-        update: { summary: 'Update a static role; a new rotation_period counts from now.', handler: (req, fields) => writeStaticRole(engine, req, fields) },
+        create: { summary: 'Create a static role; its key is rotated at once.', handler: (_req, fields) => writeStaticRole(engine, fields) },
+        update: { summary: 'Update a static role; a new rotation_period counts from now.', handler: (_req, fields) => writeStaticRole(engine, fields) },
         delete: {
           summary: 'Delete a static role and the access key it made. The user stays: remove it yourself.',
-          handler: async (req, fields) => {
-            const role = await STATIC_ROLES.get(req.storage, fields.params.name);
+          handler: async (_req, fields) => {
+            const role = await STATIC_ROLES.get(engine.storage, fields.params.name);
             if (!role) return undefined;
-            const { iam, IAM, secrets } = await engine.clients(req.storage);
+            const { iam, IAM, secrets } = await engine.clients();
             await callProvider(`delete the access key of ${role.username}`, secrets, () =>
               unlessGone(iam.send(new IAM.DeleteAccessKeyCommand({ UserName: role.username, AccessKeyId: role.access_key }))),
             );
-            await STATIC_ROLES.delete(req.storage, fields.params.name);
+            await STATIC_ROLES.delete(engine.storage, fields.params.name);
             return undefined;
           },
         },
@@ -134,8 +134,8 @@ export function staticRolePaths(engine: CloudEngine): PathDeclaration[] {
       operations: {
         read: {
           summary: 'Read the current access key.',
-          handler: async (req, fields) => {
-            const role = await STATIC_ROLES.get(req.storage, fields.params.name);
+          handler: async (_req, fields) => {
+            const role = await STATIC_ROLES.get(engine.storage, fields.params.name);
             return role ? { data: { access_key: role.access_key, secret_key: role.secret_key } } : undefined;
           },
         },
