@@ -104,16 +104,19 @@ export async function measure(target: Target, connections = CONNECTIONS, seconds
   return { reqPerSec: result.requests.average, p99Ms: result.latency.p99, errors: result.errors, non2xx: result.non2xx, cpuUsPerRequest };
 }
 
-/** Runs a floor from dist-bench/bench/floors in its own process; resolves with its base URL. */
-export function startFloor(name: string, env: NodeJS.ProcessEnv = {}): Promise<{ url: string; pid: number; stop(): void }> {
+/**
+ * Runs a floor from dist-bench/bench/floors in its own process; resolves with its base URL and the
+ * rest of the line it announced itself with (`info`).
+ */
+export function startFloor(name: string, env: NodeJS.ProcessEnv = {}): Promise<{ url: string; pid: number; info: Record<string, unknown>; stop(): void }> {
   const child: ChildProcess = spawn(process.execPath, [path.join(__dirname, 'floors', `${name}.js`)], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, ...env },
   });
   return new Promise((resolve, reject) => {
     createInterface({ input: child.stdout! }).once('line', (line) => {
-      const { port } = JSON.parse(line) as { port: number };
-      resolve({ url: `http://127.0.0.1:${port}`, pid: child.pid!, stop: () => child.kill('SIGTERM') });
+      const info = JSON.parse(line) as { port: number };
+      resolve({ url: `http://127.0.0.1:${info.port}`, pid: child.pid!, info, stop: () => child.kill('SIGTERM') });
     });
     child.once('exit', (code) => reject(new Error(`floor ${name} exited with ${code}`)));
   });

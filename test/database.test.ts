@@ -5,9 +5,8 @@
  * rotate-root, password policies, bad input, and what a user sees when the service or database is gone.
  */
 import { randomBytes } from 'node:crypto';
-import { createServer, type AddressInfo } from 'node:net';
 import { Client } from 'pg';
-import { api, eventually, initAndUnseal, startTopology, withPostgres, type ApiBody, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
+import { api, closedPort, eventually, initAndUnseal, startTopology, withPostgres, type ApiBody, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
 import { mariadb, postgres, postgresRole, type TestDatabase } from './database-servers';
 
 interface Creds {
@@ -22,15 +21,6 @@ interface Creds {
 
 /** How far a database's clock-derived expiry may sit from the one the test expects. */
 const CLOCK_SLACK_MS = 15_000;
-
-/** A port nothing listens on: bound by the OS, then released. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 describe.each<TopologyKind>(['all-in-one', 'distributed'])('database engine, %s', (kind) => {
   let topology: Topology;

@@ -219,6 +219,15 @@ describe('the server configurations', () => {
     expect(inboxes).toEqual([`${config.bus!.inboxPrefix}.>`]);
   });
 
+  test('nats.conf lets the gateways send, and the services take, requests and presence checks of every engine service app; its replicas share invalidations', () => {
+    const subjects = { gateway: ['request', 'presence'], service: ['request', 'presence', 'invalidate'] };
+    for (const app of serviceApps.filter((name) => name !== 'gateway')) {
+      for (const [user, kinds] of Object.entries(subjects)) {
+        for (const kind of kinds) expect([user, `svc.${app}.${kind}`, natsUser(user).includes(`"svc.${app}.${kind}"`)]).toEqual([user, `svc.${app}.${kind}`, true]);
+      }
+    }
+  });
+
   test('nats.conf takes its users\' passwords from nats.env and its TLS files from /etc/nats/tls', () => {
     const passwords = [...natsConf().matchAll(/password:\s*\$(\w+)/g)].map((match) => match[1]);
     expect(passwords.sort()).toEqual(Object.keys(readEnvFile(path.join(secretsDir, 'nats.env'))).sort());

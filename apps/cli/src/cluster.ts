@@ -1,7 +1,7 @@
 import { startTopology } from '@svc/local-cluster';
 import { SvcClient } from '@svc/sdk';
 
-const USAGE = `Usage: svc cluster [-gateways=N] [-services=transit,database] [-no-init]
+const USAGE = `Usage: svc cluster [-gateways=N] [-services=transit,database,cloud] [-no-init]
 
 Starts the distributed topology as separate local processes (gateway replicas and engine
 services) against the NATS, PostgreSQL and Redis of this machine (SVC_TEST_NATS_URL,
@@ -14,7 +14,7 @@ same function.
 /** `svc cluster`: the whole distributed topology on one machine, for development and tests. */
 export async function runClusterCommand(argv: string[], io: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream }): Promise<number> {
   let gateways = 2;
-  let services = ['transit', 'database'];
+  let services = ['transit', 'database', 'cloud'];
   let init = true;
   for (const arg of argv) {
     const match = /^--?([a-z-]+)(?:=(.*))?$/.exec(arg);

@@ -9,7 +9,7 @@ import { createPrivateKey, generateKeyPairSync, randomBytes, webcrypto, type Key
 import * as x509 from '@peculiar/x509';
 import { ServiceError } from '@svc/http';
 import type { CredentialType, PluginCredential } from './plugins';
-import { renderUsername, TemplateError, type UsernameContext } from './username-template';
+import { renderUsername, TemplateError, type TemplateFields } from '@svc/username-template';
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
@@ -101,7 +101,7 @@ export interface IssuedCredential {
 
 export interface IssueContext {
   username: string;
-  usernameContext: UsernameContext;
+  usernameContext: TemplateFields;
   ttlSeconds: number;
   /** A password under the connection's (or the credential config's) policy. */
   password: (policyName: string) => Promise<string>;

@@ -8,7 +8,7 @@ import { policyPassword } from './passwords';
 import type { PluginDefinition } from './plugins';
 import type { ConnectionRecord } from './records';
 import { StaticRotations } from './static-rotation';
-import { renderUsername, type UsernameContext } from './username-template';
+import { renderUsername, type TemplateFields } from '@svc/username-template';
 
 export class DatabaseEngine {
   readonly connections = new ConnectionRegistry();
@@ -36,12 +36,12 @@ export class DatabaseEngine {
   }
 
   /** What username and common-name templates see; display names keep to characters every database accepts quoted. */
-  usernameContext(req: Request, roleName: string): UsernameContext {
+  usernameContext(req: Request, roleName: string): TemplateFields {
     return { DisplayName: (req.caller?.displayName || 'token').replace(/[^A-Za-z0-9_.-]/g, '-'), RoleName: roleName };
   }
 
   /** A new user's name from the connection's template (or the plugin's default, cut to the plugin's limit). */
-  username(record: ConnectionRecord, definition: PluginDefinition, context: UsernameContext): string {
+  username(record: ConnectionRecord, definition: PluginDefinition, context: TemplateFields): string {
     if (record.username_template) return renderUsername(record.username_template, context);
     return renderUsername(definition.defaultUsernameTemplate, context).slice(0, definition.maxUsernameLength);
   }

@@ -147,7 +147,7 @@ describe('postgresql-database-plugin', () => {
     const url = await harness.call('update', 'config/x', { plugin_name: 'postgresql-database-plugin', connection_url: 'mysql://x' });
     expect(url).toMatchObject({ status: 400, errors: ['field "connection_url": connection_url must be a postgresql:// URL'] });
     const template = await harness.call('update', 'config/x', { plugin_name: 'postgresql-database-plugin', connection_url: POSTGRES_URL, username_template: '{{nonsense}}' });
-    expect(template).toMatchObject({ status: 400, errors: ['field "username_template": unknown value "nonsense"'] });
+    expect(template).toMatchObject({ status: 400, errors: ['field "username_template": unknown function "nonsense"'] });
   });
 
   it('a database that is down gives 502 with a clear message and no secret', async () => {

@@ -1,5 +1,5 @@
 /** What the engine keeps in its mount's storage (encrypted by the barrier), one JSON record per name. */
-import type { StorageView } from '@svc/storage';
+import { RecordStore } from '@svc/storage';
 import type { CredentialType } from './plugins';
 
 export interface ConnectionRecord {
@@ -46,27 +46,6 @@ export interface StaticRoleRecord {
   /** Fencing token of the lock held by the rotation that wrote this record. */
   fence: number;
   last_rotation_error?: string;
-}
-
-/** Records of one kind under one storage prefix. */
-export class RecordStore<T> {
-  constructor(private readonly prefix: string) {}
-
-  get(storage: StorageView, name: string): Promise<T | null> {
-    return storage.getJSON<T>(this.prefix + name);
-  }
-
-  put(storage: StorageView, name: string, record: T): Promise<void> {
-    return storage.putJSON(this.prefix + name, record);
-  }
-
-  delete(storage: StorageView, name: string): Promise<void> {
-    return storage.delete(this.prefix + name);
-  }
-
-  list(storage: StorageView): Promise<string[]> {
-    return storage.list(this.prefix);
-  }
 }
 
 export const CONNECTIONS = new RecordStore<ConnectionRecord>('config/');

@@ -1,6 +1,5 @@
 import { nextRotation, rotationDue } from './schedule';
 import { leaseLimits, SYSTEM_LEASE_TTL } from './ttl';
-import { renderUsername, TemplateError } from './username-template';
 
 describe('rotation schedule', () => {
   const at = (iso: string) => new Date(iso);
@@ -28,26 +27,5 @@ describe('lease TTLs', () => {
     expect(leaseLimits({ default_ttl: 0, max_ttl: 0 }, { config: { default_lease_ttl: 60, max_lease_ttl: 120 } })).toEqual({ ttl: 60, maxTtl: 120 });
     expect(leaseLimits({ default_ttl: 600, max_ttl: 9000 }, { config: { default_lease_ttl: 60, max_lease_ttl: 300 } })).toEqual({ ttl: 300, maxTtl: 300 });
     expect(leaseLimits({ default_ttl: 30, max_ttl: 90 }, { config: { default_lease_ttl: 60, max_lease_ttl: 300 } })).toEqual({ ttl: 30, maxTtl: 90 });
-  });
-});
-
-describe('username templates', () => {
-  const context = { DisplayName: 'token-long-name', RoleName: 'My Role' };
-
-  it('renders values through pipes', () => {
-    expect(renderUsername('{{.DisplayName | truncate 5}}_{{.RoleName | lowercase | replace " " "-"}}', context)).toBe('token_my-role');
-    expect(renderUsername('x-{{random 12 | uppercase}}', context)).toMatch(/^x-[A-Z0-9]{12}$/);
-    expect(renderUsername('{{unix_time}}', context)).toMatch(/^\d{10}$/);
-    expect(renderUsername('{{uuid}}', context)).toMatch(/^[0-9a-f-]{36}$/);
-  });
-
-  it.each([
-    ['{{.Nope}}', 'unknown value ".Nope"'],
-    ['{{.RoleName | shout}}', 'unknown function "shout"'],
-    ['{{random x}}', '"random" takes one non-negative integer'],
-    ['{{.RoleName', 'unclosed "{{"'],
-  ])('refuses %s', (template, message) => {
-    expect(() => renderUsername(template, context)).toThrow(TemplateError);
-    expect(() => renderUsername(template, context)).toThrow(message);
   });
 });

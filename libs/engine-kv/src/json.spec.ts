@@ -1,4 +1,3 @@
-import { formatGoDuration } from './go-duration';
 import { mergePatch } from './json';
 
 describe('mergePatch (RFC 7396)', () => {
@@ -28,18 +27,5 @@ describe('mergePatch (RFC 7396)', () => {
     expect(Object.getPrototypeOf(merged)).toBe(Object.prototype);
     expect(Object.hasOwn(merged, '__proto__')).toBe(true);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
-  });
-});
-
-describe('formatGoDuration', () => {
-  it.each([
-    [0, '0s'],
-    [59, '59s'],
-    [60, '1m0s'],
-    [3600, '1h0m0s'],
-    [12319, '3h25m19s'],
-    [90000, '25h0m0s'],
-  ])('formats %i seconds as %s', (seconds, text) => {
-    expect(formatGoDuration(seconds)).toBe(text);
   });
 });

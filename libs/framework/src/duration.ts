@@ -73,3 +73,13 @@ function goDurationNanos(text: string): bigint | undefined {
 function toSafeNumber(units: bigint): number | undefined {
   return units <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(units) : undefined;
 }
+
+/** Whole seconds as Go's `Duration.String()` writes them (`0s`, `45s`, `30m0s`, `768h0m0s`): hours are the largest unit. */
+export function formatDuration(seconds: number): string {
+  const hours = Math.floor(seconds / 3600);
+  const minutes = Math.floor((seconds % 3600) / 60);
+  const rest = seconds % 60;
+  if (hours > 0) return `${hours}h${minutes}m${rest}s`;
+  if (minutes > 0) return `${minutes}m${rest}s`;
+  return `${rest}s`;
+}

@@ -1,5 +1,5 @@
 import { ServiceError } from '@svc/http';
-import { createFieldData, durationMilliseconds, parseDuration, type FieldMap, type FieldSchema, type FieldType } from './index';
+import { createFieldData, durationMilliseconds, formatDuration, parseDuration, type FieldMap, type FieldSchema, type FieldType } from './index';
 
 /** Coerces one value through a single field named "f". */
 function coerce(type: FieldType, value: unknown, extra: Partial<FieldSchema> = {}): unknown {
@@ -62,6 +62,18 @@ describe('durationMilliseconds', () => {
   ])('%p -> %p ms', (input, ms) => expect(durationMilliseconds(input)).toBe(ms));
 
   it.each(['', 'h', '10x', '-5s', '1.5', true])('rejects %p', (input) => expect(durationMilliseconds(input)).toBeUndefined());
+});
+
+describe('formatDuration', () => {
+  it.each([
+    [0, '0s'],
+    [59, '59s'],
+    [60, '1m0s'],
+    [1800, '30m0s'],
+    [12319, '3h25m19s'],
+    [90000, '25h0m0s'],
+    [768 * 3600, '768h0m0s'],
+  ])('%p s -> %p', (seconds, text) => expect(formatDuration(seconds)).toBe(text));
 });
 
 describe('field coercion', () => {

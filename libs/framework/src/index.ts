@@ -6,7 +6,7 @@ export {
   unknownFieldsWarning,
   type FieldDataOptions,
 } from './fields';
-export { durationMilliseconds } from './duration';
+export { durationMilliseconds, formatDuration } from './duration';
 export { parseBool } from './coerce';
 export {
   compilePattern,

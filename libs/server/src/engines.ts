@@ -2,6 +2,7 @@ import { EngineRegistry, GATEWAY, type EngineType } from '@svc/engine-host';
 import { kvBackendFactory } from '@svc/engine-kv';
 import { transitBackendFactory } from '@svc/engine-transit';
 import { databaseBackendFactory } from '@svc/engine-database';
+import { cloudBackendFactory } from '@svc/engine-cloud';
 
 /**
  * The mount types of this build, one entry each: adding an engine or auth method is one entry
@@ -12,6 +13,7 @@ export const ENGINE_TYPES: readonly EngineType[] = [
   { type: 'kv', table: 'secret', runsIn: GATEWAY, factory: kvBackendFactory },
   { type: 'transit', table: 'secret', runsIn: 'transit', factory: transitBackendFactory },
   { type: 'database', table: 'secret', runsIn: 'database', factory: databaseBackendFactory },
+  { type: 'cloud', table: 'secret', runsIn: 'cloud', factory: cloudBackendFactory },
 ];
 
 /** The registry of the types above, for what needs no core: service processes, flags, configuration. */

@@ -6,4 +6,5 @@ export { EmbeddedPhysical, type EmbeddedPhysicalOptions } from './embedded';
 export { createPhysical } from './factory';
 export { Barrier, type WriteListener } from './barrier';
 export { createView } from './view';
+export { RecordStore } from './record-store';
 export { CachedPhysical } from './cache';

@@ -7,3 +7,4 @@ export * from './mysql-logins';
 export * from './tcp-proxy';
 export * from './stub-api';
 export * from './cli';
+export * from './ports';

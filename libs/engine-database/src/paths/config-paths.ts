@@ -6,7 +6,7 @@ import { merged, statements, type DatabaseEngine } from '../engine';
 import { scrub, talkToDatabase } from '../errors';
 import { findPlugin, PLUGINS, type PluginDefinition } from '../plugins';
 import { CONNECTIONS, type ConnectionRecord } from '../records';
-import { renderUsername, TemplateError } from '../username-template';
+import { renderUsername, TemplateError } from '@svc/username-template';
 
 const NAME: FieldMap = { name: { type: 'name', description: 'Name of the connection.' } };
 

@@ -1,5 +1,5 @@
+import { formatDuration } from '@svc/framework';
 import { ServiceError } from '@svc/http';
-import { formatGoDuration } from '../go-duration';
 import type { EngineConfig, KeyMetadata, VersionState } from './records';
 
 /** Versions kept per key when neither the key nor the mount sets `max_versions` (Vault's default). */
@@ -43,11 +43,11 @@ export function versionMetadata(metadata: KeyMetadata, version: number): Record<
 
 /** A key's metadata as metadata reads describe it. */
 export function describeMetadata(metadata: KeyMetadata): Record<string, unknown> {
-  return { ...metadata, delete_version_after: formatGoDuration(metadata.delete_version_after) };
+  return { ...metadata, delete_version_after: formatDuration(metadata.delete_version_after) };
 }
 
 export function describeConfig(config: EngineConfig): Record<string, unknown> {
-  return { ...config, delete_version_after: formatGoDuration(config.delete_version_after) };
+  return { ...config, delete_version_after: formatDuration(config.delete_version_after) };
 }
 
 /** The stricter of the key's and the mount's `delete_version_after`; 0 when neither sets one. */

@@ -1,0 +1,128 @@
+/**
+ * The provider's IAM and STS clients for one mount, built from its root configuration, and the one
+ * place provider failures become answers: a refusal (4xx) is a 400 with the provider's message;
+ * throttling, a server fault or no answer is a 502. Calls are bounded by timeouts and retries, so a
+ * provider that is down fails the request within a few seconds.
+ */
+import type * as IamSdk from '@aws-sdk/client-iam';
+import type * as StsSdk from '@aws-sdk/client-sts';
+import { ServiceError } from '@svc/http';
+import type { RootConfig } from './records';
+
+export interface ProviderClients {
+  iam: IamSdk.IAMClient;
+  sts: StsSdk.STSClient;
+  /** The SDK modules, for their commands: `iam.send(new IAM.GetUserCommand({}))`. */
+  IAM: typeof IamSdk;
+  STS: typeof StsSdk;
+  /** Secrets the clients sign with, never to appear in a message. */
+  secrets: string[];
+}
+
+let sdk: Promise<{ IAM: typeof IamSdk; STS: typeof StsSdk }> | undefined;
+
+/** The SDK is loaded on first use, so processes that never serve a cloud mount do not pay its start-up (about a second of CPU). */
+function loadSdk(): Promise<{ IAM: typeof IamSdk; STS: typeof StsSdk }> {
+  sdk ??= Promise.all([import('@aws-sdk/client-iam'), import('@aws-sdk/client-sts')]).then(([IAM, STS]) => ({ IAM, STS }));
+  return sdk;
+}
+
+const CONNECT_TIMEOUT_MS = 2_000;
+const REQUEST_TIMEOUT_MS = 10_000;
+const THROTTLING = new Set(['Throttling', 'ThrottlingException', 'RequestLimitExceeded', 'TooManyRequestsException', 'RequestThrottled', 'SlowDown']);
+
+/** Region: the configuration's, then CLOUD_REGION, then CLOUD_DEFAULT_REGION, then us-east-1. */
+export function providerRegion(config: Pick<RootConfig, 'region'> | null, env: NodeJS.ProcessEnv = process.env): string {
+  return config?.region || env.CLOUD_REGION || env.CLOUD_DEFAULT_REGION || 'us-east-1';
+}
+
+/**
+ * Credentials: the configuration's, then CLOUD_ACCESS_KEY/CLOUD_SECRET_KEY; undefined leaves the
+ * SDK's own chain (AWS_* variables, shared files, instance or task role).
+ */
+export function providerCredentials(config: Pick<RootConfig, 'access_key' | 'secret_key'> | null, env: NodeJS.ProcessEnv = process.env): { accessKeyId: string; secretAccessKey: string } | undefined {
+  if (config?.access_key && config.secret_key) return { accessKeyId: config.access_key, secretAccessKey: config.secret_key };
+  if (env.CLOUD_ACCESS_KEY && env.CLOUD_SECRET_KEY) return { accessKeyId: env.CLOUD_ACCESS_KEY, secretAccessKey: env.CLOUD_SECRET_KEY };
+  return undefined;
+}
+
+/**
+ * Clients for the mount's current configuration. Replicas read the configuration from storage on
+ * every request, so the cache is keyed by it: a changed configuration (rotate-root, a new
+ * endpoint) gets new clients wherever it is read next.
+ */
+export class ProviderClientCache {
+  private cached?: { key: string; clients: ProviderClients };
+
+  async get(config: RootConfig | null): Promise<ProviderClients> {
+    const { IAM, STS } = await loadSdk();
+    const env = process.env;
+    const key = JSON.stringify([config, env.CLOUD_ACCESS_KEY, env.CLOUD_SECRET_KEY, env.CLOUD_REGION, env.CLOUD_DEFAULT_REGION]);
+    if (this.cached?.key === key) return this.cached.clients;
+    this.close();
+    const settings = {
+      region: providerRegion(config),
+      credentials: providerCredentials(config),
+      maxAttempts: config && config.max_retries >= 0 ? config.max_retries + 1 : undefined,
+      requestHandler: { connectionTimeout: CONNECT_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS },
+    };
+    const clients: ProviderClients = {
+      iam: new IAM.IAMClient({ ...settings, endpoint: config?.iam_endpoint || undefined }),
+      sts: new STS.STSClient({ ...settings, endpoint: config?.sts_endpoint || undefined }),
+      IAM,
+      STS,
+      secrets: [config?.secret_key ?? '', env.CLOUD_SECRET_KEY ?? ''].filter(Boolean),
+    };
+    this.cached = { key, clients };
+    return clients;
+  }
+
+  close(): void {
+    this.cached?.clients.iam.destroy();
+    this.cached?.clients.sts.destroy();
+    this.cached = undefined;
+  }
+}
+
+interface ProviderFault {
+  name?: string;
+  message?: string;
+  code?: string;
+  $metadata?: { httpStatusCode?: number };
+}
+
+/** The provider's error code, without the SDK's `Exception` suffix (`NoSuchEntity`, `LimitExceeded`). */
+export function providerErrorCode(err: unknown): string {
+  return ((err as ProviderFault | undefined)?.name ?? '').replace(/Exception$/, '');
+}
+
+function withoutSecrets(message: string, secrets: readonly string[]): string {
+  return secrets.reduce((text, secret) => (secret ? text.split(secret).join('<redacted>') : text), message);
+}
+
+/** Whether the provider answered and refused the call (4xx other than throttling): nothing was done. */
+export function isRefusal(err: unknown): boolean {
+  const status = (err as ProviderFault | undefined)?.$metadata?.httpStatusCode;
+  return status !== undefined && status >= 400 && status < 500 && !THROTTLING.has(providerErrorCode(err));
+}
+
+/** A provider failure as the client sees it. */
+export function providerError(action: string, err: unknown, secrets: readonly string[]): ServiceError {
+  if (err instanceof ServiceError) return err;
+  const fault = (err ?? {}) as ProviderFault;
+  const status = fault.$metadata?.httpStatusCode;
+  const code = providerErrorCode(err);
+  const message = withoutSecrets(fault.message || fault.code || code || 'unknown error', secrets);
+  if (isRefusal(err)) return ServiceError.badRequest(`${action}: ${code}: ${message}`);
+  const reason = status === undefined ? 'the provider did not answer' : `the provider answered ${status}`;
+  return ServiceError.badGateway(`${action} failed (${reason}): ${code ? `${code}: ` : ''}${message}`);
+}
+
+/** Runs provider calls; a failure becomes the client's answer (see providerError). */
+export async function callProvider<T>(action: string, secrets: readonly string[], call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    throw providerError(action, err, secrets);
+  }
+}

@@ -1,0 +1,22 @@
+import type { StorageView } from './types';
+
+/** Records of one kind under one storage prefix. */
+export class RecordStore<T> {
+  constructor(private readonly prefix: string) {}
+
+  get(storage: StorageView, name: string): Promise<T | null> {
+    return storage.getJSON<T>(this.prefix + name);
+  }
+
+  put(storage: StorageView, name: string, record: T): Promise<void> {
+    return storage.putJSON(this.prefix + name, record);
+  }
+
+  delete(storage: StorageView, name: string): Promise<void> {
+    return storage.delete(this.prefix + name);
+  }
+
+  list(storage: StorageView): Promise<string[]> {
+    return storage.list(this.prefix);
+  }
+}

@@ -1,0 +1,1 @@
+export { renderUsername, TemplateError, type TemplateFields } from './username-template';
