@@ -533,7 +533,8 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('kv, %s', (kind) => {
         expect(listed.body.data.keys).toEqual(Array.from({ length: keyCount }, (_, i) => keyName(i)));
       }
       expect((await call('GET', 'bulk/big/key-054321')).body.data).toEqual({ i: 54321 });
-    }, 180_000);
+      // About a minute on a quiet machine; the bound leaves room for a machine shared with other work.
+    }, 360_000);
   }
 
   test('no secret value appears in any process log', () => {
