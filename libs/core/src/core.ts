@@ -27,6 +27,7 @@ import { LeaseLifecycle } from './leases/lease-lifecycle';
 import { Authorizer } from './access/authorizer';
 import { ResponseWrapper } from './wrapping/response-wrapper';
 import { AUDIT_TABLE_KEY, AuditDevices } from './audit/audit-devices';
+import { Logins } from './auth/logins';
 
 const PERIODIC_INTERVAL_MS = 60_000;
 const SERVICE_UNSEAL_RETRIES = 40;
@@ -93,6 +94,7 @@ export class Core {
   readonly namespaces: NamespaceRegistry;
   readonly tokens: TokenStore;
   readonly tokenManager: TokenManager;
+  readonly logins: Logins;
   readonly leases: ExpirationManager;
   readonly leaseLifecycle: LeaseLifecycle;
   readonly authorizer: Authorizer;
@@ -135,6 +137,12 @@ export class Core {
     this.tokenManager = new TokenManager(this.tokens, this.leases, {
       revokeLeasesOf: (accessor) => this.leaseLifecycle.revokeOfToken(accessor),
       purgeCubbyhole: (accessor) => this.purgeCubbyhole(accessor),
+    });
+    this.logins = new Logins({
+      tokens: this.tokenManager,
+      namespaces: this.namespaces,
+      limits: (mount) => this.tokenLimits(mount),
+      dispatch: (message) => this.dispatch(message),
     });
     this.authorizer = new Authorizer(this.namespaces);
     this.wrapping = new ResponseWrapper(this.tokenManager, this.namespaces, this.barrier, options.config.maxLeaseTtl);

@@ -93,6 +93,8 @@ export class EngineHost {
           return { ok: true, help: backend.help(message.path) };
         case 'renew':
           return { ok: true, response: await backend.renewSecret(req, message.secretType, message.internalData) };
+        case 'renew-auth':
+          return { ok: true, response: { auth: await backend.renewAuth(req, message.auth) } };
         case 'periodic':
           await backend.periodic(req);
           return { ok: true };

@@ -1,4 +1,4 @@
-import type { Capability, Caller, MountInfo, Operation, Response } from '@svc/framework';
+import type { AuthResponse, Capability, Caller, MountInfo, Operation, Response } from '@svc/framework';
 
 /**
  * The message contract between the gateway and an engine service. The same objects travel as JSON
@@ -8,7 +8,9 @@ export type EngineRequest =
   | ({ kind: 'operation' } & OperationFields)
   | ({ kind: 'help' } & OperationFields)
   | ({ kind: 'periodic' } & OperationFields)
-  | ({ kind: 'renew' | 'revoke'; secretType: string; internalData: Record<string, unknown> } & OperationFields);
+  | ({ kind: 'renew' | 'revoke'; secretType: string; internalData: Record<string, unknown> } & OperationFields)
+  /** A token from a login at this auth mount is being renewed: the method re-checks its `auth`. */
+  | ({ kind: 'renew-auth'; auth: AuthResponse } & OperationFields);
 
 export interface OperationFields {
   requestId: string;

@@ -5,6 +5,7 @@ import { addRoutes, openApiDocument, type DocumentedRoute, type OpenApiDocument 
 import { isWrite, resolveOperation, type PathOperation, type ResolvedOperation } from './operations';
 import { compilePattern, relativeTemplate, type CompiledPattern } from './pattern';
 import type {
+  AuthResponse,
   BackendDeclaration,
   Capability,
   FieldData,
@@ -99,6 +100,11 @@ export class Backend {
   /** Runs the backend's periodic function, if it declares one. */
   async periodic(req: Request): Promise<void> {
     await this.declaration.periodic?.(req);
+  }
+
+  async renewAuth(req: Request, auth: AuthResponse): Promise<AuthResponse> {
+    if (!this.declaration.renewAuth) throw ServiceError.badRequest(`auth method "${this.type}" does not renew its tokens`);
+    return this.declaration.renewAuth(req, auth);
   }
 
   async renewSecret(req: Request, type: string, internalData: Record<string, unknown>): Promise<Response | undefined> {

@@ -42,3 +42,4 @@ export {
 } from './openapi';
 export { fieldsTable, pathHelp, mountHelp } from './help';
 export { listResponse } from './responses';
+export { addressAllowed, validateCidrs } from './cidrs';

@@ -2,6 +2,7 @@
  * The contract between the framework, the core and every engine. A backend is a list of path
  * declarations; everything else (parsing, coercion, validation, help, OpenAPI) derives from them.
  */
+import type { AuthBlock } from '@svc/http';
 import type { StorageView } from '@svc/storage';
 
 /** Field types a path can declare. Coercion rules are in fields.ts. */
@@ -103,8 +104,10 @@ export interface Response {
   warnings?: string[];
   /** A lease-bearing secret: the core registers a lease and returns lease_id. */
   secret?: SecretResponse;
-  /** Authentication result (login endpoints and token creation). */
-  auth?: Record<string, unknown>;
+  /** A login's result: the core turns it into a token (only auth methods' operations may answer one). */
+  auth?: AuthResponse;
+  /** A token already issued (by the core for a login, or by the token store): the envelope's `auth` block. */
+  token?: IssuedToken;
   /** Data members repeated at the top level of the envelope (PathDeclaration.dataAtTopLevel). */
   dataAtTopLevel?: boolean;
   /** Overrides the status code (e.g. sys/health). */
@@ -122,6 +125,41 @@ export interface SecretResponse {
   ttl: number;
   maxTtl?: number;
   renewable: boolean;
+}
+
+/**
+ * What an auth method answers to a successful login (Vault's logical.Auth): the core creates the
+ * token from it. TTLs are seconds; 0 means the mount's (or the system's) default.
+ */
+export interface AuthResponse {
+  /** Policies of the token (its token_policies; there is no identity store to add others). */
+  policies: string[];
+  /** Leave out the `default` policy. */
+  noDefaultPolicy?: boolean;
+  metadata?: Record<string, string>;
+  /** Shown as `<mount path>-<displayName>`, e.g. "userpass-alice". */
+  displayName: string;
+  ttl: number;
+  /** Ceiling of the token's life from its creation, renewals included (below the mount's). */
+  maxTtl?: number;
+  period?: number;
+  explicitMaxTtl?: number;
+  numUses?: number;
+  renewable: boolean;
+  /** `default`, `default-service` and `default-batch` follow the mount's default (service). */
+  tokenType?: 'service' | 'batch' | 'default' | 'default-service' | 'default-batch';
+  /** Client addresses the token may be used from (CIDR blocks); none means anywhere. */
+  boundCidrs?: string[];
+  /** The identity the method vouched for (recorded on the token). */
+  alias?: { name: string; metadata?: Record<string, string> };
+  /** Kept with the token and handed back to the method on renewal; never shown to clients. */
+  internalData?: Record<string, unknown>;
+}
+
+/** A token that exists: the envelope shows `auth`; `displayName` is for the audit log. */
+export interface IssuedToken {
+  auth: AuthBlock;
+  displayName: string;
 }
 
 /** Coerced, validated request fields. */
@@ -200,4 +238,10 @@ export interface BackendDeclaration {
    * exactly one replica at a time, with a request whose storage is the mount's view.
    */
   periodic?: (req: Request) => Promise<void>;
+  /**
+   * An auth method's check when one of its tokens is renewed: given the login's auth as the token
+   * holds it (internal data included), it answers the auth to renew with (new TTL, policies) or
+   * throws to refuse. Without it, the method's tokens cannot be renewed.
+   */
+  renewAuth?: (req: Request, auth: AuthResponse) => Promise<AuthResponse>;
 }

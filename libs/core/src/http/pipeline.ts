@@ -2,13 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { JsonLimits } from '@svc/config';
 import type { EngineReply, EngineRequest } from '@svc/engine-host';
-import type { Capability, Caller, MountInfo, Operation, Response } from '@svc/framework';
+import { addressAllowed, type Capability, type Caller, type IssuedToken, type MountInfo, type Operation, type Response } from '@svc/framework';
 import { dataObject, envelope, envelopeJson, JsonText, jsonBody, ServiceError, toErrorBody, UNSUPPORTED_PATH, type JsonBody, type OutgoingEnvelope } from '@svc/http';
 import type { Core } from '../core';
 import { SYSTEM_MOUNT } from '../mounts/system-mount';
 import type { Namespace } from '../namespaces/namespace';
 import { remainingTtl, type TokenEntry } from '../tokens/token-store';
-import type { AuditRequestEntry, AuditResponse } from '@svc/audit';
+import type { AuditAuth, AuditRequestEntry, AuditResponse } from '@svc/audit';
 import { describeRequestError } from './request-errors';
 import { decodePath, header, joinNamespace, operationFor, requestData, tokenFrom, wrapTtlFrom } from './request-parsing';
 
@@ -159,6 +159,7 @@ export class RequestPipeline {
     let token = tokenValue ? this.core.tokens.cached(tokenValue) : null;
     if (token === undefined) token = await this.core.tokens.lookup(tokenValue!);
     if (tokenValue && !token) throw ServiceError.forbidden();
+    if (token?.boundCidrs && !addressAllowed(token.boundCidrs, req.remoteAddress)) throw ServiceError.forbidden();
     const ctx: Context = { requestId, req, operation, namespace, path, data, wrapTtl, token, tokenValue };
 
     if (path === 'sys' || path.startsWith('sys/')) return this.serve(ctx, this.systemMount(namespace), path.slice('sys/'.length), true);
@@ -269,7 +270,7 @@ export class RequestPipeline {
     };
   }
 
-  /** Step 7: lease registration and response wrapping, then the HTTP answer. */
+  /** Step 7: a login's token, lease registration and response wrapping, then the HTTP answer. */
   private finish(ctx: Context, mount: MountInfo, reply: EngineReply): HttpResult | Promise<HttpResult> {
     if (!reply.ok) {
       ctx.auditErrors = reply.errors;
@@ -277,12 +278,13 @@ export class RequestPipeline {
     }
     if (reply.help) return json(200, reply.help);
     const response = reply.response;
-    if (response?.secret || ctx.wrapTtl !== undefined) return this.finishWithStorage(ctx, mount, response);
+    if (response?.auth || response?.secret || ctx.wrapTtl !== undefined) return this.finishWithStorage(ctx, mount, response);
     return this.answer(ctx, mount, response, undefined);
   }
 
-  /** A secret's lease is registered, and a wrapped answer stored: both write to storage. */
-  private async finishWithStorage(ctx: Context, mount: MountInfo, response: Response | undefined): Promise<HttpResult> {
+  /** A login's token is created, a secret's lease registered, a wrapped answer stored: all write to storage. */
+  private async finishWithStorage(ctx: Context, mount: MountInfo, answered: Response | undefined): Promise<HttpResult> {
+    const response = answered?.auth ? await this.core.logins.complete({ namespace: ctx.namespace, mount, path: ctx.path }, { ...answered, auth: answered.auth }) : answered;
     const lease = response?.secret
       ? await this.core.leaseLifecycle.register(ctx.namespace, mount, ctx.path, response.secret, ctx.token?.accessor ?? '')
       : undefined;
@@ -301,6 +303,7 @@ export class RequestPipeline {
         mount_accessor: mount.accessor,
         data: body?.data ? dataObject(body.data) : ((response?.raw as Record<string, unknown> | undefined) ?? null),
         ...(lease ? { secret: { lease_id: lease.leaseId } } : {}),
+        ...(response?.token ? { auth: auditAuth(response.token) } : {}),
         ...(body?.warnings ? { warnings: body.warnings } : {}),
         status: response?.status,
       };
@@ -312,7 +315,7 @@ export class RequestPipeline {
     return envelope(requestId, {
       data: response.dataJson === undefined ? (response.data ?? null) : new JsonText(response.dataJson),
       warnings: response.warnings,
-      auth: (response.auth as unknown as OutgoingEnvelope['auth']) ?? null,
+      auth: response.token?.auth ?? null,
       lease_id: lease?.leaseId ?? '',
       lease_duration: lease?.ttl ?? 0,
       renewable: lease ? (response.secret?.renewable ?? false) : false,
@@ -370,6 +373,22 @@ function auditEntry(ctx: Context, mount: MountInfo): AuditRequestEntry {
       remote_address: ctx.req.remoteAddress ?? '',
       wrap_ttl: ctx.wrapTtl ?? 0,
     },
+  };
+}
+
+/** A token issued by the request (login, token creation) as the audit log records it (the devices hash its value). */
+function auditAuth({ auth, displayName }: IssuedToken): AuditAuth {
+  return {
+    client_token: auth.client_token,
+    accessor: auth.accessor,
+    display_name: displayName,
+    policies: auth.policies,
+    token_policies: auth.token_policies,
+    metadata: auth.metadata,
+    entity_id: auth.entity_id,
+    token_type: auth.token_type,
+    token_ttl: auth.lease_duration,
+    num_uses: auth.num_uses,
   };
 }
 
