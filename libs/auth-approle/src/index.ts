@@ -1,0 +1,1 @@
+export { approleBackendFactory, approleDeclaration, createApproleBackend } from './approle-backend';
