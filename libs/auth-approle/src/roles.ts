@@ -100,9 +100,9 @@ export class Roles {
 export function readRole(name: string, f: FieldData, existing: Role | null): Role {
   const own = { ...ROLE_DEFAULTS, ...pickOwn(existing) };
   for (const field of Object.keys(ROLE_DEFAULTS) as (keyof RoleOwnFields)[]) {
-    if (f.has(field)) (own as Record<string, unknown>)[field] = f.get(field);
+    if (f.sentDeclared(field)) (own as Record<string, unknown>)[field] = f.get(field);
   }
-  if (existing && f.has('local_secret_ids') && own.local_secret_ids !== existing.local_secret_ids) {
+  if (existing && f.sentDeclared('local_secret_ids') && own.local_secret_ids !== existing.local_secret_ids) {
     throw ServiceError.badRequest('field "local_secret_ids" cannot be changed once the role exists');
   }
   if (own.secret_id_num_uses < 0) throw ServiceError.badRequest('field "secret_id_num_uses" cannot be negative');
@@ -110,7 +110,7 @@ export function readRole(name: string, f: FieldData, existing: Role | null): Rol
   own.secret_id_bound_cidrs = validateCidrs('secret_id_bound_cidrs', own.secret_id_bound_cidrs);
   const role: Role = {
     name,
-    role_id: f.has('role_id') ? f.get<string>('role_id').trim() : (existing?.role_id ?? randomUUID()),
+    role_id: f.sentDeclared('role_id') ? f.get<string>('role_id').trim() : (existing?.role_id ?? randomUUID()),
     ...own,
     ...readTokenSettings(f, existing ?? DEFAULT_TOKEN_SETTINGS),
   };

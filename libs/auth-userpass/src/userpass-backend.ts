@@ -74,8 +74,9 @@ export function userpassDeclaration(mount: MountInfo, context: EngineContext): B
   async function writeUser(req: Request, f: FieldData, existing: User | null): Promise<undefined> {
     const policy = f.has('password_policy') ? f.get<string>('password_policy') : (existing?.password_policy ?? '');
     if (!existing && !f.has('password')) throw ServiceError.badRequest('missing required field "password"');
+    const settings = readTokenSettings(f, existing ?? DEFAULT_TOKEN_SETTINGS);
     const passwordHash = f.has('password') ? await newPasswordHash(f.get('password'), policy) : existing!.password_hash;
-    return putUser(req, f, { ...readTokenSettings(f, existing ?? DEFAULT_TOKEN_SETTINGS), password_hash: passwordHash, password_policy: policy });
+    return putUser(req, f, { ...settings, password_hash: passwordHash, password_policy: policy });
   }
 
   return {

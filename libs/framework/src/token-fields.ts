@@ -60,7 +60,7 @@ export function readTokenSettings(f: FieldData, existing: TokenSettings = DEFAUL
   const settings: Record<string, unknown> = {};
   for (const name of Object.keys(DEFAULT_TOKEN_SETTINGS) as (keyof TokenSettings)[]) {
     const legacy = LEGACY_NAMES[name];
-    const sentAs = f.has(name) ? name : legacy && f.has(legacy) ? legacy : undefined;
+    const sentAs = f.sentDeclared(name) ? name : legacy && f.sentDeclared(legacy) ? legacy : undefined;
     settings[name] = sentAs ? f.get(sentAs) : existing[name];
   }
   return checkedTokenSettings(settings as unknown as TokenSettings);

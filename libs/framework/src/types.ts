@@ -168,6 +168,11 @@ export interface FieldData {
   get<T = unknown>(name: string): T;
   /** Whether the client sent the field (after coercion). */
   has(name: string): boolean;
+  /**
+   * Whether the path declares the field and the client sent it: for code shared by declarations
+   * that each declare some of a set of fields (a role written whole or one field at a time).
+   */
+  sentDeclared(name: string): boolean;
   /** Raw request data (for pass-through maps such as KV v1 writes). */
   raw: Record<string, unknown>;
   /** Path parameters captured by the pattern. */
