@@ -194,6 +194,8 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('auth methods, %s', (
       expect((await ok(useUrl, 'GET', 'kv/shared', logged.body.auth.client_token)).data).toEqual({ value: 'for readers' });
       expect(await lookupSelf(logged.body.auth.client_token)).toMatchObject({ path: 'auth/userpass/login/alice', display_name: 'userpass-alice' });
 
+      // A login is outside the ACL: a token sent with it (here a stale one) is ignored.
+      expect((await call(loginUrl, 'POST', 'auth/userpass/login/alice', 'svs.stale', { password: 'correct horse' })).status).toBe(200);
       const wrong = await login('alice', 'wrong horse');
       const unknown = await login('mallory', 'correct horse');
       expect([wrong.status, wrong.body.errors]).toEqual([400, ['invalid username or password']]);

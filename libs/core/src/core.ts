@@ -4,7 +4,7 @@ import type { Bus } from '@svc/bus';
 import { BusUnavailableError, decodeJson, encodeJson } from '@svc/bus';
 import type { ServerConfig } from '@svc/config';
 import { EngineHost, mountRemovedSubject, mountStoragePrefix, serviceSubject, type EngineReply, type EngineRequest, type OperationFields, type BackendFactory } from '@svc/engine-host';
-import type { Backend, MountInfo, Request } from '@svc/framework';
+import type { Backend, MountInfo, Operation, Request } from '@svc/framework';
 import { ServiceError, SEALED_MESSAGE, UNINITIALIZED_MESSAGE } from '@svc/http';
 import type { LockManager } from '@svc/locks';
 import { KeyringDistributor, KeyringReceiver, ShamirSeal, encryptRootToken } from '@svc/seal';
@@ -429,6 +429,14 @@ export class Core {
       caller: req.caller,
       capabilities: [...req.capabilities],
     };
+  }
+
+  /**
+   * Whether a request is a login to an auth method of this process: it is outside the ACL, and a
+   * token sent with it is ignored, as Vault ignores one on its unauthenticated paths.
+   */
+  isLogin(mount: MountInfo, path: string, operation: Operation): boolean {
+    return operation !== 'help' && this.isCoreEngine(mount.type) && this.coreEngines.isUnauthenticated(mount, path, operation);
   }
 
   /** Whether a mount type runs in this process (core engines get the caller's token value). */

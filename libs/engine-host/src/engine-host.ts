@@ -109,6 +109,11 @@ export class EngineHost {
     }
   }
 
+  /** Whether an operation of a mount's backend is unauthenticated (a login), for the gateway to know before it checks a token. */
+  isUnauthenticated(mount: MountInfo, path: string, operation: PathOperation): boolean {
+    return this.forMount(mount).backend.operationInfo(path, operation)?.unauthenticated === true;
+  }
+
   /** Drops (and closes) the backend of a mount that was disabled. */
   forget(uuid: string): void {
     const entry = this.mounts.get(uuid);

@@ -155,7 +155,8 @@ export class RequestPipeline {
     if (!this.core.replicas.inContact && !SEALED_PATHS.has(fullPath)) await this.core.replicas.awaitContact();
 
     const { namespace, path, route } = this.core.route(fullPath);
-    const tokenValue = tokenFrom(req);
+    const login = route !== undefined && path.startsWith('auth/') && this.core.isLogin(route.mount, route.path, operation);
+    const tokenValue = login ? undefined : tokenFrom(req);
     let token = tokenValue ? this.core.tokens.cached(tokenValue) : null;
     if (token === undefined) token = await this.core.tokens.lookup(tokenValue!);
     if (tokenValue && !token) throw ServiceError.forbidden();
