@@ -6,24 +6,11 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import type { AuthBlock } from '@svc/http';
 import { api, eventually, initAndUnseal, startTopology, type Topology, type TopologyKind } from '@svc/testing';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Data = Record<string, any>;
-interface AuthBlock {
-  client_token: string;
-  accessor: string;
-  policies: string[];
-  token_policies: string[];
-  metadata: Record<string, string> | null;
-  lease_duration: number;
-  renewable: boolean;
-  entity_id: string;
-  token_type: string;
-  orphan: boolean;
-  num_uses: number;
-  mfa_requirement: null;
-}
 interface Reply {
   data: Data;
   errors: string[];
@@ -132,6 +119,11 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('auth methods, %s', (
       await ok(useUrl, 'GET', 'kv/shared', token);
       await ok(useUrl, 'GET', 'kv/shared', token);
       await refused(useUrl, 'GET', 'kv/shared', token, undefined, 403, /permission denied/);
+
+      // Logins racing through both gateways for the last use: exactly one gets it.
+      const { secret_id: once } = await secretIdOf('limited', { num_uses: 1 });
+      const raced = await Promise.all(Array.from({ length: 6 }, (_, i) => call(i % 2 ? useUrl : loginUrl, 'POST', 'auth/approle/login', undefined, { role_id: roleId, secret_id: once })));
+      expect(raced.map((res) => res.status).sort()).toEqual([200, 400, 400, 400, 400, 400]);
 
       const destroyed = await secretIdOf('limited');
       await admin('POST', 'auth/approle/role/limited/secret-id/destroy', { secret_id: destroyed.secret_id });

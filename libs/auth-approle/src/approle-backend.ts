@@ -201,18 +201,7 @@ export function approleDeclaration(): BackendDeclaration {
       pattern: 'role/:role_name/secret-id/destroy',
       synopsis: 'Destroys a secret ID.',
       fields: { ...ROLE_NAME, ...SECRET_ID_FIELD },
-      operations: Object.fromEntries(
-        (['update', 'delete'] as const).map((operation) => [
-          operation,
-          {
-            summary: 'Destroy a secret ID.',
-            handler: async (req: Request, f: FieldData) => {
-              await storesOf(req).secretIds.destroy((await existingRole(req, f)).name, f.get('secret_id'));
-              return undefined;
-            },
-          },
-        ]),
-      ),
+      operations: destroyOperations('Destroy a secret ID.', async (req, f) => storesOf(req).secretIds.destroy((await existingRole(req, f)).name, f.get('secret_id'))),
     },
     {
       pattern: 'role/:role_name/secret-id-accessor/lookup',
@@ -233,17 +222,8 @@ export function approleDeclaration(): BackendDeclaration {
       pattern: 'role/:role_name/secret-id-accessor/destroy',
       synopsis: 'Destroys a secret ID by its accessor.',
       fields: { ...ROLE_NAME, ...ACCESSOR_FIELD },
-      operations: Object.fromEntries(
-        (['update', 'delete'] as const).map((operation) => [
-          operation,
-          {
-            summary: 'Destroy a secret ID by accessor.',
-            handler: async (req: Request, f: FieldData) => {
-              await storesOf(req).secretIds.destroyAccessor((await existingRole(req, f)).name, f.get('secret_id_accessor'));
-              return undefined;
-            },
-          },
-        ]),
+      operations: destroyOperations('Destroy a secret ID by accessor.', async (req, f) =>
+        storesOf(req).secretIds.destroyAccessor((await existingRole(req, f)).name, f.get('secret_id_accessor')),
       ),
     },
     {
@@ -364,6 +344,15 @@ function refuseAddress(cidrs: string[], req: Request, owner: 'role' | 'secret ID
   if (!addressAllowed(cidrs, req.remoteAddress)) {
     throw ServiceError.forbidden(`permission denied: source address "${req.remoteAddress ?? ''}" is not allowed by the ${owner}'s CIDR blocks`);
   }
+}
+
+/** Vault's destroy paths answer both POST and DELETE. */
+function destroyOperations(summary: string, destroy: (req: Request, f: FieldData) => Promise<void>): PathDeclaration['operations'] {
+  const handler = async (req: Request, f: FieldData): Promise<undefined> => {
+    await destroy(req, f);
+    return undefined;
+  };
+  return { update: { summary, handler }, delete: { summary, handler } };
 }
 
 function secretIdAnswer(entry: SecretIdEntry | null): Response | undefined {
