@@ -32,8 +32,9 @@ export class Logins {
   constructor(private readonly deps: LoginsDeps) {}
 
   /** Creates the token a login's `auth` describes; the answer carries the token instead of the `auth`. */
-  async complete(place: LoginPlace, response: Response & { auth: AuthResponse }): Promise<Response> {
+  async complete(place: LoginPlace, response: Response): Promise<Response> {
     const { auth, ...rest } = response;
+    if (!auth) return response;
     // Only auth methods log in; a secrets engine answering with an auth is a bug, not a login.
     if (!place.path.startsWith('auth/')) throw new ServiceError(500, ['a secrets engine answered with an auth']);
     const policies = tokenPolicies(auth);

@@ -285,7 +285,7 @@ export class RequestPipeline {
 
   /** A login's token is created, a secret's lease registered, a wrapped answer stored: all write to storage. */
   private async finishWithStorage(ctx: Context, mount: MountInfo, answered: Response | undefined): Promise<HttpResult> {
-    const response = answered?.auth ? await this.core.logins.complete({ namespace: ctx.namespace, mount, path: ctx.path }, { ...answered, auth: answered.auth }) : answered;
+    const response = answered?.auth ? await this.core.logins.complete({ namespace: ctx.namespace, mount, path: ctx.path }, answered) : answered;
     const lease = response?.secret
       ? await this.core.leaseLifecycle.register(ctx.namespace, mount, ctx.path, response.secret, ctx.token?.accessor ?? '')
       : undefined;
