@@ -1,5 +1,5 @@
-import type { AuthResponse } from '@svc/framework';
-import { MountedBackend, refusal } from '@svc/testing';
+import { buildOpenApi, type AuthResponse } from '@svc/framework';
+import { MountedBackend, refusal, validateOpenApi } from '@svc/testing';
 import { approleBackendFactory } from './approle-backend';
 
 describe('approle auth method', () => {
@@ -232,5 +232,12 @@ describe('approle auth method', () => {
     await approle.request('delete', 'role/app');
     expect(await approle.storage.list('secret-id/')).toEqual([]);
     expect(await approle.storage.list('accessor/')).toEqual([]);
+  });
+
+  it('describes every path in help and a valid OpenAPI document', async () => {
+    const document = buildOpenApi([{ prefix: '/auth/approle/', backend: approle.backend }], { title: 'approle', version: '1' });
+    expect(await validateOpenApi(document)).toEqual({ valid: true });
+    expect(Object.keys(document.paths)).toEqual(expect.arrayContaining(['/auth/approle/login', '/auth/approle/role/{role_name}', '/auth/approle/role/{role_name}/secret-id/', '/auth/approle/tidy/secret-id']));
+    expect(approle.backend.help('').help).toMatch(/approle auth method/);
   });
 });

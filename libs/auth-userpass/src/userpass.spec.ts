@@ -1,5 +1,5 @@
-import type { AuthResponse } from '@svc/framework';
-import { MountedBackend, refusal } from '@svc/testing';
+import { buildOpenApi, type AuthResponse } from '@svc/framework';
+import { MountedBackend, refusal, validateOpenApi } from '@svc/testing';
 import { userpassBackendFactory } from './userpass-backend';
 
 const STRONG = `length = 12
@@ -121,5 +121,12 @@ describe('userpass auth method', () => {
     expect(await userpass.renewAuth(auth)).toMatchObject({ policies: ['one', 'two'], ttl: 900, internalData: { username: 'hank' } });
     await userpass.request('delete', 'users/hank');
     expect(await refusal(userpass.renewAuth(auth))).toEqual({ status: 400, message: 'user "hank" no longer exists; the token cannot be renewed' });
+  });
+
+  it('describes every path in help and a valid OpenAPI document', async () => {
+    const document = buildOpenApi([{ prefix: '/auth/userpass/', backend: userpass.backend }], { title: 'userpass', version: '1' });
+    expect(await validateOpenApi(document)).toEqual({ valid: true });
+    expect(Object.keys(document.paths)).toEqual(expect.arrayContaining(['/auth/userpass/login/{username}', '/auth/userpass/users/', '/auth/userpass/users/{username}/password']));
+    expect(userpass.backend.help('').help).toMatch(/userpass auth method/);
   });
 });
