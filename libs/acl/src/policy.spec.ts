@@ -7,7 +7,7 @@ function parseErrors(text: string, name = 'dev'): string[] {
     parsePolicy(name, text);
   } catch (err) {
     expect(err).toBeInstanceOf(ServiceError);
-    expect((err as ServiceError).status).toBe(400);
+    expect((err as ServiceError).kind).toBe('bad-request');
     return (err as ServiceError).errors;
   }
   throw new Error('the policy parsed');

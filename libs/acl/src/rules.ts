@@ -50,7 +50,7 @@ export function readPathRules(label: string, source: PolicySource): PathRule[] {
     if (Array.isArray(rule)) rule.forEach((message) => report(`${where}: ${message}`));
     else rules.push(rule);
   }
-  if (problems.length > 0) throw new ServiceError(400, problems);
+  if (problems.length > 0) throw new ServiceError('bad-request', problems);
   return rules;
 }
 

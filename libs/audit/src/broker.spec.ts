@@ -113,7 +113,7 @@ describe('AuditBroker', () => {
 
     const error = await captureError(broker.logRequest({ auth: sampleAuth(), request: sampleRequest() }));
 
-    expect(error.status).toBe(500);
+    expect(error.kind).toBe('internal');
     expect(error.errors).toEqual(['audit: no audit device could log the request']);
     expect(deviceErrors).toHaveLength(1);
     expect(deviceErrors[0].path).toBe('full');
@@ -168,7 +168,7 @@ describe('AuditBroker', () => {
   it('answers 400 to sys/audit-hash for an unknown device or an empty input', () => {
     broker.register(fileDevice('file'));
 
-    expect(() => broker.hash('nope', 'x')).toThrow(new ServiceError(400, ['unknown audit device "nope"']));
+    expect(() => broker.hash('nope', 'x')).toThrow(ServiceError.badRequest('unknown audit device "nope"'));
     expect(() => broker.hash('file', '')).toThrow('the "input" parameter is empty');
   });
 });

@@ -32,8 +32,8 @@ export class AuditBroker {
 
   register(device: AuditDevice): void {
     const path = normalizeDevicePath(device.path);
-    if (!path) throw new ServiceError(400, ['audit device path must not be empty']);
-    if (this.devices.has(path)) throw new ServiceError(400, [`path "${path}/" is already in use`]);
+    if (!path) throw ServiceError.badRequest('audit device path must not be empty');
+    if (this.devices.has(path)) throw ServiceError.badRequest(`path "${path}/" is already in use`);
     this.devices.set(path, device);
   }
 
@@ -71,8 +71,8 @@ export class AuditBroker {
   /** sys/audit-hash: the HMAC the device at `path` would write for `input`. */
   hash(path: string, input: string): string {
     const device = this.get(path);
-    if (!device) throw new ServiceError(400, [`unknown audit device "${normalizeDevicePath(path)}"`]);
-    if (input === '') throw new ServiceError(400, ['the "input" parameter is empty']);
+    if (!device) throw ServiceError.badRequest(`unknown audit device "${normalizeDevicePath(path)}"`);
+    if (input === '') throw ServiceError.badRequest('the "input" parameter is empty');
     return device.hash(input);
   }
 
@@ -95,7 +95,7 @@ export class AuditBroker {
       if (outcome.status === 'rejected') this.onDeviceError(devices[index].path, outcome.reason);
     });
     if (!outcomes.some((outcome) => outcome.status === 'fulfilled')) {
-      throw new ServiceError(500, [`audit: no audit device could log the ${type}`]);
+      throw ServiceError.internal(`audit: no audit device could log the ${type}`);
     }
   }
 }

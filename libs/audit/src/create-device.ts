@@ -16,6 +16,6 @@ export function createAuditDevice(
     case 'file':
       return new FileAuditDevice(path, options, salt, settings);
     default:
-      throw new ServiceError(400, [`unknown audit device type "${type}"; supported: ${AUDIT_DEVICE_TYPES.join(', ')}`]);
+      throw ServiceError.badRequest(`unknown audit device type "${type}"; supported: ${AUDIT_DEVICE_TYPES.join(', ')}`);
   }
 }

@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { ServiceError } from '@svc/http';
+import { ServiceError, type ErrorKind } from '@svc/http';
 import { createAuditDevice, FileAuditDevice, type AuditLine } from './index';
 import { SECRETS, makeTempDir, readLines, sampleRequest, sampleResponseLine } from './spec-fixtures';
 
@@ -33,7 +33,7 @@ function requestLine(id: string): AuditLine {
   return { time: new Date().toISOString(), type: 'request', request: sampleRequest({ id }) };
 }
 
-function expectServiceError(build: () => unknown, status: number, message: string | RegExp): void {
+function expectServiceError(build: () => unknown, kind: ErrorKind, message: string | RegExp): void {
   let thrown: unknown;
   try {
     build();
@@ -41,7 +41,7 @@ function expectServiceError(build: () => unknown, status: number, message: strin
     thrown = err;
   }
   expect(thrown).toBeInstanceOf(ServiceError);
-  expect((thrown as ServiceError).status).toBe(status);
+  expect((thrown as ServiceError).kind).toBe(kind);
   expect((thrown as ServiceError).errors.join('\n')).toMatch(message);
 }
 
@@ -235,7 +235,7 @@ describe('FileAuditDevice', () => {
     writeFileSync(auditFile('plain-file'), '');
     const underAFile = join(auditFile('plain-file'), 'audit.log');
 
-    expectServiceError(() => openDevice({ file_path: underAFile }), 400, /file_path.*not a directory/);
+    expectServiceError(() => openDevice({ file_path: underAFile }), 'bad-request', /file_path.*not a directory/);
   });
 
   it('reports a failing write (disk full) when logging', async () => {
@@ -258,7 +258,7 @@ describe('FileAuditDevice', () => {
     [{ file_path: 'discard', mode: '4600' }, /"mode" may only hold permission bits/],
     [{ file_path: 'discard', filepath: '/tmp/x' }, /unknown audit device option\(s\): "filepath"/],
   ])('rejects options %j with a 400 naming the option', (options, message) => {
-    expectServiceError(() => new FileAuditDevice('file', options, salt), 400, message);
+    expectServiceError(() => new FileAuditDevice('file', options, salt), 'bad-request', message);
   });
 
   it('accepts Go-style boolean spellings', async () => {
@@ -285,6 +285,6 @@ describe('FileAuditDevice', () => {
   });
 
   it('refuses an unknown device type', () => {
-    expectServiceError(() => createAuditDevice('syslog', 'syslog', {}, salt), 400, /unknown audit device type "syslog"/);
+    expectServiceError(() => createAuditDevice('syslog', 'syslog', {}, salt), 'bad-request', /unknown audit device type "syslog"/);
   });
 });

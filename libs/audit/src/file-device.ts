@@ -57,13 +57,13 @@ export class FileAuditDevice implements AuditDevice {
 }
 
 function openSink(filePath: string | undefined, mode: number): LineSink {
-  if (!filePath) throw new ServiceError(400, ['option "file_path" is required']);
+  if (!filePath) throw ServiceError.badRequest('option "file_path" is required');
   if (filePath === 'discard') return discardSink;
   if (filePath === 'stdout') return stdoutSink;
   try {
     return new AppendFileSink(filePath, mode);
   } catch (err) {
-    if (err instanceof AuditFileOpenError) throw new ServiceError(400, [`option "file_path": ${err.message}`]);
+    if (err instanceof AuditFileOpenError) throw ServiceError.badRequest(`option "file_path": ${err.message}`);
     throw err;
   }
 }

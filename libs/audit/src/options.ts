@@ -10,7 +10,7 @@ export interface CommonDeviceOptions extends HashOptions {
 const COMMON_OPTION_NAMES = ['log_raw', 'hmac_accessor', 'elide_list_responses', 'format', 'prefix'];
 
 function invalidOption(message: string): ServiceError {
-  return new ServiceError(400, [message]);
+  return ServiceError.badRequest(message);
 }
 
 /** Rejects options no device type or this device type understands, naming them. */

@@ -5,7 +5,7 @@ import { BusUnavailableError, decodeJson, encodeJson } from '@svc/bus';
 import type { ServerConfig } from '@svc/config';
 import { EngineHost, mountRemovedSubject, mountStoragePrefix, serviceSubject, type EngineReply, type EngineRequest, type OperationFields, type BackendFactory } from '@svc/engine-host';
 import type { Backend, MountInfo, Operation, Request } from '@svc/framework';
-import { ServiceError, SEALED_MESSAGE, UNINITIALIZED_MESSAGE } from '@svc/http';
+import { ServiceError } from '@svc/http';
 import type { LockManager } from '@svc/locks';
 import { KeyringDistributor, KeyringReceiver, ShamirSeal, encryptRootToken } from '@svc/seal';
 import { Barrier, CachedPhysical, createView, type Keyring, type Physical, type StorageView } from '@svc/storage';
@@ -28,6 +28,7 @@ import { Authorizer } from './access/authorizer';
 import { ResponseWrapper } from './wrapping/response-wrapper';
 import { AUDIT_TABLE_KEY, AuditDevices } from './audit/audit-devices';
 import { Logins } from './auth/logins';
+import { RequestHandler } from './request/request-handler';
 
 const PERIODIC_INTERVAL_MS = 60_000;
 const SERVICE_UNSEAL_RETRIES = 40;
@@ -295,7 +296,7 @@ export class Core {
 
   /** sys/unseal: one share at a time; the last one unseals. */
   async submitUnsealKey(key: string | undefined, reset: boolean): Promise<void> {
-    if (!this.initialized) throw new ServiceError(501, [UNINITIALIZED_MESSAGE]);
+    if (!this.initialized) throw ServiceError.uninitialized();
     if (!this.barrier.sealed) return;
     const outcome = await this.seal.submitUnsealKey(key ?? '', reset);
     if (outcome.keyring) await this.unsealWith(outcome.keyring);
@@ -402,7 +403,7 @@ export class Core {
     for (let attempt = 0; ; attempt++) {
       const reply = await this.requestService(service, message);
       // Right after an unseal, services are still fetching the keyring: give them a moment.
-      if (reply.ok || reply.status !== 503 || !reply.errors[0]?.endsWith(' is sealed') || attempt >= SERVICE_UNSEAL_RETRIES || this.barrier.sealed) return reply;
+      if (reply.ok || reply.kind !== 'sealed' || attempt >= SERVICE_UNSEAL_RETRIES || this.barrier.sealed) return reply;
       await new Promise((resolve) => setTimeout(resolve, SERVICE_UNSEAL_RETRY_MS));
     }
   }
@@ -437,6 +438,23 @@ export class Core {
    */
   isLogin(mount: MountInfo, path: string, operation: Operation): boolean {
     return operation !== 'help' && this.isCoreEngine(mount.type) && this.coreEngines.isUnauthenticated(mount, path, operation);
+  }
+
+  /** The request path of this core, given the parts of it each step uses. */
+  requestHandler(): RequestHandler {
+    return new RequestHandler({
+      seal: this,
+      replicas: this.replicas,
+      router: this,
+      tokens: this.tokens,
+      revokeToken: (accessor) => this.tokenManager.revokeTree(accessor),
+      authorizer: this.authorizer,
+      audit: this.audit.broker,
+      leases: this.leaseLifecycle,
+      logins: this.logins,
+      wrapper: this.wrapping,
+      dispatcher: this,
+    });
   }
 
   /** Whether a mount type runs in this process (core engines get the caller's token value). */
@@ -505,8 +523,8 @@ export class Core {
   }
 
   assertUnsealed(): void {
-    if (!this.initialized) throw new ServiceError(501, [UNINITIALIZED_MESSAGE]);
-    if (this.barrier.sealed) throw ServiceError.unavailable(SEALED_MESSAGE);
+    if (!this.initialized) throw ServiceError.uninitialized();
+    if (this.barrier.sealed) throw ServiceError.sealed();
   }
 
   /**
@@ -526,8 +544,8 @@ export class Core {
           data: {},
           headers: {},
           capabilities: ['root'],
-        }).catch((err: unknown) => ({ ok: false as const, status: 500, errors: [describeRequestError(err).type] }));
-        if (!reply.ok) this.logger.warn({ mount: mount.path, status: reply.status, errors: reply.errors }, 'periodic function failed');
+        }).catch((err: unknown) => ({ ok: false as const, kind: 'internal' as const, errors: [describeRequestError(err).type] }));
+        if (!reply.ok) this.logger.warn({ mount: mount.path, kind: reply.kind, errors: reply.errors }, 'periodic function failed');
       }
     });
   }

@@ -48,7 +48,7 @@ export class StaticRotations {
   /** Rotates now (creation or rotate-role). A role another replica is rotating is a 409. */
   async rotateNow(storage: StorageView, name: string, mode: Mode): Promise<StaticRoleRecord> {
     const rotated = await this.withRoleLock(name, (fence) => this.rotateLocked(storage, name, mode, fence));
-    if (rotated === null) throw new ServiceError(409, [`static role "${name}" is being rotated by another replica; try again`]);
+    if (rotated === null) throw ServiceError.conflict(`static role "${name}" is being rotated by another replica; try again`);
     if (rotated === undefined) throw ServiceError.badRequest(`unknown static role "${name}"`);
     this.timer.schedule(name, Date.parse(rotated.next_rotation));
     return rotated;

@@ -53,21 +53,21 @@ describe('EngineHost', () => {
   it('answers 503 naming the service while it holds no keyring, and serves once it does', async () => {
     const barrier = new Barrier(new InmemPhysical());
     const host = new EngineHost('echo-service', { echo }, barrier, context);
-    expect(await host.handle(message('read', 'value'))).toEqual({ ok: false, status: 503, errors: ['service echo-service is sealed'] });
+    expect(await host.handle(message('read', 'value'))).toEqual({ ok: false, kind: 'sealed', errors: ['service echo-service is sealed'] });
     barrier.unseal(Keyring.generate());
     expect((await host.handle(message('update', 'value', { data: { v: 'x' } }))).ok).toBe(true);
     expect(await host.handle(message('read', 'value'))).toEqual({ ok: true, response: { data: { v: 'x' } } });
     barrier.seal();
-    expect((await host.handle(message('read', 'value'))) as { status: number }).toMatchObject({ status: 503 });
+    expect(await host.handle(message('read', 'value'))).toMatchObject({ ok: false, kind: 'sealed' });
   });
 
   it('enforces sudo, callers and unauthenticated markings for every engine', async () => {
     const barrier = new Barrier(new InmemPhysical());
     barrier.unseal(Keyring.generate());
     const host = new EngineHost('echo-service', { echo }, barrier, context);
-    expect(await host.handle(message('read', 'admin'))).toMatchObject({ ok: false, status: 403 });
+    expect(await host.handle(message('read', 'admin'))).toMatchObject({ ok: false, kind: 'permission-denied' });
     expect(await host.handle(message('read', 'admin', { capabilities: ['read', 'sudo'] }))).toMatchObject({ ok: true });
-    expect(await host.handle(message('read', 'value', { caller: undefined }))).toMatchObject({ ok: false, status: 403 });
+    expect(await host.handle(message('read', 'value', { caller: undefined }))).toMatchObject({ ok: false, kind: 'permission-denied' });
     expect(await host.handle(message('update', 'login', { caller: undefined, capabilities: [] }))).toMatchObject({ ok: true });
   });
 
@@ -77,7 +77,7 @@ describe('EngineHost', () => {
     const barrier = new Barrier(new InmemPhysical());
     barrier.unseal(Keyring.generate());
     const host = new EngineHost('echo-service', { echo }, barrier, { ...context, logger });
-    expect(await host.handle(message('read', 'broken'))).toEqual({ ok: false, status: 500, errors: ['internal error'] });
+    expect(await host.handle(message('read', 'broken'))).toEqual({ ok: false, kind: 'internal', errors: ['internal error'] });
     expect(lines).toHaveLength(1);
     const entry = JSON.parse(lines[0]) as { level: number; request_id: string; err: { type: string; stack: string } };
     expect(entry).toMatchObject({ level: 50, request_id: 'r', err: { type: 'TypeError' } });

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Bus, Subscription } from '@svc/bus';
 import type { LockManager } from '@svc/locks';
 import { decodeJson, encodeJson } from '@svc/bus';
-import { describeRequestError, toErrorBody, ServiceError } from '@svc/http';
+import { describeRequestError, errorOf, ServiceError } from '@svc/http';
 import { createView, type Barrier, type StorageView } from '@svc/storage';
 import { mountRemovedSubject, servicePresenceSubject, serviceQueue, serviceSubject, type EngineReply, type EngineRequest } from './protocol';
 
@@ -69,7 +69,7 @@ export class EngineHost {
 
   async handle(message: EngineRequest): Promise<EngineReply> {
     try {
-      if (this.requireUnsealed && this.barrier.sealed) throw ServiceError.unavailable(`service ${this.service} is sealed`);
+      if (this.requireUnsealed && this.barrier.sealed) throw ServiceError.sealed(`service ${this.service} is sealed`);
       const { backend, storage } = this.forMount(message.mount);
       const open = message.kind === 'operation' && enforceOperationFlags(backend, message);
       const req: Request = {
@@ -105,7 +105,7 @@ export class EngineHost {
     } catch (err) {
       // The caller sees only "internal error": the log is where an operator finds the cause.
       if (!(err instanceof ServiceError)) this.context.logger.error({ request_id: message.requestId, err: describeRequestError(err) }, 'internal error');
-      return { ok: false, ...toErrorBody(err) };
+      return { ok: false, ...errorOf(err) };
     }
   }
 

@@ -1,4 +1,5 @@
 import type { AuthResponse, Capability, Caller, MountInfo, Operation, Response } from '@svc/framework';
+import type { ErrorKind } from '@svc/http';
 
 /**
  * The message contract between the gateway and an engine service. The same objects travel as JSON
@@ -27,7 +28,7 @@ export interface OperationFields {
 
 export type EngineReply =
   | { ok: true; response?: Response; help?: { help: string; openapi: unknown } }
-  | { ok: false; status: number; errors: string[] };
+  | { ok: false; kind: ErrorKind; errors: string[] };
 
 /** Subjects carry the cluster's prefix (bus `subject_prefix`) so clusters sharing NATS stay apart. */
 export function serviceSubject(service: string, prefix = 'svc'): string {

@@ -36,5 +36,5 @@ export function secretDirectory(path: string | undefined): string {
 
 /** Vault answers a missing secret with a bare 404. */
 export function secretNotFound(): ServiceError {
-  return new ServiceError(404, []);
+  return new ServiceError('not-found', []);
 }

@@ -1,5 +1,5 @@
 import type { FieldData, FieldMap, Response } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { isCallerError, ServiceError } from '@svc/http';
 
 /**
  * Most items one request may carry. 10,000 items of a few KB stay well below the 32 MB request
@@ -65,7 +65,7 @@ export function runItems<R extends ItemResult>(
       }
     } catch (err) {
       failed++;
-      const clientError = err instanceof ServiceError && err.status < 500;
+      const clientError = err instanceof ServiceError && isCallerError(err.kind);
       if (!clientError) internal = true;
       const failure = { error: clientError ? err.errors.join('; ') : 'internal error', reference };
       results[index] = fieldsJson ? JSON.stringify(failure) : failure;

@@ -182,19 +182,19 @@ describe('Backend.handle routing', () => {
 
   it('answers 404 "unsupported path" when no pattern matches', async () => {
     const err = await failure(backend.handle(request({ path: 'nothing/here' })));
-    expect([err.status, err.errors]).toEqual([404, ['unsupported path']]);
+    expect([err.kind, err.errors]).toEqual(['unsupported-path', ['unsupported path']]);
   });
 
   it('answers 404 for a path parameter ending in a period', async () => {
     const err = await failure(backend.handle(request({ path: 'keys/foo.' })));
-    expect(err.status).toBe(404);
+    expect(err.kind).toBe('unsupported-path');
   });
 
   it('answers 405 for an operation the path does not declare, before validating fields', async () => {
     const err = await failure(backend.handle(request({ operation: 'delete', path: 'keys/' })));
-    expect([err.status, err.errors]).toEqual([405, ['unsupported operation']]);
+    expect([err.kind, err.errors]).toEqual(['method-not-allowed', ['unsupported operation']]);
     const patch = await failure(backend.handle(request({ operation: 'patch', path: 'keys/k', data: { ttl: 'bad' } })));
-    expect(patch.status).toBe(405);
+    expect(patch.kind).toBe('method-not-allowed');
   });
 
   it('dispatches reads and lists to their handlers', async () => {
@@ -233,26 +233,26 @@ describe('Backend.handle writes: existence check and capabilities', () => {
   it('refuses a token with only update on a missing key', async () => {
     const storage = new MapStorage();
     const err = await failure(backend.handle(request({ operation: 'update', path: 'keys/k', storage, caps: ['update'] })));
-    expect([err.status, err.errors]).toEqual([403, ['permission denied']]);
+    expect([err.kind, err.errors]).toEqual(['permission-denied', ['permission denied']]);
     expect(await storage.get('keys/k')).toBeNull();
   });
 
   it('refuses a token with only create on an existing key', async () => {
     const storage = await withExistingKey();
     const err = await failure(backend.handle(request({ operation: 'update', path: 'keys/k', storage, caps: ['create'] })));
-    expect(err.status).toBe(403);
+    expect(err.kind).toBe('permission-denied');
   });
 
   it('refuses a token with neither capability before looking at the data', async () => {
     const err = await failure(
       backend.handle(request({ operation: 'update', path: 'keys/k', data: { ttl: 'bad' }, caps: ['read'] })),
     );
-    expect(err.status).toBe(403);
+    expect(err.kind).toBe('permission-denied');
   });
 
   it('lets deny override everything, and root allow everything', async () => {
     const denied = await failure(backend.handle(request({ operation: 'update', path: 'keys/k', caps: ['root', 'deny'] })));
-    expect(denied.status).toBe(403);
+    expect(denied.kind).toBe('permission-denied');
     const response = await backend.handle(request({ operation: 'update', path: 'keys/k', caps: ['root'] }));
     expect(response?.data).toEqual({ operation: 'create' });
   });
@@ -260,14 +260,14 @@ describe('Backend.handle writes: existence check and capabilities', () => {
   it('without an existence check, a write is an update when update is declared', async () => {
     expect(await backend.handle(request({ operation: 'update', path: 'config', caps: ['update'] }))).toBeUndefined();
     const err = await failure(backend.handle(request({ operation: 'update', path: 'config', caps: ['create'] })));
-    expect(err.status).toBe(403);
+    expect(err.kind).toBe('permission-denied');
   });
 
   it('without an existence check, a write is a create when only create is declared', async () => {
     const response = await backend.handle(request({ operation: 'update', path: 'import/k', caps: ['create'] }));
     expect(response?.data).toEqual({ op: 'create' });
     const err = await failure(backend.handle(request({ operation: 'update', path: 'import/k', caps: ['update'] })));
-    expect(err.status).toBe(403);
+    expect(err.kind).toBe('permission-denied');
   });
 });
 
@@ -278,7 +278,7 @@ describe('Backend.handle fields and warnings', () => {
     const err = await failure(
       backend.handle(request({ operation: 'update', path: 'keys/k', data: { ttl: 'abc', plaintext: { s: 'p4ss' } } })),
     );
-    expect(err.status).toBe(400);
+    expect(err.kind).toBe('bad-request');
     expect(err.errors).toEqual([
       'field "ttl": "abc" is not a valid duration',
       'field "plaintext": value is not a valid string',
@@ -287,7 +287,7 @@ describe('Backend.handle fields and warnings', () => {
 
   it('requires required fields on writes only', async () => {
     const err = await failure(backend.handle(request({ operation: 'update', path: 'encrypt/k' })));
-    expect([err.status, err.errors]).toEqual([400, ['missing required field "plaintext"']]);
+    expect([err.kind, err.errors]).toEqual(['bad-request', ['missing required field "plaintext"']]);
     expect(await backend.handle(request({ operation: 'read', path: 'encrypt/k' }))).toEqual({ data: { name: 'k' } });
   });
 
@@ -345,9 +345,9 @@ describe('Backend secrets', () => {
   it('answers 400 for an unknown secret type or one without renewal', async () => {
     const { backend } = keysBackend();
     const unknown = await failure(backend.revokeSecret(request({}), 'toString', {}));
-    expect([unknown.status, unknown.errors]).toEqual([400, ['unknown secret type "toString"']]);
+    expect([unknown.kind, unknown.errors]).toEqual(['bad-request', ['unknown secret type "toString"']]);
     const permanent = await failure(backend.renewSecret(request({}), 'permanent', {}));
-    expect([permanent.status, permanent.errors]).toEqual([400, ['secret type "permanent" is not renewable']]);
+    expect([permanent.kind, permanent.errors]).toEqual(['bad-request', ['secret type "permanent" is not renewable']]);
   });
 });
 
@@ -377,7 +377,7 @@ describe('Backend.help', () => {
   });
 
   it('answers 404 for a path with nothing at or below it', () => {
-    expect(() => backend.help('nothing')).toThrow(expect.objectContaining({ status: 404 }));
+    expect(() => backend.help('nothing')).toThrow(expect.objectContaining({ kind: 'unsupported-path' }));
   });
 
   it('is served by handle() for the help operation as a bare body', async () => {
@@ -407,7 +407,7 @@ describe('aliases and data at the top level', () => {
       expect(await backend.handle(request({ operation: 'update', path }))).toEqual({ data: { id: 'a/b' }, dataAtTopLevel: true });
     }
     expect(await backend.handle(request({ operation: 'update', path: 'revoke' }))).toEqual({ data: { id: '' }, dataAtTopLevel: true });
-    expect((await failure(backend.handle(request({ operation: 'update', path: 'revoke-not' })))).status).toBe(404);
+    expect((await failure(backend.handle(request({ operation: 'update', path: 'revoke-not' })))).kind).toBe('unsupported-path');
   });
 
   it('documents each alias in OpenAPI, and the help names them', () => {

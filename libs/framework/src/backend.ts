@@ -1,4 +1,4 @@
-import { ServiceError, UNSUPPORTED_PATH } from '@svc/http';
+import { ServiceError } from '@svc/http';
 import { createFieldData, unknownFields, unknownFieldsWarning } from './fields';
 import { mountHelp, pathHelp, pathsIndex } from './help';
 import { addRoutes, openApiDocument, type DocumentedRoute, type OpenApiDocument } from './openapi';
@@ -56,7 +56,7 @@ export class Backend {
   async handle(req: Request): Promise<Response | undefined> {
     if (req.operation === 'help') return { raw: this.help(req.path) };
     const route = this.match(req.path);
-    if (!route) throw ServiceError.notFound(UNSUPPORTED_PATH);
+    if (!route) throw ServiceError.unsupportedPath();
     const { declaration, params } = route;
     const requested = req.operation;
 
@@ -132,7 +132,7 @@ export class Backend {
     const path = relativePath.replace(/^\/+/, '');
     const routes = this.describeRoutes(path);
     const matched = this.match(path);
-    if (path !== '' && !matched && routes.length === 0) throw ServiceError.notFound(UNSUPPORTED_PATH);
+    if (path !== '' && !matched && routes.length === 0) throw ServiceError.unsupportedPath();
 
     const below = [...new Set(routes.map((route) => route.declaration))];
     let help: string;

@@ -12,7 +12,7 @@ function rejection(type: FieldType, value: unknown, extra: Partial<FieldSchema> 
     coerce(type, value, extra);
   } catch (err) {
     expect(err).toBeInstanceOf(ServiceError);
-    expect((err as ServiceError).status).toBe(400);
+    expect((err as ServiceError).kind).toBe('bad-request');
     return (err as ServiceError).errors;
   }
   throw new Error(`${JSON.stringify(value)} was accepted as ${type}`);
@@ -207,7 +207,7 @@ describe('createFieldData', () => {
   it('reports every problem at once, including missing required fields', () => {
     expect(() => createFieldData(schema, { ttl: 'soon', count: 'many' })).toThrow(
       expect.objectContaining({
-        status: 400,
+        kind: 'bad-request',
         errors: [
           'missing required field "name"',
           'field "ttl": "soon" is not a valid duration',

@@ -123,7 +123,7 @@ export function createFieldData(
       if (!given.has(field.name)) (problems ??= []).push({ index: field.index, message: `missing required field "${field.name}"` });
     }
   }
-  if (problems) throw new ServiceError(400, problems.sort((a, b) => a.index - b.index).map((p) => p.message));
+  if (problems) throw new ServiceError('bad-request', problems.sort((a, b) => a.index - b.index).map((p) => p.message));
   return new CoercedFields(compiled, values, sent, raw, params);
 }
 

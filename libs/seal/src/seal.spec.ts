@@ -4,7 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { ServiceError } from '@svc/http';
+import { ServiceError, type ErrorKind } from '@svc/http';
 import { InmemPhysical, PostgresPhysical, type Physical } from '@svc/storage';
 import { Client } from 'pg';
 import { generateKey } from 'openpgp';
@@ -20,13 +20,13 @@ async function initialized(request: InitRequest, physical: Physical = new InmemP
   return { physical, seal, init };
 }
 
-async function expectServiceError(promise: Promise<unknown>, status: number, message: string | RegExp) {
+async function expectServiceError(promise: Promise<unknown>, kind: ErrorKind, message: string | RegExp) {
   const err = await promise.then(
     () => undefined,
     (e: unknown) => e,
   );
   expect(err).toBeInstanceOf(ServiceError);
-  expect((err as ServiceError).status).toBe(status);
+  expect((err as ServiceError).kind).toBe(kind);
   expect((err as ServiceError).errors.join('\n')).toMatch(message);
 }
 
@@ -86,7 +86,7 @@ describe('ShamirSeal', () => {
 
     await seal.submitUnsealKey(init.keys[0]);
     const attempt = seal.submitUnsealKey(other.init.keys[1]);
-    await expectServiceError(attempt, 400, /unseal failed.*do not form.*progress has been reset/);
+    await expectServiceError(attempt, 'bad-request', /unseal failed.*do not form.*progress has been reset/);
     const err = (await attempt.catch((e: ServiceError) => e)) as ServiceError;
     expect(err.message).not.toContain(other.init.keys[1]);
     expect(await seal.status()).toMatchObject({ sealed: true, progress: 0, nonce: '' });
@@ -98,7 +98,7 @@ describe('ShamirSeal', () => {
   it('rejects a share submitted twice in one attempt and keeps the progress', async () => {
     const { seal, init } = await initialized({ secret_shares: 3, secret_threshold: 3 });
     await seal.submitUnsealKey(init.keys[0]);
-    await expectServiceError(seal.submitUnsealKey(init.keys_base64[0]), 400, 'already submitted');
+    await expectServiceError(seal.submitUnsealKey(init.keys_base64[0]), 'bad-request', 'already submitted');
     expect(await seal.status()).toMatchObject({ sealed: true, progress: 1 });
   });
 
@@ -124,7 +124,7 @@ describe('ShamirSeal', () => {
     await seal.seal();
     expect(seal.keyring).toBeUndefined();
     expect(await seal.status()).toMatchObject({ initialized: true, sealed: true, progress: 0 });
-    await expectServiceError(seal.persistKeyring(init.keyring), 503, 'sealed');
+    await expectServiceError(seal.persistKeyring(init.keyring), 'sealed', 'sealed');
 
     await seal.submitUnsealKey(init.keys[1]);
     const again = await seal.submitUnsealKey(init.keys[0]);
@@ -158,7 +158,7 @@ describe('ShamirSeal', () => {
 
   it('refuses a second initialization', async () => {
     const { seal } = await initialized({ secret_shares: 1, secret_threshold: 1 });
-    await expectServiceError(seal.initialize({ secret_shares: 1, secret_threshold: 1 }), 400, 'already initialized');
+    await expectServiceError(seal.initialize({ secret_shares: 1, secret_threshold: 1 }), 'bad-request', 'already initialized');
   });
 
   it.each([
@@ -170,16 +170,16 @@ describe('ShamirSeal', () => {
     [{ secret_shares: 3, secret_threshold: 1 }, /secret_threshold must be at least 2 when secret_shares is greater than 1/],
   ])('rejects invalid share settings %j', async (request, message) => {
     const physical = new InmemPhysical();
-    await expectServiceError(new ShamirSeal(physical, BUILD).initialize(request), 400, message);
+    await expectServiceError(new ShamirSeal(physical, BUILD).initialize(request), 'bad-request', message);
     expect(await physical.list('')).toEqual([]);
   });
 
   it('rejects unseal keys before initialization and malformed keys', async () => {
-    await expectServiceError(new ShamirSeal(new InmemPhysical(), BUILD).submitUnsealKey('00'), 400, 'not initialized');
+    await expectServiceError(new ShamirSeal(new InmemPhysical(), BUILD).submitUnsealKey('00'), 'bad-request', 'not initialized');
     const { seal } = await initialized({ secret_shares: 3, secret_threshold: 2 });
-    await expectServiceError(seal.submitUnsealKey(undefined), 400, 'key is required unless reset is true');
-    await expectServiceError(seal.submitUnsealKey('not a key!'), 400, 'key must be a hex or base64 string');
-    await expectServiceError(seal.submitUnsealKey('abcd'), 400, 'key must decode to 33 bytes, got 2');
+    await expectServiceError(seal.submitUnsealKey(undefined), 'bad-request', 'key is required unless reset is true');
+    await expectServiceError(seal.submitUnsealKey('not a key!'), 'bad-request', 'key must be a hex or base64 string');
+    await expectServiceError(seal.submitUnsealKey('abcd'), 'bad-request', 'key must decode to 33 bytes, got 2');
     expect((await seal.status()).progress).toBe(0);
   });
 });
@@ -249,15 +249,15 @@ describe('ShamirSeal with PGP keys', () => {
 
     await expectServiceError(
       seal.initialize({ secret_shares: 3, secret_threshold: 2, pgp_keys: [good, good, 'bm90IGEga2V5'] }),
-      400,
+      'bad-request',
       'pgp_keys[2] is not a valid PGP public key',
     );
     await expectServiceError(
       seal.initialize({ secret_shares: 3, secret_threshold: 2, pgp_keys: [good, good] }),
-      400,
+      'bad-request',
       'pgp_keys must have one entry per share: got 2, secret_shares is 3',
     );
-    await expectServiceError(encryptRootToken('bm90IGEga2V5', 'token'), 400, 'root_token_pgp_key is not a valid PGP public key');
+    await expectServiceError(encryptRootToken('bm90IGEga2V5', 'token'), 'bad-request', 'root_token_pgp_key is not a valid PGP public key');
     expect(await physical.list('')).toEqual([]);
     expect((await seal.status()).initialized).toBe(false);
   });

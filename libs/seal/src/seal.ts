@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import { SEALED_MESSAGE, ServiceError, UNINITIALIZED_MESSAGE } from '@svc/http';
+import { ServiceError, UNINITIALIZED_MESSAGE } from '@svc/http';
 import { Keyring, type KeyValueStore, type Physical } from '@svc/storage';
 import { aeadDecrypt, aeadEncrypt } from './aead';
 import { encryptForPgpKey, fingerprint } from './pgp';
@@ -233,7 +233,7 @@ export class ShamirSeal {
   }
 
   private requireOpen(): OpenSeal {
-    if (!this.open) throw ServiceError.unavailable(SEALED_MESSAGE);
+    if (!this.open) throw ServiceError.sealed();
     return this.open;
   }
 

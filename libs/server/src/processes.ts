@@ -61,7 +61,7 @@ export async function runGateway(config: ServerConfig, options: GatewayOptions, 
   }
   await core.start();
   await options.beforeListen?.(core);
-  const frontend: HttpFrontend = await startHttpFrontend(new RequestPipeline(core, logger, logRequest), config.listeners);
+  const frontend: HttpFrontend = await startHttpFrontend(new RequestPipeline(core.requestHandler(), logger, logRequest), config.listeners);
   const addresses = frontend.listeners.map((l) => l.address);
   logger.info({ addresses, storage: physical.kind, bus: shared.bus.kind, locks: shared.locks.kind }, 'gateway started');
   flush();

@@ -77,7 +77,7 @@ describe('Barrier', () => {
     await barrier.put('k', bytes('v'));
     barrier.seal();
     expect(barrier.sealed).toBe(true);
-    const sealed = { status: 503, errors: [SEALED_MESSAGE] };
+    const sealed = { kind: 'sealed', errors: [SEALED_MESSAGE] };
     await expect(barrier.get('k')).rejects.toMatchObject(sealed);
     await expect(barrier.put('k', bytes('x'))).rejects.toMatchObject(sealed);
     await expect(barrier.delete('k')).rejects.toMatchObject(sealed);

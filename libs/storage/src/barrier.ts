@@ -1,4 +1,4 @@
-import { SEALED_MESSAGE, ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/http';
 import { BarrierCipher } from './barrier-cipher';
 import type { Keyring } from './keyring';
 import type { KeyValueStore, Transaction, TransactionalStore, WriteEvent } from './types';
@@ -54,7 +54,7 @@ export class Barrier implements TransactionalStore {
   private readonly listeners = new Set<WriteListener>();
   private readonly direct: EncryptedOperations<KeyValueStore>;
   private readonly requireCipher = (): BarrierCipher => {
-    if (!this.cipher) throw ServiceError.unavailable(SEALED_MESSAGE);
+    if (!this.cipher) throw ServiceError.sealed();
     return this.cipher;
   };
 

@@ -272,9 +272,9 @@ describe.each([inmem, postgres, embedded])('Physical conformance: $name', (backe
   }, 120_000);
 
   it('rejects empty keys, keys ending in a slash and list prefixes without one', async () => {
-    await expect(store.put('', bytes('x'))).rejects.toMatchObject({ status: 400, message: expect.stringContaining('empty') });
-    await expect(store.get('dir/')).rejects.toMatchObject({ status: 400, message: expect.stringContaining("end in '/'") });
-    await expect(store.list('dir')).rejects.toMatchObject({ status: 400, message: expect.stringContaining('list prefix') });
+    await expect(store.put('', bytes('x'))).rejects.toMatchObject({ kind: 'bad-request', message: expect.stringContaining('empty') });
+    await expect(store.get('dir/')).rejects.toMatchObject({ kind: 'bad-request', message: expect.stringContaining("end in '/'") });
+    await expect(store.list('dir')).rejects.toMatchObject({ kind: 'bad-request', message: expect.stringContaining('list prefix') });
   });
 });
 

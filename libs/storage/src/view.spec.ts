@@ -46,7 +46,7 @@ describe('StorageView', () => {
   });
 
   it('rejects keys and prefixes that could leave the view, naming the problem', async () => {
-    const rejected = (problem: string) => ({ status: 400, message: expect.stringContaining(problem) });
+    const rejected = (problem: string) => ({ kind: 'bad-request', message: expect.stringContaining(problem) });
     await expect(view.get('../mount-b/config')).rejects.toMatchObject(rejected("'..' segments are not allowed"));
     await expect(view.put('a/../../b', bytes('x'))).rejects.toMatchObject(rejected("'..' segments are not allowed"));
     await expect(view.delete('/etc')).rejects.toMatchObject(rejected("it must not start with '/'"));
@@ -79,11 +79,11 @@ describe('StorageView', () => {
       }),
     ).rejects.toThrow('abort');
     expect(await view.get('counter')).toEqual(bytes('1'));
-    await expect(view.transaction((tx) => tx.get('../x'))).rejects.toMatchObject({ status: 400 });
+    await expect(view.transaction((tx) => tx.get('../x'))).rejects.toMatchObject({ kind: 'bad-request' });
   });
 
   it('answers 503 while the barrier is sealed', async () => {
     barrier.seal();
-    await expect(view.get('config')).rejects.toMatchObject({ status: 503 });
+    await expect(view.get('config')).rejects.toMatchObject({ kind: 'sealed' });
   });
 });

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { mountStoragePrefix, type BackendFactory, type EngineContext } from '@svc/engine-host';
 import type { AuthResponse, Backend, Capability, MountInfo, Operation, Request, Response } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError, toErrorBody } from '@svc/http';
 import { MemoryLockManager } from '@svc/locks';
 import { Barrier, createView, InmemPhysical, Keyring, type StorageView, type TransactionalStore } from '@svc/storage';
 import pino from 'pino';
@@ -119,7 +119,7 @@ export async function refusal(promise: Promise<unknown>): Promise<{ status: numb
   try {
     await promise;
   } catch (err) {
-    if (err instanceof ServiceError) return { status: err.status, message: err.errors.join('; ') };
+    if (err instanceof ServiceError) return { status: toErrorBody(err).status, message: err.errors.join('; ') };
     throw err;
   }
   throw new Error('expected the request to be refused');

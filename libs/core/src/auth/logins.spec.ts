@@ -110,7 +110,7 @@ describe('Logins (the core\'s login path)', () => {
     expect(renewed).toMatchObject({ policies: ['reader', 'writer', 'default'], ttl: 600 });
     expect((await tokens.store.lookup(issued.client_token))!.login!.auth.policies).toEqual(['reader', 'writer', 'default']);
 
-    methodAnswer = () => ({ ok: false, status: 400, errors: ['user "alice" no longer exists'] });
+    methodAnswer = () => ({ ok: false, kind: 'bad-request', errors: ['user "alice" no longer exists'] });
     expect(await refusal(logins.renew(renewed, 0, 'request-2'))).toEqual({ status: 400, message: 'user "alice" no longer exists' });
 
     await namespace.authMounts.unmount('userpass');

@@ -36,7 +36,7 @@ export class Logins {
     const { auth, ...rest } = response;
     if (!auth) return response;
     // Only auth methods log in; a secrets engine answering with an auth is a bug, not a login.
-    if (!place.path.startsWith('auth/')) throw new ServiceError(500, ['a secrets engine answered with an auth']);
+    if (!place.path.startsWith('auth/')) throw ServiceError.internal('a secrets engine answered with an auth');
     const policies = tokenPolicies(auth);
     const type = auth.tokenType === 'batch' || auth.tokenType === 'default-batch' ? 'batch' : 'service';
     const period = auth.period ?? 0;
@@ -85,9 +85,9 @@ export class Logins {
       capabilities: ['root'],
       auth: login.auth,
     });
-    if (!reply.ok) throw new ServiceError(reply.status, reply.errors);
+    if (!reply.ok) throw new ServiceError(reply.kind, reply.errors);
     const renewed = reply.response?.auth;
-    if (!renewed) throw new ServiceError(500, ['the auth method answered a renewal without an auth']);
+    if (!renewed) throw ServiceError.internal('the auth method answered a renewal without an auth');
     const policies = tokenPolicies(renewed);
     return this.deps.tokens.renew(entry.accessor, renewed.ttl || increment, this.limits(mount, renewed), namespace.record.id, {
       policies,

@@ -6,7 +6,7 @@ import { bindListener, type BoundListener, type ListenerContext } from './listen
 import type { HeaderList } from './headers';
 import { onParseError, requestAnswered, requestStarted, writeAndClose } from './list-method';
 import { jsonError, type HttpResult } from './pipeline';
-import type { RequestHandler } from './service-health';
+import type { HttpHandler } from './service-health';
 
 /**
  * The gateway's HTTP front: one `node:http` server behind every listener, handing each request
@@ -19,7 +19,7 @@ export interface HttpFrontend {
   close(): Promise<void>;
 }
 
-export async function startHttpFrontend(pipeline: RequestHandler, listeners: ListenerConfig[]): Promise<HttpFrontend> {
+export async function startHttpFrontend(pipeline: HttpHandler, listeners: ListenerConfig[]): Promise<HttpFrontend> {
   const bound: BoundListener[] = [];
   for (const listener of listeners) {
     bound.push(
@@ -45,7 +45,7 @@ export async function startHttpFrontend(pipeline: RequestHandler, listeners: Lis
  * A request the parser refused or gave up on: a LIST is served from here (list-method.ts); a
  * body that turned out malformed, or a request past its timeout, ends the request being read.
  */
-function onClientError(pipeline: RequestHandler, listener: ListenerContext, err: NodeJS.ErrnoException, socket: Socket): void {
+function onClientError(pipeline: HttpHandler, listener: ListenerContext, err: NodeJS.ErrnoException, socket: Socket): void {
   const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
   if (bodyReaders.get(socket)?.(timedOut ? REQUEST_TIMEOUT : MALFORMED_BODY)) return;
   onParseError(err, socket, {
@@ -63,7 +63,7 @@ function onClientError(pipeline: RequestHandler, listener: ListenerContext, err:
   });
 }
 
-function serveRequest(pipeline: RequestHandler, listener: ListenerContext, req: http.IncomingMessage, res: http.ServerResponse): void {
+function serveRequest(pipeline: HttpHandler, listener: ListenerContext, req: http.IncomingMessage, res: http.ServerResponse): void {
   requestStarted(req.socket);
   const { writeMs } = listener.config.timeouts;
   if (writeMs > 0) limitWriteTime(res, writeMs);

@@ -3,7 +3,7 @@ import { VERSION } from '../version';
 import { jsonError, type HttpRequest, type HttpResult } from './pipeline';
 
 /** What the HTTP front needs of whatever answers requests. */
-export interface RequestHandler {
+export interface HttpHandler {
   handle(req: HttpRequest): Promise<HttpResult>;
 }
 
@@ -22,7 +22,7 @@ const HEALTH_PATH = '/v1/sys/health';
  * 200 when it can serve, `sealedcode` (503 unless given) while it holds no keyring, 503 while its
  * bus link is down (nothing could reach it). Everything else is 404.
  */
-export function serviceHealthHandler(state: ServiceState): RequestHandler {
+export function serviceHealthHandler(state: ServiceState): HttpHandler {
   return {
     handle: async (req) => {
       const queryStart = req.url.indexOf('?');

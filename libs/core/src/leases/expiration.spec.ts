@@ -39,7 +39,7 @@ describe('ExpirationManager', () => {
     refusing = new Set();
     const logger = pino({}, { write: (line: string) => void logLines.push(line) });
     const revoker = async (entry: LeaseEntry) => {
-      if (refusing.has(entry.leaseId)) throw new ServiceError(502, ['revoke user failed: the database said no']);
+      if (refusing.has(entry.leaseId)) throw ServiceError.badGateway('revoke user failed: the database said no');
       revoked.push(entry.leaseId);
     };
     manager = new ExpirationManager(createView(new InmemPhysical(), 'sys/expire/'), new MemoryLockManager(), revoker, logger);

@@ -133,7 +133,7 @@ export class LeaseLifecycle {
       secretType: lease.secretType,
       internalData: lease.internalData,
     });
-    if (!reply.ok) throw new ServiceError(reply.status, reply.errors);
+    if (!reply.ok) throw new ServiceError(reply.kind, reply.errors);
     return reply;
   }
 }

@@ -118,7 +118,7 @@ export class TokenStore {
   static readonly ENTRY_PREFIX = `sys/token/${ID}`;
 
   hash(token: string): string {
-    if (!this.salt) throw ServiceError.unavailable('Service is sealed');
+    if (!this.salt) throw ServiceError.sealed();
     // The HMAC is a fixed function of the token: remembered for the tokens in use (bounded),
     // it is computed once per token instead of once per request.
     let key = this.hashes.get(token);

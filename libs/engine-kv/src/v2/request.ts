@@ -29,7 +29,7 @@ export function casOption(fields: FieldData): number | undefined {
 export function requireMergePatch(req: Request): void {
   const mediaType = req.contentType?.split(';')[0].trim().toLowerCase();
   if (mediaType !== 'application/merge-patch+json') {
-    throw new ServiceError(415, ['PATCH requires Content-Type "application/merge-patch+json"']);
+    throw ServiceError.unsupportedMediaType('PATCH requires Content-Type "application/merge-patch+json"');
   }
 }
 

@@ -1,0 +1,283 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { MemoryBus } from '@svc/bus';
+import { devConfig } from '@svc/config';
+import { kvBackendFactory } from '@svc/engine-kv';
+import { Backend, type Operation, type Response } from '@svc/framework';
+import { ServiceError, type ErrorKind } from '@svc/http';
+import { MemoryLockManager } from '@svc/locks';
+import { InmemPhysical } from '@svc/storage';
+import { Core } from '../core';
+import { EngineRegistry } from '../engines';
+import { createSystemBackend } from '../sys';
+import type { LogicalRequest, LogicalResult } from './logical';
+import type { RequestHandler } from './request-handler';
+
+/** Credentials a test engine issued and revoked: what its external system would have seen. */
+const issued: string[] = [];
+const revoked: string[] = [];
+
+/** A secrets engine whose reads issue a leased credential, as a database engine's would. */
+function leasingBackend(): Backend {
+  return new Backend({
+    type: 'leasing',
+    help: 'Issues leased credentials.',
+    secrets: {
+      creds: {
+        description: 'A credential.',
+        revoke: async (_req, internal) => void revoked.push(String(internal.username)),
+      },
+    },
+    paths: [
+      {
+        pattern: 'creds',
+        synopsis: 'Issues a credential.',
+        operations: {
+          read: {
+            summary: 'Issue a credential.',
+            handler: async () => {
+              const username = `user-${issued.length + 1}`;
+              issued.push(username);
+              return { data: { username }, secret: { type: 'creds', internalData: { username }, ttl: 600, renewable: false } };
+            },
+          },
+        },
+      },
+    ],
+  });
+}
+
+/** An auth method with a login path open to requests without a token. */
+function openLoginBackend(): Backend {
+  return new Backend({
+    type: 'open-login',
+    help: 'A login that needs no token.',
+    paths: [
+      { pattern: 'login', synopsis: 'Logs in.', operations: { update: { summary: 'Log in.', unauthenticated: true, handler: async () => ({ data: { welcome: true } }) } } },
+      { pattern: 'closed', synopsis: 'Needs a token.', operations: { read: { summary: 'Read.', handler: async () => ({ data: {} }) } } },
+    ],
+  });
+}
+
+function newCore(): Core {
+  const engines = new EngineRegistry()
+    .register('kv', { kind: 'core', table: 'secret', create: kvBackendFactory })
+    .register('leasing', { kind: 'core', table: 'secret', create: leasingBackend })
+    .register('open-login', { kind: 'core', table: 'auth', create: openLoginBackend });
+  return new Core({
+    config: devConfig(),
+    physical: new InmemPhysical(),
+    bus: new MemoryBus(),
+    locks: new MemoryLockManager(),
+    logger: pino({ level: 'silent' }),
+    engines,
+    localServices: new Map(),
+    systemBackend: createSystemBackend,
+  });
+}
+
+let requests = 0;
+function request(operation: Operation, path: string, options: { token?: string; data?: Record<string, unknown>; wrapTtl?: number } = {}): LogicalRequest {
+  return { id: `request-${++requests}`, operation, path, data: options.data ?? {}, token: options.token, wrapTtl: options.wrapTtl, headers: {} };
+}
+
+async function failure(promise: Promise<unknown>): Promise<{ kind: ErrorKind; errors: string[] }> {
+  const outcome = await promise.then(
+    () => new Error('expected the request to fail'),
+    (err: unknown) => err,
+  );
+  if (!(outcome instanceof ServiceError)) throw outcome;
+  return { kind: outcome.kind, errors: outcome.errors };
+}
+
+function responseOf(result: LogicalResult): Response {
+  if (result.type !== 'response' || !result.response) throw new Error(`expected a response, got ${JSON.stringify(result)}`);
+  return result.response;
+}
+
+describe('RequestHandler', () => {
+  let core: Core;
+  let handler: RequestHandler;
+  let root: string;
+  const call = (operation: Operation, path: string, options: Parameters<typeof request>[2] = {}) => handler.handle(request(operation, path, { token: root, ...options }));
+  /** A token of the given policies (and options) made by the root token. */
+  const tokenWith = async (data: Record<string, unknown>) => {
+    return responseOf(await call('update', 'auth/token/create', { data })).token!.auth.client_token;
+  };
+
+  beforeEach(async () => {
+    core = newCore();
+    await core.start();
+    const init = await core.initialize({ secret_shares: 1, secret_threshold: 1 });
+    root = init.root_token;
+    await core.submitUnsealKey(init.keys[0], false);
+    handler = core.requestHandler();
+    await call('update', 'secret/app', { data: { password: 'p4ss' } });
+  });
+
+  afterEach(() => core.stop());
+
+  describe('tokens', () => {
+    it('serves a request made with a known token', async () => {
+      expect(responseOf(await call('read', 'secret/app')).data).toEqual({ password: 'p4ss' });
+    });
+
+    it('refuses an unknown token, and a request without one, as permission denied', async () => {
+      expect(await failure(call('read', 'secret/app', { token: 'not-a-token' }))).toEqual({ kind: 'permission-denied', errors: ['permission denied'] });
+      expect(await failure(handler.handle(request('read', 'secret/app')))).toEqual({ kind: 'permission-denied', errors: ['permission denied'] });
+    });
+
+    it('lets a request without a token reach an auth path, where only unauthenticated operations answer', async () => {
+      await call('update', 'sys/auth/open', { data: { type: 'open-login' } });
+      expect(responseOf(await handler.handle(request('update', 'auth/open/login'))).data).toEqual({ welcome: true });
+      expect((await failure(handler.handle(request('read', 'auth/open/closed')))).kind).toBe('permission-denied');
+    });
+
+    it('answers a path no mount serves as unsupported, before looking at the token', async () => {
+      expect((await failure(handler.handle(request('read', 'nowhere/at/all')))).kind).toBe('unsupported-path');
+    });
+  });
+
+  describe('ACL', () => {
+    beforeEach(async () => {
+      await call('update', 'sys/policies/acl/reader', { data: { policy: 'path "secret/app" { capabilities = ["read"] }\npath "sys/audit" { capabilities = ["read"] }' } });
+      await call('update', 'sys/policies/acl/auditor', { data: { policy: 'path "sys/audit" { capabilities = ["read", "sudo"] }' } });
+    });
+
+    it("allows what the token's policies grant and denies the rest", async () => {
+      const reader = await tokenWith({ policies: ['reader'] });
+      expect(responseOf(await call('read', 'secret/app', { token: reader })).data).toEqual({ password: 'p4ss' });
+      expect((await failure(call('update', 'secret/app', { token: reader, data: { password: 'x' } }))).kind).toBe('permission-denied');
+      expect((await failure(call('read', 'secret/other', { token: reader }))).kind).toBe('permission-denied');
+    });
+
+    it('requires sudo on a sudo path', async () => {
+      const reader = await tokenWith({ policies: ['reader'] });
+      expect(await failure(call('read', 'sys/audit', { token: reader }))).toEqual({
+        kind: 'permission-denied',
+        errors: ['permission denied: this operation requires the sudo capability'],
+      });
+      const auditor = await tokenWith({ policies: ['auditor'] });
+      expect((await call('read', 'sys/audit', { token: auditor })).type).toBe('response');
+    });
+  });
+
+  describe('limited-use tokens', () => {
+    it('spends a use per request and revokes the token after its last', async () => {
+      const twice = await tokenWith({ policies: ['default'], num_uses: 2 });
+      expect(responseOf(await call('read', 'auth/token/lookup-self', { token: twice })).data).toMatchObject({ num_uses: 1 });
+      expect(responseOf(await call('read', 'auth/token/lookup-self', { token: twice })).data).toMatchObject({ num_uses: 0 });
+      expect((await failure(call('read', 'auth/token/lookup-self', { token: twice }))).kind).toBe('permission-denied');
+    });
+
+    it('spends no use on a request the ACL refuses', async () => {
+      const once = await tokenWith({ policies: ['default'], num_uses: 1 });
+      expect((await failure(call('read', 'secret/app', { token: once }))).kind).toBe('permission-denied');
+      expect(responseOf(await call('read', 'auth/token/lookup-self', { token: once })).data).toMatchObject({ num_uses: 0 });
+      expect((await failure(call('read', 'auth/token/lookup-self', { token: once }))).kind).toBe('permission-denied');
+    });
+  });
+
+  describe('leases', () => {
+    beforeEach(async () => {
+      issued.length = 0;
+      revoked.length = 0;
+      await call('update', 'sys/mounts/leasing', { data: { type: 'leasing' } });
+    });
+
+    it('registers a lease for a secret in the answer, and revoking it reaches the engine', async () => {
+      const result = await call('read', 'leasing/creds');
+      if (result.type !== 'response') throw new Error('expected a response');
+      expect(result.lease).toEqual({ leaseId: expect.stringMatching(/^leasing\/creds\/.+/), ttl: 600 });
+      const leaseId = result.lease!.leaseId;
+      expect(responseOf(await call('update', 'sys/leases/lookup', { data: { lease_id: leaseId } })).data).toMatchObject({ id: leaseId });
+
+      await call('update', 'sys/leases/revoke', { data: { lease_id: leaseId } });
+      expect(revoked).toEqual(['user-1']);
+      expect((await failure(call('update', 'sys/leases/lookup', { data: { lease_id: leaseId } }))).kind).toBe('bad-request');
+    });
+
+    it("revokes a token's leases with the token", async () => {
+      const holder = await tokenWith({ policies: ['root'] });
+      await call('read', 'leasing/creds', { token: holder });
+      await call('update', 'auth/token/revoke', { data: { token: holder } });
+      expect(revoked).toEqual(['user-1']);
+    });
+  });
+
+  describe('response wrapping', () => {
+    it('wraps the answer into a single-use token, which unwraps to the answer once', async () => {
+      const result = await call('read', 'secret/app', { wrapTtl: 60 });
+      if (result.type !== 'wrapped') throw new Error('expected a wrapped answer');
+      expect(result.wrapInfo).toMatchObject({ ttl: 60, creation_path: 'secret/app' });
+
+      const unwrapped = responseOf(await call('update', 'sys/wrapping/unwrap', { token: result.wrapInfo.token }));
+      expect(unwrapped.raw).toMatchObject({ data: { password: 'p4ss' } });
+      expect((await failure(call('update', 'sys/wrapping/unwrap', { token: result.wrapInfo.token }))).kind).toBe('permission-denied');
+    });
+
+    it('answers a write that returns nothing unwrapped', async () => {
+      expect(await call('update', 'secret/other', { data: { a: 1 }, wrapTtl: 60 })).toEqual({ type: 'response', response: undefined, lease: undefined });
+    });
+  });
+
+  describe('audit', () => {
+    let dir: string;
+    beforeEach(() => {
+      dir = mkdtempSync(join(tmpdir(), 'request-handler-audit-'));
+    });
+    afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+    it('logs the request before it is served and the response after, the token hashed', async () => {
+      const file = join(dir, 'audit.log');
+      await call('update', 'sys/audit/file', { data: { type: 'file', options: { file_path: file } } });
+      await call('read', 'secret/app');
+      const lines = readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { type: string; request: { path: string; client_token: string }; response?: { data: unknown } });
+      const forRead = lines.filter((line) => line.request.path === 'secret/app');
+      expect(forRead.map((line) => line.type)).toEqual(['request', 'response']);
+      expect(forRead[0].request.client_token).toMatch(/^hmac-sha256:/);
+      expect(JSON.stringify(forRead)).not.toContain(root);
+      expect(forRead[1].response?.data).toEqual({ password: expect.stringMatching(/^hmac-sha256:/) });
+    });
+
+    it('logs a refused request with its error', async () => {
+      const file = join(dir, 'audit.log');
+      await call('update', 'sys/audit/file', { data: { type: 'file', options: { file_path: file } } });
+      await failure(call('read', 'secret/app', { token: await tokenWith({ policies: ['default'] }) }));
+      const last = JSON.parse(readFileSync(file, 'utf8').trim().split('\n').pop()!) as { type: string; error?: string };
+      expect(last).toMatchObject({ type: 'response', error: 'permission denied: no policy grants access to this path' });
+    });
+
+    it('stops a request no device can log, before it reaches the engine', async () => {
+      issued.length = 0;
+      await call('update', 'sys/mounts/leasing', { data: { type: 'leasing' } });
+      await call('update', 'sys/audit/full', { data: { type: 'file', options: { file_path: '/dev/full' } } });
+      // The refusal is itself logged, which fails too: the client hears of that last failure.
+      expect(await failure(call('read', 'leasing/creds'))).toEqual({ kind: 'internal', errors: ['audit: no audit device could log the response'] });
+      expect(issued).toEqual([]);
+    });
+  });
+
+  describe('seal state', () => {
+    it('answers sealed, except the seal endpoints', async () => {
+      await core.sealNow();
+      expect(await failure(call('read', 'secret/app'))).toEqual({ kind: 'sealed', errors: ['Service is sealed'] });
+      expect(responseOf(await handler.handle(request('read', 'sys/seal-status'))).raw).toMatchObject({ sealed: true, initialized: true });
+    });
+
+    it('answers uninitialized, except init, seal status and health', async () => {
+      const fresh = newCore();
+      await fresh.start();
+      try {
+        const uninitialized = fresh.requestHandler();
+        expect(await failure(uninitialized.handle(request('read', 'secret/app', { token: 'any' })))).toEqual({ kind: 'uninitialized', errors: ['Service is not initialized'] });
+        expect(await failure(uninitialized.handle(request('update', 'sys/unseal', { data: { key: 'x' } })))).toMatchObject({ kind: 'uninitialized' });
+        expect(responseOf(await uninitialized.handle(request('read', 'sys/init'))).raw).toEqual({ initialized: false });
+      } finally {
+        await fresh.stop();
+      }
+    });
+  });
+});

@@ -1,0 +1,331 @@
+import type { AuditAuth, AuditBroker, AuditRequestEntry, AuditResponse } from '@svc/audit';
+import type { EngineReply, EngineRequest } from '@svc/engine-host';
+import { addressAllowed, type Capability, type Caller, type IssuedToken, type MountInfo, type Operation, type Response } from '@svc/framework';
+import { errorOf, ServiceError } from '@svc/http';
+import type { Authorizer } from '../access/authorizer';
+import type { Logins } from '../auth/logins';
+import type { CoreState } from '../core';
+import type { LeaseLifecycle } from '../leases/lease-lifecycle';
+import { SYSTEM_MOUNT } from '../mounts/system-mount';
+import type { Namespace, Route } from '../namespaces/namespace';
+import { remainingTtl, type TokenEntry, type TokenStore } from '../tokens/token-store';
+import type { ResponseWrapper } from '../wrapping/response-wrapper';
+import { responseEnvelope, type Lease, type LogicalRequest, type LogicalResult, type RequestHeaders } from './logical';
+
+/** The seal state as the request path sees it. */
+export interface SealState {
+  readonly state: CoreState;
+  /** Another gateway replica may have initialized the shared storage since this one last looked. */
+  refreshInitialized(): Promise<CoreState>;
+  /** Throws the sealed or uninitialized error. */
+  assertUnsealed(): void;
+}
+
+/** Contact with the other gateway replicas, whose caches must hear of this one's writes. */
+export interface ReplicaContact {
+  readonly inContact: boolean;
+  awaitContact(): Promise<void>;
+  readonly hasPending: boolean;
+  flush(): Promise<void>;
+}
+
+export interface RequestRouter {
+  /** The namespace a full path falls in, and the mount serving the rest of it. */
+  route(fullPath: string): { namespace: Namespace; path: string; route?: Route };
+  /** Whether a mount type runs in this process (its engine is given the token value and the headers). */
+  isCoreEngine(type: string): boolean;
+  /** Whether an operation is a login to an auth method of this process (outside the ACL). */
+  isLogin(mount: MountInfo, path: string, operation: Operation): boolean;
+}
+
+export interface Dispatcher {
+  /** An operation on a mount, to the engine that owns the mount type (in process or over the bus). */
+  dispatch(message: EngineRequest): Promise<EngineReply>;
+  /** An operation on sys/, which is served in every seal state. */
+  handleSystem(message: EngineRequest): Promise<EngineReply>;
+}
+
+/** What the request path uses of each component of the core. */
+export interface RequestHandlerDeps {
+  seal: SealState;
+  replicas: ReplicaContact;
+  router: RequestRouter;
+  tokens: Pick<TokenStore, 'cached' | 'lookup' | 'spendUse'>;
+  /** Revokes a token and everything it created (a limited-use token after its last use). */
+  revokeToken(accessor: string): Promise<void>;
+  authorizer: Pick<Authorizer, 'capabilities'>;
+  audit: Pick<AuditBroker, 'hasDevices' | 'logRequest' | 'logResponse'>;
+  leases: Pick<LeaseLifecycle, 'register'>;
+  /** Makes the token of a login's `auth`. */
+  logins: Pick<Logins, 'complete'>;
+  wrapper: Pick<ResponseWrapper, 'wrap'>;
+  dispatcher: Dispatcher;
+}
+
+/** Paths served while the service is uninitialized or sealed (everything else: 501 / 503). */
+const UNINITIALIZED_PATHS = new Set(['sys/init', 'sys/seal-status', 'sys/health']);
+const SEALED_PATHS = new Set([...UNINITIALIZED_PATHS, 'sys/unseal', 'sys/leader']);
+
+const NO_HEADERS: RequestHeaders = Object.freeze({});
+const NO_META: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
+/** Capability sets belong to policy rules and live as long as them: each is listed once. */
+const capabilityLists = new WeakMap<ReadonlySet<Capability>, Capability[]>();
+function capabilityList(capabilities: ReadonlySet<Capability>): Capability[] {
+  let list = capabilityLists.get(capabilities);
+  if (!list) {
+    list = [...capabilities];
+    capabilityLists.set(capabilities, list);
+  }
+  return list;
+}
+
+/** One request as it moves through the steps. */
+interface Context {
+  req: LogicalRequest;
+  namespace: Namespace;
+  /** Path inside the namespace. */
+  path: string;
+  token: TokenEntry | null;
+  /** Filled as the answer is made, for the audit log. */
+  auditResponse?: AuditResponse;
+}
+
+/**
+ * The core's request path, whatever transport brought the request: seal state, namespace and
+ * mount, token, capabilities, audit, use count, dispatch, then lease and wrapping. Failures are
+ * thrown as `ServiceError`s of a kind; the transport decides how a client sees them.
+ */
+export class RequestHandler {
+  private readonly systemMounts = new WeakMap<Namespace, MountInfo>();
+
+  constructor(private readonly deps: RequestHandlerDeps) {}
+
+  async handle(req: LogicalRequest): Promise<LogicalResult> {
+    try {
+      return await this.route(req);
+    } finally {
+      // Changes to cached state reach every replica before the caller hears back.
+      if (this.deps.replicas.hasPending) await this.deps.replicas.flush();
+    }
+  }
+
+  private async route(req: LogicalRequest): Promise<LogicalResult> {
+    const { seal, replicas, router, tokens } = this.deps;
+    if (seal.state !== 'unsealed') return this.whileSealed(req);
+    // Caches (tokens, mounts, policies, storage reads) are trusted only while in contact with the peers.
+    if (!replicas.inContact && !SEALED_PATHS.has(req.path)) await replicas.awaitContact();
+
+    const { namespace, path, route } = router.route(req.path);
+    // A login ignores a token sent with it, as Vault does on its unauthenticated paths.
+    const tokenValue = route && path.startsWith('auth/') && router.isLogin(route.mount, route.path, req.operation) ? undefined : req.token;
+    let token = tokenValue ? tokens.cached(tokenValue) : null;
+    if (token === undefined) token = await tokens.lookup(tokenValue!);
+    if (tokenValue && !token) throw ServiceError.forbidden();
+    if (token?.boundCidrs && !addressAllowed(token.boundCidrs, req.remoteAddress)) throw ServiceError.forbidden();
+    const ctx: Context = { req: tokenValue === req.token ? req : { ...req, token: undefined }, namespace, path, token };
+
+    if (path === 'sys' || path.startsWith('sys/')) return this.serve(ctx, this.systemMount(namespace), path.slice('sys/'.length), true);
+    if (!route) throw ServiceError.unsupportedPath();
+    // Only auth paths (logins) are reached without a token.
+    if (!token && !path.startsWith('auth/')) throw ServiceError.forbidden();
+    return this.serve(ctx, route.mount, route.path, router.isCoreEngine(route.mount.type));
+  }
+
+  /** Uninitialized or sealed: only the seal endpoints of the root namespace answer. */
+  private async whileSealed(req: LogicalRequest): Promise<LogicalResult> {
+    const { seal, dispatcher } = this.deps;
+    const state = seal.state === 'uninitialized' ? await seal.refreshInitialized() : seal.state;
+    if (state === 'unsealed') return this.route(req);
+    const allowed = state === 'uninitialized' ? UNINITIALIZED_PATHS : SEALED_PATHS;
+    if (!allowed.has(req.path) || req.operation === 'help') seal.assertUnsealed();
+    const reply = await dispatcher.handleSystem({
+      kind: 'operation',
+      requestId: req.id,
+      mount: SYSTEM_MOUNT,
+      operation: req.operation,
+      path: req.path.slice('sys/'.length),
+      data: req.data,
+      headers: {},
+      capabilities: [],
+      remoteAddress: req.remoteAddress,
+    });
+    if (!reply.ok) throw new ServiceError(reply.kind, reply.errors);
+    return { type: 'response', response: reply.response };
+  }
+
+  /** For a request whose mount is known; with audit devices, both ends are logged. */
+  private async serve(ctx: Context, mount: MountInfo, mountPath: string, inProcess: boolean): Promise<LogicalResult> {
+    const { audit } = this.deps;
+    const entry = audit.hasDevices ? auditEntry(ctx, mount) : undefined;
+    try {
+      const capabilities = await this.authorize(ctx);
+      // An audit device that cannot record the request stops it: nothing is served unaudited.
+      if (entry) await audit.logRequest(entry);
+      const dispatch = () => this.dispatch(ctx, mount, mountPath, inProcess, capabilities);
+      const result = ctx.token && ctx.token.numUses > 0 ? await this.spendingUse(ctx.token, dispatch) : await dispatch();
+      if (entry) await audit.logResponse({ ...entry, response: ctx.auditResponse });
+      return result;
+    } catch (err) {
+      if (entry) await audit.logResponse({ ...entry, errors: errorOf(err).errors });
+      throw err;
+    }
+  }
+
+  private authorize(ctx: Context): Promise<ReadonlySet<Capability>> {
+    const { token, namespace, path, req } = ctx;
+    if (!token && req.operation === 'help') throw ServiceError.forbidden();
+    return this.deps.authorizer.capabilities({ token, namespace, path, operation: req.operation, data: req.data, wrapTtl: req.wrapTtl });
+  }
+
+  /** A token with limited uses spends one; its last use revokes it once the request is served. */
+  private async spendingUse(token: TokenEntry, serve: () => Promise<LogicalResult>): Promise<LogicalResult> {
+    const use = await this.deps.tokens.spendUse(token.accessor);
+    if (!use.allowed) throw ServiceError.forbidden();
+    try {
+      return await serve();
+    } finally {
+      if (use.remaining < 0) await this.deps.revokeToken(token.accessor);
+    }
+  }
+
+  private async dispatch(ctx: Context, mount: MountInfo, mountPath: string, inProcess: boolean, capabilities: ReadonlySet<Capability>): Promise<LogicalResult> {
+    const { dispatcher } = this.deps;
+    const message = engineRequest(ctx, mount, mountPath, capabilities, inProcess);
+    const reply = await (mount.uuid === SYSTEM_MOUNT.uuid ? dispatcher.handleSystem(message) : dispatcher.dispatch(message));
+    return this.finish(ctx, mount, reply);
+  }
+
+  /**
+   * After dispatch: the engine's answer becomes the result. A login's auth becomes a token, a
+   * secret gets a lease, and a requested wrapping stores the answer; all write to storage, so the
+   * common answer skips them.
+   */
+  private finish(ctx: Context, mount: MountInfo, reply: EngineReply): LogicalResult | Promise<LogicalResult> {
+    if (!reply.ok) throw new ServiceError(reply.kind, reply.errors);
+    if (reply.help) return { type: 'help', help: reply.help };
+    const response = reply.response;
+    if (response?.auth || response?.secret || ctx.req.wrapTtl !== undefined) return this.finishWithStorage(ctx, mount, response);
+    return this.answer(ctx, mount, response, undefined);
+  }
+
+  private async finishWithStorage(ctx: Context, mount: MountInfo, answered: Response | undefined): Promise<LogicalResult> {
+    const { req } = ctx;
+    // The login step: the token is made before the answer is wrapped, so a wrapped login holds it.
+    const response = answered?.auth ? await this.deps.logins.complete({ namespace: ctx.namespace, mount, path: ctx.path }, answered) : answered;
+    const lease = response?.secret ? await this.deps.leases.register(ctx.namespace, mount, ctx.path, response.secret, ctx.token?.accessor ?? '') : undefined;
+    if (req.wrapTtl === undefined || !response || response.raw !== undefined || (response.status ?? 200) >= 400) return this.answer(ctx, mount, response, lease);
+    const wrapInfo = await this.deps.wrapper.wrap(responseEnvelope(req.id, response, lease), req.wrapTtl, ctx.namespace, ctx.path);
+    ctx.auditResponse = { mount_type: mount.type, wrap_info: wrapInfo };
+    return { type: 'wrapped', wrapInfo };
+  }
+
+  private answer(ctx: Context, mount: MountInfo, response: Response | undefined, lease: Lease | undefined): LogicalResult {
+    if (this.deps.audit.hasDevices) ctx.auditResponse = auditResponse(mount, response, lease);
+    return { type: 'response', response, lease };
+  }
+
+  private systemMount(namespace: Namespace): MountInfo {
+    let mount = this.systemMounts.get(namespace);
+    if (!mount) {
+      mount = { ...SYSTEM_MOUNT, namespace: namespace.path };
+      this.systemMounts.set(namespace, mount);
+    }
+    return mount;
+  }
+}
+
+function engineRequest(ctx: Context, mount: MountInfo, mountPath: string, capabilities: ReadonlySet<Capability>, inProcess: boolean): EngineRequest {
+  const { token, req } = ctx;
+  const caller: Caller | undefined = token
+    ? {
+        tokenAccessor: token.accessor,
+        // The token itself never leaves the gateway process.
+        tokenId: inProcess ? req.token : undefined,
+        policies: token.policies,
+        entityId: token.entityId,
+        displayName: token.displayName,
+        namespace: token.namespace,
+        meta: token.meta ?? NO_META,
+      }
+    : undefined;
+  return {
+    kind: req.operation === 'help' ? 'help' : 'operation',
+    requestId: req.id,
+    mount,
+    operation: req.operation,
+    path: mountPath,
+    data: req.data,
+    // Core engines read request headers (e.g. the wrap TTL); engine services get none, as a
+    // plugin gets none in Vault unless a mount passes some through.
+    headers: inProcess ? req.headers : NO_HEADERS,
+    caller,
+    capabilities: capabilityList(capabilities),
+    remoteAddress: req.remoteAddress,
+    contentType: req.contentType,
+  };
+}
+
+/** The audit record of a request (the devices hash the secrets in it). */
+function auditEntry(ctx: Context, mount: MountInfo): AuditRequestEntry {
+  const { token, req } = ctx;
+  return {
+    auth: token
+      ? {
+          client_token: req.token ?? '',
+          accessor: token.accessor,
+          display_name: token.displayName,
+          policies: token.policies,
+          token_policies: token.policies,
+          metadata: token.meta,
+          entity_id: token.entityId,
+          token_type: token.type,
+          token_ttl: remainingTtl(token),
+          num_uses: Math.max(0, token.numUses),
+        }
+      : undefined,
+    request: {
+      id: req.id,
+      operation: req.operation,
+      mount_type: mount.type,
+      mount_accessor: mount.accessor,
+      client_token: req.token ?? '',
+      client_token_accessor: token?.accessor ?? '',
+      namespace: { id: ctx.namespace.record.id, path: ctx.namespace.path },
+      path: ctx.path,
+      data: req.data,
+      remote_address: req.remoteAddress ?? '',
+      wrap_ttl: req.wrapTtl ?? 0,
+    },
+  };
+}
+
+/** The audit record of an answer: its data as an object, whichever form the engine gave it in. */
+function auditResponse(mount: MountInfo, response: Response | undefined, lease: Lease | undefined): AuditResponse {
+  const data = response?.dataJson === undefined ? (response?.data ?? (response?.raw as Record<string, unknown> | undefined) ?? null) : (JSON.parse(response.dataJson) as Record<string, unknown>);
+  return {
+    mount_type: mount.type,
+    mount_accessor: mount.accessor,
+    data,
+    ...(lease ? { secret: { lease_id: lease.leaseId } } : {}),
+    ...(response?.token ? { auth: auditAuth(response.token) } : {}),
+    ...(response?.warnings?.length ? { warnings: response.warnings } : {}),
+    status: response?.status,
+  };
+}
+
+/** A token issued by the request (login, token creation) as the audit log records it (the devices hash its value). */
+function auditAuth({ auth, displayName }: IssuedToken): AuditAuth {
+  return {
+    client_token: auth.client_token,
+    accessor: auth.accessor,
+    display_name: displayName,
+    policies: auth.policies,
+    token_policies: auth.token_policies,
+    metadata: auth.metadata,
+    entity_id: auth.entity_id,
+    token_type: auth.token_type,
+    token_ttl: auth.lease_duration,
+    num_uses: auth.num_uses,
+  };
+}
