@@ -139,6 +139,15 @@ describe('svc login', () => {
   });
 });
 
+describe('svc server -service', () => {
+  test('names exactly the services that exist, in its usage and when refusing another', async () => {
+    const refused = await svc(['server', '-dev', '-service=replication'], {});
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('Error: unknown service "replication"; expected one of gateway, database, transit\n');
+    expect(refused.stderr).toContain('-service=NAME                 Run one app of the distributed topology: gateway, database, transit\n');
+  });
+});
+
 describe('svc cluster', () => {
   test('starts the distributed topology, initialized, and stops it on SIGINT', async () => {
     const child = spawn(process.execPath, [SVC_BIN, 'cluster', '-gateways=1', '-services=transit'], { stdio: ['ignore', 'pipe', 'pipe'] });

@@ -147,7 +147,13 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('platform, %s', (kind
     expect(enable.text).toBe('');
     expect((await api(url, 'POST', '/v1/sys/mounts/team/kv', { token: rootToken, body: { type: 'kv' } })).status).toBe(400);
     expect((await api(url, 'POST', '/v1/sys/mounts/team', { token: rootToken, body: { type: 'kv' } })).status).toBe(400);
-    expect((await api(url, 'POST', '/v1/sys/mounts/other', { token: rootToken, body: { type: 'nope' } })).body.errors[0]).toMatch(/nope/);
+    // The mount tables accept exactly the registered types of their table, and say which those are.
+    const unknown = await api(url, 'POST', '/v1/sys/mounts/other', { token: rootToken, body: { type: 'nope' } });
+    expect([unknown.status, unknown.body.errors]).toEqual([400, ['unknown secrets engine type "nope"; known types: database, kv, transit']]);
+    const wrongTable = await api(url, 'POST', '/v1/sys/auth/other', { token: rootToken, body: { type: 'transit' } });
+    expect([wrongTable.status, wrongTable.body.errors[0]]).toEqual([400, expect.stringMatching(/^unknown auth method type "transit"; known types: /)]);
+    const builtin = await api(url, 'POST', '/v1/sys/mounts/other', { token: rootToken, body: { type: 'cubbyhole' } });
+    expect([builtin.status, builtin.body.errors]).toEqual([400, ['secrets engine type "cubbyhole" is mounted in every namespace and cannot be enabled again']]);
     expect((await api(url, 'POST', '/v1/sys/mounts/other', { token: rootToken, body: {} })).body.errors[0]).toMatch(/type/);
 
     const tune = await api<{ data: Record<string, unknown> }>(url, 'GET', '/v1/sys/mounts/team/kv/tune', { token: rootToken });

@@ -16,6 +16,7 @@ import {
   type Response,
 } from '@svc/framework';
 import { ServiceError } from '@svc/http';
+import type { StorageView } from '@svc/storage';
 import { readRole, resetField, ROLE_FIELDS, roleData, Roles, type Role } from './roles';
 import { SecretIds, type NewSecretId, type SecretIdEntry } from './secret-ids';
 
@@ -60,44 +61,38 @@ const LEGACY_NAMES: Partial<Record<keyof Role, string>> = { token_policies: 'pol
 /** Set only when the role is created. */
 const READ_ONLY_FIELDS = new Set<keyof Role>(['local_secret_ids']);
 
-export const approleBackendFactory: BackendFactory = () => createApproleBackend();
+export const approleBackendFactory: BackendFactory = (_mount, context) => new Backend(approleDeclaration(context.storage));
 
-export function createApproleBackend(): Backend {
-  return new Backend(approleDeclaration());
-}
-
-export function approleDeclaration(): BackendDeclaration {
-  // Built from the mount's storage on the first request: the secret IDs' HMAC key is then read once.
-  let stores: { roles: Roles; secretIds: SecretIds } | undefined;
-  const storesOf = (req: Request) => (stores ??= { roles: new Roles(req.storage), secretIds: new SecretIds(req.storage) });
+export function approleDeclaration(storage: StorageView): BackendDeclaration {
+  const stores = { roles: new Roles(storage), secretIds: new SecretIds(storage) };
   const roleName = (f: FieldData) => f.params.role_name.toLowerCase();
-  const existingRole = (req: Request, f: FieldData) => storesOf(req).roles.require(roleName(f));
+  const existingRole = (f: FieldData) => stores.roles.require(roleName(f));
 
   const rolePaths: PathDeclaration[] = [
     {
       pattern: 'role/',
       synopsis: 'Lists the roles.',
-      operations: { list: { summary: 'List the roles.', handler: async (req) => listResponse(await storesOf(req).roles.names()) } },
+      operations: { list: { summary: 'List the roles.', handler: async () => listResponse(await stores.roles.names()) } },
     },
     {
       pattern: 'role/:role_name',
       synopsis: 'Creates, reads, updates or deletes a role.',
       fields: { ...ROLE_NAME, ...ROLE_FIELDS },
-      existenceCheck: async (req, f) => (await storesOf(req).roles.get(roleName(f))) !== null,
+      existenceCheck: async (_req, f) => (await stores.roles.get(roleName(f))) !== null,
       operations: {
         read: {
           summary: 'Read a role.',
-          handler: async (req, f) => {
-            const role = await storesOf(req).roles.get(roleName(f));
+          handler: async (_req, f) => {
+            const role = await stores.roles.get(roleName(f));
             return role ? { data: roleData(role) } : undefined;
           },
         },
-        create: { summary: 'Create a role.', handler: (req, f) => writeRole(req, f, null) },
-        update: { summary: 'Update a role.', handler: async (req, f) => writeRole(req, f, await storesOf(req).roles.get(roleName(f))) },
+        create: { summary: 'Create a role.', handler: (_req, f) => writeRole(f, null) },
+        update: { summary: 'Update a role.', handler: async (_req, f) => writeRole(f, await stores.roles.get(roleName(f))) },
         delete: {
           summary: 'Delete a role and its secret IDs.',
-          handler: async (req, f) => {
-            const { roles, secretIds } = storesOf(req);
+          handler: async (_req, f) => {
+            const { roles, secretIds } = stores;
             const role = await roles.get(roleName(f));
             if (role) {
               await secretIds.removeRole(role.name);
@@ -114,8 +109,8 @@ export function approleDeclaration(): BackendDeclaration {
       synopsis: 'Reads or sets the role ID of a role.',
       fields: { ...ROLE_NAME, role_id: { type: 'string', required: true, description: 'The role ID.' } },
       operations: {
-        read: { summary: 'Read the role ID.', handler: async (req, f) => ({ data: { role_id: (await existingRole(req, f)).role_id } }) },
-        update: { summary: 'Set a custom role ID.', handler: async (req, f) => writeRole(req, f, await existingRole(req, f)) },
+        read: { summary: 'Read the role ID.', handler: async (_req, f) => ({ data: { role_id: (await existingRole(f)).role_id } }) },
+        update: { summary: 'Set a custom role ID.', handler: async (_req, f) => writeRole(f, await existingRole(f)) },
       },
     },
   ];
@@ -125,8 +120,8 @@ export function approleDeclaration(): BackendDeclaration {
     const fields: FieldMap = { ...ROLE_NAME, ...Object.fromEntries(names.map((name) => [name, ROLE_FIELDS[name]])) };
     const read = {
       summary: `Read the role's ${field}.`,
-      handler: async (req: Request, f: FieldData): Promise<Response> => {
-        const value = (await existingRole(req, f))[field];
+      handler: async (_req: Request, f: FieldData): Promise<Response> => {
+        const value = (await existingRole(f))[field];
         return { data: Object.fromEntries(names.map((name) => [name, value])) };
       },
     };
@@ -139,16 +134,16 @@ export function approleDeclaration(): BackendDeclaration {
         read,
         update: {
           summary: `Set the role's ${field}.`,
-          handler: async (req, f) => {
+          handler: async (_req, f) => {
             if (!names.some((name) => f.has(name))) throw ServiceError.badRequest(`missing required field "${field}"`);
-            return writeRole(req, f, await existingRole(req, f));
+            return writeRole(f, await existingRole(f));
           },
         },
         delete: {
           summary: `Reset the role's ${field} to its default.`,
-          handler: async (req, f) => {
-            const role = await existingRole(req, f);
-            await storesOf(req).roles.put(resetField(role, field));
+          handler: async (_req, f) => {
+            const role = await existingRole(f);
+            await stores.roles.put(resetField(role, field));
             return undefined;
           },
         },
@@ -156,9 +151,9 @@ export function approleDeclaration(): BackendDeclaration {
     };
   }
 
-  async function writeRole(req: Request, f: FieldData, existing: Role | null): Promise<undefined> {
+  async function writeRole(f: FieldData, existing: Role | null): Promise<undefined> {
     const role = readRole(roleName(f), f, existing);
-    await storesOf(req).roles.put(role, existing?.role_id);
+    await stores.roles.put(role, existing?.role_id);
     return undefined;
   }
 
@@ -167,7 +162,7 @@ export function approleDeclaration(): BackendDeclaration {
       pattern: 'role/:role_name/secret-id',
       synopsis: 'Generates a secret ID for a role.',
       fields: { ...ROLE_NAME, ...SECRET_ID_FIELDS },
-      operations: { update: { summary: 'Generate a secret ID.', handler: async (req, f) => issueSecretId(req, f, randomUUID()) } },
+      operations: { update: { summary: 'Generate a secret ID.', handler: async (_req, f) => issueSecretId(f, randomUUID()) } },
     },
     {
       pattern: 'role/:role_name/secret-id/',
@@ -176,7 +171,7 @@ export function approleDeclaration(): BackendDeclaration {
       operations: {
         list: {
           summary: 'List secret ID accessors.',
-          handler: async (req, f) => listResponse(await storesOf(req).secretIds.accessors((await existingRole(req, f)).name)),
+          handler: async (_req, f) => listResponse(await stores.secretIds.accessors((await existingRole(f)).name)),
         },
       },
     },
@@ -184,7 +179,7 @@ export function approleDeclaration(): BackendDeclaration {
       pattern: 'role/:role_name/custom-secret-id',
       synopsis: 'Registers a secret ID of the caller\'s choosing for a role.',
       fields: { ...ROLE_NAME, ...SECRET_ID_FIELD, ...SECRET_ID_FIELDS },
-      operations: { update: { summary: 'Register a custom secret ID.', handler: async (req, f) => issueSecretId(req, f, f.get('secret_id')) } },
+      operations: { update: { summary: 'Register a custom secret ID.', handler: async (_req, f) => issueSecretId(f, f.get('secret_id')) } },
     },
     {
       pattern: 'role/:role_name/secret-id/lookup',
@@ -193,7 +188,7 @@ export function approleDeclaration(): BackendDeclaration {
       operations: {
         update: {
           summary: 'Look up a secret ID.',
-          handler: async (req, f) => secretIdAnswer(await storesOf(req).secretIds.lookup((await existingRole(req, f)).name, f.get('secret_id'))),
+          handler: async (_req, f) => secretIdAnswer(await stores.secretIds.lookup((await existingRole(f)).name, f.get('secret_id'))),
         },
       },
     },
@@ -201,7 +196,7 @@ export function approleDeclaration(): BackendDeclaration {
       pattern: 'role/:role_name/secret-id/destroy',
       synopsis: 'Destroys a secret ID.',
       fields: { ...ROLE_NAME, ...SECRET_ID_FIELD },
-      operations: destroyOperations('Destroy a secret ID.', async (req, f) => storesOf(req).secretIds.destroy((await existingRole(req, f)).name, f.get('secret_id'))),
+      operations: destroyOperations('Destroy a secret ID.', async (f) => stores.secretIds.destroy((await existingRole(f)).name, f.get('secret_id'))),
     },
     {
       pattern: 'role/:role_name/secret-id-accessor/lookup',
@@ -210,8 +205,8 @@ export function approleDeclaration(): BackendDeclaration {
       operations: {
         update: {
           summary: 'Look up a secret ID by accessor.',
-          handler: async (req, f) => {
-            const entry = await storesOf(req).secretIds.lookupAccessor((await existingRole(req, f)).name, f.get('secret_id_accessor'));
+          handler: async (_req, f) => {
+            const entry = await stores.secretIds.lookupAccessor((await existingRole(f)).name, f.get('secret_id_accessor'));
             if (!entry) throw ServiceError.notFound(`no secret ID has the accessor "${f.get<string>('secret_id_accessor')}"`);
             return { data: { ...entry } };
           },
@@ -222,8 +217,8 @@ export function approleDeclaration(): BackendDeclaration {
       pattern: 'role/:role_name/secret-id-accessor/destroy',
       synopsis: 'Destroys a secret ID by its accessor.',
       fields: { ...ROLE_NAME, ...ACCESSOR_FIELD },
-      operations: destroyOperations('Destroy a secret ID by accessor.', async (req, f) =>
-        storesOf(req).secretIds.destroyAccessor((await existingRole(req, f)).name, f.get('secret_id_accessor')),
+      operations: destroyOperations('Destroy a secret ID by accessor.', async (f) =>
+        stores.secretIds.destroyAccessor((await existingRole(f)).name, f.get('secret_id_accessor')),
       ),
     },
     {
@@ -232,8 +227,8 @@ export function approleDeclaration(): BackendDeclaration {
       operations: {
         update: {
           summary: 'Tidy the secret IDs.',
-          handler: async (req) => {
-            const removed = await storesOf(req).secretIds.tidy();
+          handler: async () => {
+            const removed = await stores.secretIds.tidy();
             return { data: { secret_ids_removed: removed.secretIds, accessors_removed: removed.accessors } };
           },
         },
@@ -241,10 +236,10 @@ export function approleDeclaration(): BackendDeclaration {
     },
   ];
 
-  async function issueSecretId(req: Request, f: FieldData, secretId: string): Promise<Response> {
-    const role = await existingRole(req, f);
+  async function issueSecretId(f: FieldData, secretId: string): Promise<Response> {
+    const role = await existingRole(f);
     if (!role.bind_secret_id) throw ServiceError.badRequest(`role "${role.name}" does not bind secret IDs (bind_secret_id is false)`);
-    const entry = await storesOf(req).secretIds.create(role.name, secretId, secretIdSettings(role, f));
+    const entry = await stores.secretIds.create(role.name, secretId, secretIdSettings(role, f));
     return {
       data: {
         secret_id: secretId,
@@ -266,7 +261,7 @@ export function approleDeclaration(): BackendDeclaration {
   };
 
   async function login(req: Request, f: FieldData): Promise<AuthResponse> {
-    const { roles, secretIds } = storesOf(req);
+    const { roles, secretIds } = stores;
     const role = await roles.byRoleId(f.get('role_id'));
     if (!role) throw ServiceError.badRequest(INVALID_LOGIN);
     refuseAddress(role.secret_id_bound_cidrs, req, 'role');
@@ -291,15 +286,15 @@ export function approleDeclaration(): BackendDeclaration {
     help: HELP,
     paths: [...rolePaths, ...secretIdPaths, loginPath],
     // As Vault: the role must still exist with the same role ID; TTLs and policies are the role's now.
-    renewAuth: async (req, auth) => {
+    renewAuth: async (_req, auth) => {
       const name = String(auth.internalData?.role_name ?? '');
-      const role = await storesOf(req).roles.get(name);
+      const role = await stores.roles.get(name);
       if (!role) throw ServiceError.badRequest(`role "${name}" no longer exists; the token cannot be renewed`);
       if (role.role_id !== auth.internalData?.role_id) throw ServiceError.badRequest(`the role ID of role "${name}" changed; the token cannot be renewed`);
       return renewedAuth(role, auth);
     },
-    periodic: async (req) => {
-      await storesOf(req).secretIds.tidy();
+    periodic: async () => {
+      await stores.secretIds.tidy();
     },
   };
 }
@@ -347,9 +342,9 @@ function refuseAddress(cidrs: string[], req: Request, owner: 'role' | 'secret ID
 }
 
 /** Vault's destroy paths answer both POST and DELETE. */
-function destroyOperations(summary: string, destroy: (req: Request, f: FieldData) => Promise<void>): PathDeclaration['operations'] {
-  const handler = async (req: Request, f: FieldData): Promise<undefined> => {
-    await destroy(req, f);
+function destroyOperations(summary: string, destroy: (f: FieldData) => Promise<void>): PathDeclaration['operations'] {
+  const handler = async (_req: Request, f: FieldData): Promise<undefined> => {
+    await destroy(f);
     return undefined;
   };
   return { update: { summary, handler }, delete: { summary, handler } };

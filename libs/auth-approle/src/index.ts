@@ -1,1 +1,1 @@
-export { approleBackendFactory, approleDeclaration, createApproleBackend } from './approle-backend';
+export { approleBackendFactory, approleDeclaration } from './approle-backend';

@@ -13,7 +13,6 @@ import {
   type FieldData,
   type FieldMap,
   type MountInfo,
-  type Request,
   type TokenSettings,
 } from '@svc/framework';
 import { ServiceError } from '@svc/http';
@@ -42,14 +41,14 @@ export const userpassBackendFactory: BackendFactory = (mount, context) => new Ba
 
 export function userpassDeclaration(mount: MountInfo, context: EngineContext): BackendDeclaration {
   const username = (f: FieldData) => f.params.username.toLowerCase();
-  const userOf = (req: Request, name: string) => req.storage.getJSON<User>(USERS + name);
-  const existingUser = async (req: Request, f: FieldData): Promise<User> => {
-    const user = await userOf(req, username(f));
+  const userOf = (name: string) => context.storage.getJSON<User>(USERS + name);
+  const existingUser = async (f: FieldData): Promise<User> => {
+    const user = await userOf(username(f));
     if (!user) throw ServiceError.badRequest(`user "${username(f)}" does not exist`);
     return user;
   };
-  const putUser = async (req: Request, f: FieldData, user: User): Promise<undefined> => {
-    await req.storage.putJSON(USERS + username(f), user);
+  const putUser = async (f: FieldData, user: User): Promise<undefined> => {
+    await context.storage.putJSON(USERS + username(f), user);
     return undefined;
   };
 
@@ -71,12 +70,12 @@ export function userpassDeclaration(mount: MountInfo, context: EngineContext): B
     return hashPassword(password);
   }
 
-  async function writeUser(req: Request, f: FieldData, existing: User | null): Promise<undefined> {
+  async function writeUser(f: FieldData, existing: User | null): Promise<undefined> {
     const policy = f.has('password_policy') ? f.get<string>('password_policy') : (existing?.password_policy ?? '');
     if (!existing && !f.has('password')) throw ServiceError.badRequest('missing required field "password"');
     const settings = readTokenSettings(f, existing ?? DEFAULT_TOKEN_SETTINGS);
     const passwordHash = f.has('password') ? await newPasswordHash(f.get('password'), policy) : existing!.password_hash;
-    return putUser(req, f, { ...settings, password_hash: passwordHash, password_policy: policy });
+    return putUser(f, { ...settings, password_hash: passwordHash, password_policy: policy });
   }
 
   return {
@@ -86,7 +85,7 @@ export function userpassDeclaration(mount: MountInfo, context: EngineContext): B
       {
         pattern: 'users/',
         synopsis: 'Lists the users.',
-        operations: { list: { summary: 'List the users.', handler: async (req) => listResponse((await req.storage.list(USERS)).filter((key) => !key.endsWith('/'))) } },
+        operations: { list: { summary: 'List the users.', handler: async () => listResponse((await context.storage.list(USERS)).filter((key: string) => !key.endsWith('/'))) } },
       },
       {
         pattern: 'users/:username',
@@ -97,23 +96,23 @@ export function userpassDeclaration(mount: MountInfo, context: EngineContext): B
           password_policy: { type: 'string', description: 'Password policy (sys/policies/password) the user\'s passwords must satisfy.' },
           ...TOKEN_FIELDS,
         },
-        existenceCheck: async (req, f) => (await userOf(req, username(f))) !== null,
+        existenceCheck: async (_req, f) => (await userOf(username(f))) !== null,
         operations: {
           read: {
             summary: 'Read a user (never the password).',
-            handler: async (req, f) => {
-              const user = await userOf(req, username(f));
+            handler: async (_req, f) => {
+              const user = await userOf(username(f));
               if (!user) return undefined;
               const { password_hash: _hash, ...shown } = user;
               return { data: tokenSettingsData(shown) };
             },
           },
-          create: { summary: 'Create a user.', handler: (req, f) => writeUser(req, f, null) },
-          update: { summary: 'Update a user.', handler: async (req, f) => writeUser(req, f, await userOf(req, username(f))) },
+          create: { summary: 'Create a user.', handler: (_req, f) => writeUser(f, null) },
+          update: { summary: 'Update a user.', handler: async (_req, f) => writeUser(f, await userOf(username(f))) },
           delete: {
             summary: 'Delete a user.',
-            handler: async (req, f) => {
-              await req.storage.delete(USERS + username(f));
+            handler: async (_req, f) => {
+              await context.storage.delete(USERS + username(f));
               return undefined;
             },
           },
@@ -126,9 +125,9 @@ export function userpassDeclaration(mount: MountInfo, context: EngineContext): B
         operations: {
           update: {
             summary: 'Change the password.',
-            handler: async (req, f) => {
-              const user = await existingUser(req, f);
-              return putUser(req, f, { ...user, password_hash: await newPasswordHash(f.get('password'), user.password_policy) });
+            handler: async (_req, f) => {
+              const user = await existingUser(f);
+              return putUser(f, { ...user, password_hash: await newPasswordHash(f.get('password'), user.password_policy) });
             },
           },
         },
@@ -140,10 +139,10 @@ export function userpassDeclaration(mount: MountInfo, context: EngineContext): B
         operations: {
           update: {
             summary: 'Change the token policies.',
-            handler: async (req, f) => {
+            handler: async (_req, f) => {
               if (!f.has('token_policies') && !f.has('policies')) throw ServiceError.badRequest('missing required field "token_policies"');
-              const user = await existingUser(req, f);
-              return putUser(req, f, { ...user, ...readTokenSettings(f, user) });
+              const user = await existingUser(f);
+              return putUser(f, { ...user, ...readTokenSettings(f, user) });
             },
           },
         },
@@ -158,7 +157,7 @@ export function userpassDeclaration(mount: MountInfo, context: EngineContext): B
             unauthenticated: true,
             handler: async (req, f) => {
               const name = username(f);
-              const user = await userOf(req, name);
+              const user = await userOf(name);
               // A missing user costs the same hash as a wrong password.
               if (!(await verifyPassword(f.get('password'), user?.password_hash)) || !user) throw ServiceError.badRequest(INVALID_LOGIN);
               if (!addressAllowed(user.token_bound_cidrs, req.remoteAddress)) {
@@ -171,9 +170,9 @@ export function userpassDeclaration(mount: MountInfo, context: EngineContext): B
       },
     ],
     // The user must still exist; the token takes the user's current policies and TTLs.
-    renewAuth: async (req, auth) => {
+    renewAuth: async (_req, auth) => {
       const name = String(auth.internalData?.username ?? '');
-      const user = await userOf(req, name);
+      const user = await userOf(name);
       if (!user) throw ServiceError.badRequest(`user "${name}" no longer exists; the token cannot be renewed`);
       return renewedAuth(user, auth);
     },

@@ -3,6 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, DEFAULT_JSON_LIMITS, DEFAULT_TIMEOUTS, devConfig, loadConfigFile, parseConfig, parseHcl } from './index';
 
+/** What the server's registry would pass: the config lib knows no service names of its own. */
+const KNOWN_SERVICES = ['gateway', 'transit'];
+
 let dir: string;
 let cert: string;
 let key: string;
@@ -95,7 +98,7 @@ locks "redis" {
 
 seal "shamir" {}
 `;
-    const config = await parseConfig(text, 'hcl', 'config.hcl');
+    const config = await parseConfig(text, 'hcl', 'config.hcl', process.env, KNOWN_SERVICES);
     expect(config).toEqual({
       listeners: [
         {
@@ -395,7 +398,7 @@ describe('JSON', () => {
       max_lease_ttl: '768h',
       default_lease_ttl: '10m',
     });
-    const config = await parseConfig(text, 'json', 'config.json');
+    const config = await parseConfig(text, 'json', 'config.json', process.env, KNOWN_SERVICES);
     expect(config.listeners.map((listener) => [listener.address, listener.tlsDisable])).toEqual([
       ['0.0.0.0:8200', true],
       ['0.0.0.0:8201', true],
@@ -536,12 +539,12 @@ describe('validation errors', () => {
       'config.hcl: default_lease_ttl must not exceed max_lease_ttl',
     ],
     ['bad log level', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nlog_level = "loud"', 'config.hcl: log_level must be one of trace, debug, info, warn, error'],
-    ['unknown service', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nservices = ["gateway", "mail"]', 'config.hcl: services: unknown service "mail"'],
+    ['unknown service', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nservices = ["gateway", "mail"]', 'config.hcl: services: unknown service "mail" (known: gateway, transit)'],
     ['bad api_addr', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\napi_addr = "svc:8200"', 'config.hcl: api_addr must be a URL'],
   ];
 
   it.each(cases)('%s', async (_name, text, message) => {
-    await expectConfigError(parseConfig(text, 'hcl', 'config.hcl'), message);
+    await expectConfigError(parseConfig(text, 'hcl', 'config.hcl', process.env, KNOWN_SERVICES), message);
   });
 
   it('rejects a certificate path that is a directory', async () => {
@@ -569,16 +572,16 @@ describe('loadConfigFile', () => {
     const jsonPath = join(dir, 'server.json');
     await writeFile(hclPath, minimalHcl);
     await writeFile(jsonPath, JSON.stringify({ listener: { tcp: { tls_disable: 1 } }, storage: { inmem: {} } }));
-    expect((await loadConfigFile(hclPath)).storage.type).toBe('inmem');
-    expect((await loadConfigFile(jsonPath)).listeners[0].tlsDisable).toBe(true);
+    expect((await loadConfigFile(hclPath, KNOWN_SERVICES)).storage.type).toBe('inmem');
+    expect((await loadConfigFile(jsonPath, KNOWN_SERVICES)).listeners[0].tlsDisable).toBe(true);
   });
 
   it('names the file in its errors', async () => {
     const path = join(dir, 'broken.hcl');
     await writeFile(path, 'listener "tcp" { tls_disable = true }\n');
-    await expectConfigError(loadConfigFile(path), `${path}: a storage stanza is required`);
-    await expectConfigError(loadConfigFile(join(dir, 'server.yaml')), 'configuration files must end in .hcl or .json');
-    await expectConfigError(loadConfigFile(join(dir, 'missing.hcl')), 'cannot read configuration file (ENOENT)');
+    await expectConfigError(loadConfigFile(path, KNOWN_SERVICES), `${path}: a storage stanza is required`);
+    await expectConfigError(loadConfigFile(join(dir, 'server.yaml'), KNOWN_SERVICES), 'configuration files must end in .hcl or .json');
+    await expectConfigError(loadConfigFile(join(dir, 'missing.hcl'), KNOWN_SERVICES), 'cannot read configuration file (ENOENT)');
   });
 });
 

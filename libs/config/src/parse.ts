@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
-import type { ServerConfig, ServiceName } from './types';
+import type { ServerConfig } from './types';
 import { blocksOf } from './blocks';
 import { withSecretsFromEnvironment } from './environment';
 import { ConfigError } from './errors';
@@ -13,19 +13,12 @@ export type ConfigFormat = 'hcl' | 'json';
 
 export const DEFAULT_LEASE_TTL_SECONDS = 768 * 3600;
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
-const SERVICE_NAMES: readonly ServiceName[] = [
-  'gateway',
-  'transit',
-  'database',
-  'cloud',
-  'auth-cloud',
-  'sync',
-  'snapshot',
-  'replication',
-];
 
-/** Reads a server configuration file; the format follows the extension (.hcl or .json). */
-export async function loadConfigFile(path: string): Promise<ServerConfig> {
+/**
+ * Reads a server configuration file; the format follows the extension (.hcl or .json).
+ * `knownServices` are the names its `services` may list (the server's registry knows them).
+ */
+export async function loadConfigFile(path: string, knownServices: readonly string[]): Promise<ServerConfig> {
   const extension = extname(path).toLowerCase();
   if (extension !== '.hcl' && extension !== '.json') {
     throw new ConfigError(`${path}: configuration files must end in .hcl or .json`);
@@ -36,22 +29,24 @@ export async function loadConfigFile(path: string): Promise<ServerConfig> {
   } catch (err) {
     throw new ConfigError(`${path}: cannot read configuration file (${(err as NodeJS.ErrnoException).code ?? err})`);
   }
-  return parseConfig(text, extension === '.hcl' ? 'hcl' : 'json', path);
+  return parseConfig(text, extension === '.hcl' ? 'hcl' : 'json', path, process.env, knownServices);
 }
 
 /**
  * Parses and validates a configuration; `sourceName` prefixes every error and warning. The
  * environment's SVC_* secret variables override their fields (see `SECRET_ENVIRONMENT_VARIABLES`).
+ * `services` may list only `knownServices`.
  */
 export async function parseConfig(
   text: string,
   format: ConfigFormat,
   sourceName: string,
   environment: NodeJS.ProcessEnv = process.env,
+  knownServices: readonly string[] = [],
 ): Promise<ServerConfig> {
   const raw = format === 'hcl' ? parseHcl(text, sourceName) : decodeJson(text, sourceName);
   if (!isObject(raw)) throw new ConfigError(`${sourceName}: the configuration must be an object`);
-  return buildConfig(new Section(sourceName, raw), sourceName, environment);
+  return buildConfig(new Section(sourceName, raw), sourceName, environment, knownServices);
 }
 
 function decodeJson(text: string, sourceName: string): unknown {
@@ -73,7 +68,7 @@ function describeJsonError(text: string, message: string): string {
   return withoutExcerpt.replace(/in JSON at position \d+.*$/s, `at ${where}`);
 }
 
-async function buildConfig(top: Section, sourceName: string, environment: NodeJS.ProcessEnv): Promise<ServerConfig> {
+async function buildConfig(top: Section, sourceName: string, environment: NodeJS.ProcessEnv, knownServices: readonly string[]): Promise<ServerConfig> {
   const warnings: string[] = [];
   const stanza = (name: string) =>
     withSecretsFromEnvironment(name, blocksOf(name, top.raw(name), sourceName), environment, sourceName, warnings);
@@ -98,7 +93,7 @@ async function buildConfig(top: Section, sourceName: string, environment: NodeJS
 
   const apiAddr = url(top, 'api_addr');
   const clusterAddr = url(top, 'cluster_addr');
-  const services = serviceNames(top);
+  const services = serviceNames(top, knownServices);
   const config: ServerConfig = {
     listeners,
     storage,
@@ -135,12 +130,12 @@ function logLevel(section: Section): ServerConfig['logLevel'] {
   return known;
 }
 
-function serviceNames(section: Section): ServiceName[] | undefined {
+function serviceNames(section: Section, known: readonly string[]): string[] | undefined {
   const names = section.stringList('services');
   if (names === undefined) return undefined;
-  const unknown = names.filter((name) => !(SERVICE_NAMES as readonly string[]).includes(name));
+  const unknown = names.filter((name) => !known.includes(name));
   if (unknown.length > 0) {
-    throw section.error(`services: unknown service ${unknown.map((name) => `"${name}"`).join(', ')} (known: ${SERVICE_NAMES.join(', ')})`);
+    throw section.error(`services: unknown service ${unknown.map((name) => `"${name}"`).join(', ')} (known: ${known.join(', ')})`);
   }
-  return [...new Set(names)] as ServiceName[];
+  return [...new Set(names)];
 }

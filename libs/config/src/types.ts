@@ -42,16 +42,6 @@ export interface JsonLimits {
   maxArrayElementCount: number;
 }
 
-export type ServiceName =
-  | 'gateway'
-  | 'transit'
-  | 'database'
-  | 'cloud'
-  | 'auth-cloud'
-  | 'sync'
-  | 'snapshot'
-  | 'replication';
-
 export interface ServerConfig {
   listeners: ListenerConfig[];
   storage: StorageConfig;
@@ -66,8 +56,8 @@ export interface ServerConfig {
   logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error';
   defaultLeaseTtl: number;
   maxLeaseTtl: number;
-  /** Which services this process runs in all-in-one mode (default: all). */
-  services?: ServiceName[];
+  /** Which engine services this process runs in all-in-one mode (default: all). */
+  services?: string[];
   /** Problems that did not stop parsing, e.g. unknown fields that were ignored. */
   warnings?: string[];
 }

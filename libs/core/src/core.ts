@@ -3,13 +3,12 @@ import type { Logger } from 'pino';
 import type { Bus } from '@svc/bus';
 import { BusUnavailableError, decodeJson, encodeJson } from '@svc/bus';
 import type { ServerConfig } from '@svc/config';
-import { EngineHost, mountRemovedSubject, mountStoragePrefix, serviceSubject, type EngineReply, type EngineRequest, type OperationFields, type BackendFactory } from '@svc/engine-host';
+import { EngineHost, EngineRegistry, GATEWAY, mountRemovedSubject, mountStoragePrefix, serviceSubject, type EngineReply, type EngineRequest, type EngineType, type OperationFields } from '@svc/engine-host';
 import type { Backend, MountInfo, Operation, Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import type { LockManager } from '@svc/locks';
 import { KeyringDistributor, KeyringReceiver, ShamirSeal, encryptRootToken } from '@svc/seal';
 import { Barrier, CachedPhysical, createView, type Keyring, type Physical, type StorageView } from '@svc/storage';
-import type { EngineRegistry } from './engines';
 import { SYSTEM_MOUNT } from './mounts/system-mount';
 import { describeRequestError } from './http/request-errors';
 import { ReplicaSync } from './cluster/replica-sync';
@@ -64,7 +63,8 @@ export interface CoreOptions {
   bus: Bus;
   locks: LockManager;
   logger: Logger;
-  engines: EngineRegistry;
+  /** The mount types of this build besides the core's own (system, token, cubbyhole). */
+  engineTypes: readonly EngineType[];
   /** Engine services running in this process (all-in-one): reached without serialization. */
   localServices: Map<string, EngineHost>;
   /** Builds the sys/ backend; given the core so its handlers can drive it. */
@@ -101,6 +101,8 @@ export class Core {
   readonly authorizer: Authorizer;
   readonly wrapping: ResponseWrapper;
   readonly audit: AuditDevices;
+  /** Every mount type: where it runs, which table it belongs to, how its backend is built. */
+  readonly engines: EngineRegistry;
   private readonly coreEngines: EngineHost;
   private readonly distributor: KeyringDistributor;
   /** Replicas share storage and one keyring: a peer's unseal (or seal) reaches this one too. */
@@ -148,10 +150,8 @@ export class Core {
     this.authorizer = new Authorizer(this.namespaces);
     this.wrapping = new ResponseWrapper(this.tokenManager, this.namespaces, this.barrier, options.config.maxLeaseTtl);
     this.audit = new AuditDevices(createView(this.barrier, ''), options.logger);
-    options.engines
-      .register('token', { kind: 'core', table: 'auth', create: () => createTokenBackend(this) })
-      .register('cubbyhole', { kind: 'core', table: 'secret', create: createCubbyholeBackend });
-    this.coreEngines = new EngineHost('gateway', coreFactories(options.engines), this.barrier, { locks: options.locks, logger: options.logger }, false);
+    this.engines = new EngineRegistry([...this.ownEngineTypes(), ...options.engineTypes]);
+    this.coreEngines = new EngineHost(GATEWAY, this.engines.factoriesFor(GATEWAY), this.barrier, { locks: options.locks, logger: options.logger }, false);
     const subjectPrefix = options.config.bus?.subjectPrefix;
     this.distributor = new KeyringDistributor(options.bus, { subjectPrefix });
     this.peers = new KeyringReceiver(options.bus, {
@@ -167,6 +167,15 @@ export class Core {
     this.services = new ServiceWatch(options.bus, subjectPrefix);
     this.system = options.systemBackend(this);
     this.coreEngines.register(SYSTEM_MOUNT, this.system);
+  }
+
+  /** The core's own mounts, present in every namespace and built over the core's state, as in Vault. */
+  private ownEngineTypes(): EngineType[] {
+    return [
+      { type: 'system', table: 'secret', runsIn: GATEWAY, builtin: true, factory: () => this.system },
+      { type: 'token', table: 'auth', runsIn: GATEWAY, builtin: true, factory: () => createTokenBackend(this) },
+      { type: 'cubbyhole', table: 'secret', runsIn: GATEWAY, builtin: true, factory: (_mount, context) => createCubbyholeBackend(context.storage) },
+    ];
   }
 
   private get defaultKvVersion(): '1' | '2' {
@@ -218,6 +227,7 @@ export class Core {
     this.storageCache?.invalidate(keys);
     if (this.barrier.sealed) return;
     if (keys.includes(KEYRING_CHANGED)) await this.fetchRotatedKeyring();
+    this.coreEngines.invalidate(keys);
     this.tokens.forgetKeys(keys);
     if (keys.includes(AUDIT_TABLE_KEY)) await this.audit.load();
     await this.leases.noteRemoteChange(keys.filter((key) => key.startsWith(LEASE_KEY_PREFIX)));
@@ -393,10 +403,10 @@ export class Core {
 
   /** Sends an operation to the engine that owns the mount type. */
   dispatch(message: EngineRequest): Promise<EngineReply> {
-    const definition = this.options.engines.get(message.mount.type);
-    if (!definition) return Promise.reject(ServiceError.badRequest(`unsupported mount type "${message.mount.type}"`));
-    if (definition.kind === 'core') return this.coreEngines.handle(message);
-    return this.options.localServices.get(definition.service)?.handle(message) ?? this.dispatchRemote(definition.service, message);
+    const engine = this.engines.get(message.mount.type);
+    if (!engine) return Promise.reject(ServiceError.badRequest(`unsupported mount type "${message.mount.type}"`));
+    if (engine.runsIn === GATEWAY) return this.coreEngines.handle(message);
+    return this.options.localServices.get(engine.runsIn)?.handle(message) ?? this.dispatchRemote(engine.runsIn, message);
   }
 
   private async dispatchRemote(service: string, message: EngineRequest): Promise<EngineReply> {
@@ -459,7 +469,7 @@ export class Core {
 
   /** Whether a mount type runs in this process (core engines get the caller's token value). */
   isCoreEngine(type: string): boolean {
-    return this.options.engines.get(type)?.kind === 'core';
+    return this.engines.get(type)?.runsIn === GATEWAY;
   }
 
   /** TTL defaults and maximums for a mount: its tune, else the system's. */
@@ -534,7 +544,7 @@ export class Core {
   async runPeriodicFunctions(): Promise<void> {
     await this.options.locks.withLock('core-periodic', PERIODIC_INTERVAL_MS, async () => {
       for (const { mount } of this.namespaces.all().flatMap((namespace) => namespace.allMounts())) {
-        if (mount.type === 'system' || !this.options.engines.get(mount.type)) continue;
+        if (mount.type === 'system' || !this.engines.get(mount.type)) continue;
         const reply = await this.dispatch({
           kind: 'periodic',
           requestId: randomUUID(),
@@ -568,17 +578,6 @@ export class Core {
 /** The stored seal generation (decimal text); none stored yet is generation 0. */
 function generationOf(stored: Uint8Array | null): number {
   return stored ? Number(Buffer.from(stored).toString('utf8')) : 0;
-}
-
-function coreFactories(engines: EngineRegistry): Record<string, BackendFactory> {
-  const out: Record<string, BackendFactory> = {};
-  for (const table of ['secret', 'auth'] as const) {
-    for (const type of engines.types(table)) {
-      const definition = engines.get(type)!;
-      if (definition.kind === 'core') out[type] = definition.create;
-    }
-  }
-  return out;
 }
 
 async function deleteTree(view: StorageView, prefix: string): Promise<void> {

@@ -1,6 +1,5 @@
 export { Core, type CoreOptions, type CoreState, type InitRequest } from './core';
 export type { Route } from './namespaces/namespace';
-export { EngineRegistry, type EngineDefinition } from './engines';
 export { RequestPipeline, type HttpRequest, type HttpResult, type RequestLine } from './http/pipeline';
 export { RequestHandler, type RequestHandlerDeps } from './request/request-handler';
 export type { LogicalRequest, LogicalResult } from './request/logical';

@@ -18,7 +18,8 @@ export function databaseDeclaration(engine: DatabaseEngine): BackendDeclaration 
     help: HELP,
     paths: [...configPaths(engine), ...rolePaths(engine), ...staticRolePaths(engine)],
     secrets: { creds: credsSecret(engine) },
-    periodic: (req) => engine.rotations.periodic(req.storage),
+    periodic: () => engine.rotations.periodic(),
+    cleanup: () => engine.close(),
   };
 }
 
@@ -30,34 +31,15 @@ function withStatementLists(data: Record<string, unknown>): Record<string, unkno
 
 /**
  * One database mount in one service replica. It keeps the connection pools and the static-role
- * rotation timer; `close` ends both (the host calls it when the mount goes away, tests after use).
+ * rotation timer; cleanup ends both (the host runs it when the mount goes away, tests after use).
  */
 export class DatabaseBackend extends Backend {
-  private readonly engine: DatabaseEngine;
-
   constructor(mount: MountInfo, context: EngineContext) {
-    const engine = new DatabaseEngine(mount, context);
-    super(databaseDeclaration(engine));
-    this.engine = engine;
+    super(databaseDeclaration(new DatabaseEngine(mount, context)));
   }
 
   override handle(req: Request): Promise<Response | undefined> {
-    this.engine.rotations.attach(req.storage);
     return super.handle({ ...req, data: withStatementLists(req.data) });
-  }
-
-  override renewSecret(req: Request, type: string, internalData: Record<string, unknown>): Promise<Response | undefined> {
-    this.engine.rotations.attach(req.storage);
-    return super.renewSecret(req, type, internalData);
-  }
-
-  override revokeSecret(req: Request, type: string, internalData: Record<string, unknown>): Promise<void> {
-    this.engine.rotations.attach(req.storage);
-    return super.revokeSecret(req, type, internalData);
-  }
-
-  close(): Promise<void> {
-    return this.engine.close();
   }
 }
 

@@ -2,6 +2,7 @@
 import type { EngineContext } from '@svc/engine-host';
 import type { FieldData, MountInfo, Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
+import type { StorageView } from '@svc/storage';
 import { ConnectionRegistry } from './connections';
 import { policyPassword } from './passwords';
 import type { PluginDefinition } from './plugins';
@@ -12,13 +13,17 @@ import { renderUsername, type UsernameContext } from './username-template';
 export class DatabaseEngine {
   readonly connections = new ConnectionRegistry();
   readonly rotations: StaticRotations;
+  /** The mount's storage. */
+  readonly storage: StorageView;
 
   constructor(
     readonly mount: MountInfo,
     readonly context: EngineContext,
   ) {
+    this.storage = context.storage;
     this.rotations = new StaticRotations({
       mount,
+      storage: context.storage,
       locks: context.locks,
       logger: context.logger,
       connections: this.connections,

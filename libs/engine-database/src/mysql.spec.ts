@@ -14,7 +14,7 @@ describe('mysql-database-plugin (MariaDB)', () => {
   });
 
   afterEach(async () => {
-    await harness.backend.close();
+    await harness.backend.cleanup();
     await withMysql(async (query) => {
       for (const user of users.splice(0)) await query('DROP USER IF EXISTS ?@?', [user, '%']);
     });

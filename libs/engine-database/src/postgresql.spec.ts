@@ -37,7 +37,7 @@ describe('postgresql-database-plugin', () => {
   });
 
   afterEach(async () => {
-    await harness.backend.close();
+    await harness.backend.cleanup();
     await withPostgres(async (client) => {
       for (const role of createdRoles.splice(0)) await client.query(`DROP ROLE IF EXISTS "${role}"`);
     });
@@ -108,7 +108,7 @@ describe('postgresql-database-plugin', () => {
     createdRoles.push((creds.data as { username: string }).username);
     expect(creds.secret).toMatchObject({ ttl: 120, maxTtl: 300 });
     await tuned.revoke(creds.secret!.internalData);
-    await tuned.backend.close();
+    await tuned.backend.cleanup();
   });
 
   it('bad SQL gives 502 with the database message and leaves no user behind', async () => {
@@ -301,7 +301,7 @@ describe('postgresql-database-plugin', () => {
       const help = custom.backend.help('creds/pol');
       expect(help.help).toContain('Creates a database user');
     } finally {
-      await custom.backend.close();
+      await custom.backend.cleanup();
     }
   });
 });

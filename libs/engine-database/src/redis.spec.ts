@@ -11,7 +11,7 @@ describe('redis-database-plugin (ACL users)', () => {
   });
 
   afterEach(async () => {
-    await harness.backend.close();
+    await harness.backend.cleanup();
     await withRedis(async (redis) => {
       for (const user of users.splice(0)) await redis.call('ACL', 'DELUSER', user);
     });

@@ -19,7 +19,7 @@ describe('static roles', () => {
       harness = new DatabaseHarness();
       await harness.call('update', 'config/pg', { plugin_name: 'postgresql-database-plugin', connection_url: POSTGRES_URL, username: 'postgres', allowed_roles: 'checked,scheduled' });
     });
-    afterEach(() => harness.backend.close());
+    afterEach(() => harness.backend.cleanup());
 
     it.each([
       [{ rotation_period: 4 }, 'field "rotation_period": must be at least 5 seconds'],
@@ -85,7 +85,7 @@ describe('static roles', () => {
       await withMysql((query) => query('CREATE USER ?@? IDENTIFIED BY ?', [user, '%', 'initial']));
     });
     afterAll(async () => {
-      await Promise.all(replicas.map((replica) => replica.backend.close()));
+      await Promise.all(replicas.map((replica) => replica.backend.cleanup()));
       await Promise.all(locks.map((lockManager) => lockManager.close()));
       await withMysql((query) => query('DROP USER IF EXISTS ?@?', [user, '%']));
     });

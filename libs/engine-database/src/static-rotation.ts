@@ -24,6 +24,7 @@ const CONTENDED_DELAY_MS = 1_000;
 
 export interface RotationDependencies {
   mount: MountInfo;
+  storage: StorageView;
   locks: LockManager;
   logger: Logger;
   connections: ConnectionRegistry;
@@ -34,20 +35,14 @@ type Mode = { kind: 'create'; role: StaticRoleRecord } | { kind: 'manual' } | { 
 
 export class StaticRotations {
   private readonly timer: RotationTimer;
-  private storage?: StorageView;
 
   constructor(private readonly deps: RotationDependencies) {
     this.timer = new RotationTimer((name) => this.rotateIfDue(name), RETRY_DELAY_MS);
   }
 
-  /** The mount's storage, for rotations the timer starts outside any request. */
-  attach(storage: StorageView): void {
-    this.storage = storage;
-  }
-
   /** Rotates now (creation or rotate-role). A role another replica is rotating is a 409. */
-  async rotateNow(storage: StorageView, name: string, mode: Mode): Promise<StaticRoleRecord> {
-    const rotated = await this.withRoleLock(name, (fence) => this.rotateLocked(storage, name, mode, fence));
+  async rotateNow(name: string, mode: Mode): Promise<StaticRoleRecord> {
+    const rotated = await this.withRoleLock(name, (fence) => this.rotateLocked(name, mode, fence));
     if (rotated === null) throw ServiceError.conflict(`static role "${name}" is being rotated by another replica; try again`);
     if (rotated === undefined) throw ServiceError.badRequest(`unknown static role "${name}"`);
     this.timer.schedule(name, Date.parse(rotated.next_rotation));
@@ -55,9 +50,8 @@ export class StaticRotations {
   }
 
   /** Rotates every due role and (re)arms the timer for the rest: the backend's periodic function. */
-  async periodic(storage: StorageView): Promise<void> {
-    this.attach(storage);
-    for (const name of await STATIC_ROLES.list(storage)) {
+  async periodic(): Promise<void> {
+    for (const name of await STATIC_ROLES.list(this.deps.storage)) {
       const next = await this.rotateIfDue(name).catch(() => Date.now() + RETRY_DELAY_MS);
       if (next !== undefined) this.timer.schedule(name, next);
     }
@@ -75,9 +69,7 @@ export class StaticRotations {
 
   /** When to look at the role next, or undefined when it no longer exists. */
   private async rotateIfDue(name: string): Promise<number | undefined> {
-    const storage = this.storage;
-    if (!storage) return undefined;
-    const role = await this.withRoleLock(name, (fence) => this.rotateLocked(storage, name, { kind: 'due' }, fence));
+    const role = await this.withRoleLock(name, (fence) => this.rotateLocked(name, { kind: 'due' }, fence));
     if (role === null) return Date.now() + CONTENDED_DELAY_MS;
     return role && Date.parse(role.next_rotation);
   }
@@ -86,7 +78,8 @@ export class StaticRotations {
     return this.deps.locks.withLock(`database/${this.deps.mount.uuid}/static-role/${name}`, LOCK_TTL_MS, (lock) => fn(lock.fencingToken));
   }
 
-  private async rotateLocked(storage: StorageView, name: string, mode: Mode, fence = 0): Promise<StaticRoleRecord | undefined> {
+  private async rotateLocked(name: string, mode: Mode, fence = 0): Promise<StaticRoleRecord | undefined> {
+    const { storage } = this.deps;
     const role = mode.kind === 'create' ? mode.role : await STATIC_ROLES.get(storage, name);
     if (!role) return undefined;
     const now = new Date();
@@ -100,7 +93,7 @@ export class StaticRotations {
       }
     }
     try {
-      const rotated = await this.changeCredential(storage, name, role, now, fence);
+      const rotated = await this.changeCredential(name, role, now, fence);
       this.deps.logger.info({ mount: this.deps.mount.path, role: name, reason: mode.kind }, 'rotated static role credentials');
       return rotated;
     } catch (err) {
@@ -111,7 +104,8 @@ export class StaticRotations {
     }
   }
 
-  private async changeCredential(storage: StorageView, name: string, role: StaticRoleRecord, now: Date, fence: number): Promise<StaticRoleRecord> {
+  private async changeCredential(name: string, role: StaticRoleRecord, now: Date, fence: number): Promise<StaticRoleRecord> {
+    const { storage } = this.deps;
     const { record, plugin } = await this.deps.connections.get(storage, role.db_name);
     checkRoleAllowed(record, role.db_name, name);
     const credential = await issueCredential(role.credential_type, role.credential_config, {

@@ -1,15 +1,18 @@
 import pino from 'pino';
-import { Backend } from '@svc/framework';
+import { MemoryBus, MemoryBusHub } from '@svc/bus';
+import { Backend, type MountInfo } from '@svc/framework';
 import { testMount } from '@svc/testing';
 import { MemoryLockManager } from '@svc/locks';
 import { Barrier, InmemPhysical, Keyring } from '@svc/storage';
+import { ServiceError } from '@svc/http';
 import { EngineHost } from './engine-host';
 import type { EngineRequest } from './protocol';
+import type { BackendFactory } from './registry';
 
 const mount = testMount('echo');
 
 /** A tiny engine: `value` stores and reads a value; `admin` needs sudo; `login` is unauthenticated. */
-const echo = () =>
+const echo: BackendFactory = (_mount, { storage }) =>
   new Backend({
     type: 'echo',
     help: 'test engine',
@@ -19,9 +22,9 @@ const echo = () =>
         synopsis: 'a value',
         fields: { v: { type: 'string', description: 'the value' } },
         operations: {
-          read: async (req) => ({ data: { v: (await req.storage.get('v'))?.toString() ?? null } }),
-          update: async (req, f) => {
-            await req.storage.put('v', Buffer.from(f.get<string>('v')));
+          read: async () => ({ data: { v: (await storage.get('v'))?.toString() ?? null } }),
+          update: async (_req, f) => {
+            await storage.put('v', Buffer.from(f.get<string>('v')));
             return undefined;
           },
         },
@@ -93,5 +96,118 @@ describe('EngineHost', () => {
     await host.handle(message('update', 'value', { data: { v: 'one' } }));
     expect(await physical.list('')).toEqual(['logical/']);
     expect(await physical.list('logical/')).toEqual([`${mount.uuid}/`]);
+  });
+
+  describe('lifecycle', () => {
+    /** An engine that records its hooks: `value` reads what initialize loaded. */
+    function recording(options: { failInitializeOnce?: boolean; onInvalidate?: () => void } = {}) {
+      const events: string[] = [];
+      let failures = options.failInitializeOnce ? 1 : 0;
+      let built = 0;
+      const factory: BackendFactory = (mount, { storage }) => {
+        const id = ++built;
+        let loaded = '';
+        return new Backend({
+          type: 'echo',
+          help: 'records its lifecycle',
+          paths: [{ pattern: 'value', synopsis: 'the value loaded at initialize', operations: { read: async () => ({ data: { v: loaded, backend: id } }) } }],
+          initialize: async () => {
+            events.push(`initialize ${id} ${mount.options.flavour ?? ''}`.trim());
+            if (failures-- > 0) throw ServiceError.badRequest('not ready yet');
+            loaded = (await storage.get('v'))?.toString() ?? '';
+          },
+          invalidate: (key) => {
+            events.push(`invalidate ${id} ${key}`);
+            options.onInvalidate?.();
+          },
+          cleanup: async () => {
+            events.push(`cleanup ${id}`);
+          },
+        });
+      };
+      return { events, factory };
+    }
+
+    function unsealed(physical = new InmemPhysical(), keyring = Keyring.generate()): Barrier {
+      const barrier = new Barrier(physical);
+      barrier.unseal(keyring);
+      return barrier;
+    }
+
+    it('initializes a backend once, before its first request, with its mount storage already readable', async () => {
+      const { events, factory } = recording();
+      const barrier = unsealed();
+      await barrier.put(`logical/${mount.uuid}/v`, Buffer.from('stored'));
+      const host = new EngineHost('echo-service', { echo: factory }, barrier, context);
+      const replies = await Promise.all([host.handle(message('read', 'value')), host.handle(message('read', 'value'))]);
+      expect(replies).toEqual([
+        { ok: true, response: { data: { v: 'stored', backend: 1 } } },
+        { ok: true, response: { data: { v: 'stored', backend: 1 } } },
+      ]);
+      expect(events).toEqual(['initialize 1']);
+    });
+
+    it('answers a failed initialize to its request and tries again with a new backend on the next', async () => {
+      const { events, factory } = recording({ failInitializeOnce: true });
+      const host = new EngineHost('echo-service', { echo: factory }, unsealed(), context);
+      expect(await host.handle(message('read', 'value'))).toEqual({ ok: false, status: 400, errors: ['not ready yet'] });
+      expect(await host.handle(message('read', 'value'))).toMatchObject({ ok: true, response: { data: { backend: 2 } } });
+      expect(events).toEqual(['initialize 1', 'cleanup 1', 'initialize 2']);
+    });
+
+    it('builds the backend anew when the mount\'s options change, and cleans up the old one', async () => {
+      const { events, factory } = recording();
+      const host = new EngineHost('echo-service', { echo: factory }, unsealed(), context);
+      const tuned: MountInfo = { ...mount, options: { flavour: 'b' } };
+      await host.handle(message('read', 'value'));
+      await host.handle(message('read', 'value', { mount: { ...mount, options: {} } }));
+      // sys/mounts shows a mount without options as null; a message built from it is the same mount.
+      await host.handle(message('read', 'value', { mount: { ...mount, options: null as unknown as MountInfo['options'] } }));
+      expect(await host.handle(message('read', 'value', { mount: tuned }))).toMatchObject({ ok: true, response: { data: { backend: 2 } } });
+      expect(events).toEqual(['initialize 1', 'cleanup 1', 'initialize 2 b']);
+    });
+
+    it('cleans up a disabled mount\'s backend, and every backend when the process stops', async () => {
+      const { events, factory } = recording();
+      const host = new EngineHost('echo-service', { echo: factory }, unsealed(), context);
+      const other = testMount('echo');
+      await host.handle(message('read', 'value'));
+      await host.handle(message('read', 'value', { mount: other }));
+      host.forget(mount.uuid);
+      await host.closeAll();
+      expect(events).toEqual(['initialize 1', 'initialize 2', 'cleanup 1', 'cleanup 2']);
+    });
+
+    it('hands each mount\'s backend the keys of its own storage that changed, relative to the mount', async () => {
+      const { events, factory } = recording();
+      const host = new EngineHost('echo-service', { echo: factory }, unsealed(), context);
+      await host.handle(message('read', 'value'));
+      host.invalidate([`logical/${mount.uuid}/policy/k`, 'logical/another-mount/x', 'core/mounts', `logical/${mount.uuid}`]);
+      expect(events).toEqual(['initialize 1', 'invalidate 1 policy/k']);
+    });
+
+    it('tells the other replicas of its service which mount keys it wrote, and not itself', async () => {
+      const hub = new MemoryBusHub();
+      const physical = new InmemPhysical();
+      const keyring = Keyring.generate();
+      let invalidated!: () => void;
+      const received = new Promise<void>((resolve) => (invalidated = resolve));
+      const writer = recording();
+      const reader = recording({ onInvalidate: () => invalidated() });
+      const writerBarrier = unsealed(physical, keyring);
+      const writerHost = new EngineHost('echo-service', { echo: writer.factory }, writerBarrier, context);
+      const readerHost = new EngineHost('echo-service', { echo: reader.factory }, unsealed(physical, keyring), context);
+      const buses = [new MemoryBus({ hub }), new MemoryBus({ hub })];
+      const subscriptions = [writerHost.follow(buses[0], 'lifecycle'), readerHost.follow(buses[1], 'lifecycle')];
+      await readerHost.handle(message('read', 'value'));
+      await writerHost.handle(message('read', 'value'));
+      // The recording engine has no write path: the writer's replica writes to its mount storage as its backend would.
+      await writerBarrier.put(`logical/${mount.uuid}/v`, Buffer.from('new'));
+      await received;
+      expect(reader.events).toEqual(['initialize 1', 'invalidate 1 v']);
+      expect(writer.events).toEqual(['initialize 1']);
+      subscriptions.forEach((subscription) => subscription.unsubscribe());
+      await Promise.all(buses.map((bus) => bus.close()));
+    });
   });
 });

@@ -1,19 +1,17 @@
+import { randomUUID } from 'node:crypto';
 import type { Backend, Capability, MountInfo, PathOperation, Request } from '@svc/framework';
-import type { Logger } from 'pino';
 import type { Bus, Subscription } from '@svc/bus';
-import type { LockManager } from '@svc/locks';
 import { decodeJson, encodeJson } from '@svc/bus';
 import { describeRequestError, errorOf, ServiceError } from '@svc/http';
-import { createView, type Barrier, type StorageView } from '@svc/storage';
-import { mountRemovedSubject, servicePresenceSubject, serviceQueue, serviceSubject, type EngineReply, type EngineRequest } from './protocol';
-
-/** What a backend may use besides its mount's storage: locks for one-replica jobs, a logger. */
-export interface EngineContext {
-  locks: LockManager;
-  logger: Logger;
-  /** The text of a password policy (sys/policies/password) of a namespace, if it exists. */
-  passwordPolicy(namespace: string, name: string): Promise<string | undefined>;
-}
+import { createView, type Barrier } from '@svc/storage';
+import {
+  mountInvalidationSubject,
+  mountRemovedSubject,
+  type EngineReply,
+  type EngineRequest,
+  type MountInvalidation,
+} from './protocol';
+import type { BackendFactory, EngineContext } from './registry';
 
 /** Where sys/policies/password keeps policies, readable by every engine through its context. */
 export function passwordPolicyKey(namespace: string, name: string): string {
@@ -32,21 +30,32 @@ function capabilitySet(list: readonly Capability[]): ReadonlySet<Capability> {
   return set;
 }
 
-export type BackendFactory = (mount: MountInfo, context: EngineContext) => Backend;
+const MOUNT_DATA_PREFIX = 'logical/';
 
 /** Where a mount's data lives inside the barrier: a mount sees nothing else. */
 export function mountStoragePrefix(mount: Pick<MountInfo, 'uuid'>): string {
-  return `logical/${mount.uuid}/`;
+  return `${MOUNT_DATA_PREFIX}${mount.uuid}/`;
+}
+
+/** A mount's backend and the options it was built for; `initialized` once its `initialize` resolved. */
+interface MountedBackend {
+  backend: Backend;
+  options: Record<string, string>;
+  initialized: boolean;
+  initializing?: Promise<void>;
 }
 
 /**
  * Runs the backends of one service (or the gateway's core engines) for every mount of their
- * types. Backends are created once per mount and kept; storage views are scoped to the mount.
+ * types. A backend is built once per mount with the mount's storage and initialized before its
+ * first request; a change of the mount's options (a kv mount tuned to version 2) builds it anew,
+ * as Vault reloads a backend on a tune of its options. Disabling the mount or stopping the
+ * process cleans it up.
  */
 export class EngineHost {
-  private readonly mounts = new Map<string, { backend: Backend; storage: StorageView }>();
+  private readonly mounts = new Map<string, MountedBackend>();
 
-  private readonly context: EngineContext;
+  private readonly services: Omit<EngineContext, 'storage'>;
 
   constructor(
     readonly service: string,
@@ -57,20 +66,18 @@ export class EngineHost {
     private readonly requireUnsealed = true,
   ) {
     const shared = createView(barrier, '');
-    this.context = {
+    this.services = {
       ...services,
       passwordPolicy: async (namespace, name) => (await shared.get(passwordPolicyKey(namespace, name)))?.toString('utf8'),
     };
   }
 
-  types(): string[] {
-    return Object.keys(this.factories);
-  }
-
   async handle(message: EngineRequest): Promise<EngineReply> {
     try {
       if (this.requireUnsealed && this.barrier.sealed) throw ServiceError.sealed(`service ${this.service} is sealed`);
-      const { backend, storage } = this.forMount(message.mount);
+      const mounted = this.forMount(message.mount);
+      if (!mounted.initialized) await this.initialized(message.mount.uuid, mounted);
+      const { backend } = mounted;
       const open = message.kind === 'operation' && enforceOperationFlags(backend, message);
       const req: Request = {
         requestId: message.requestId,
@@ -79,7 +86,6 @@ export class EngineHost {
         data: message.data,
         headers: message.headers,
         mount: message.mount,
-        storage,
         caller: message.caller,
         // Unauthenticated operations (init, login) are outside the ACL, as in Vault.
         capabilities: open ? UNRESTRICTED : capabilitySet(message.capabilities),
@@ -96,7 +102,7 @@ export class EngineHost {
         case 'renew-auth':
           return { ok: true, response: { auth: await backend.renewAuth(req, message.auth) } };
         case 'periodic':
-          await backend.periodic(req);
+          await backend.periodic();
           return { ok: true };
         case 'revoke':
           await backend.revokeSecret(req, message.secretType, message.internalData);
@@ -104,7 +110,7 @@ export class EngineHost {
       }
     } catch (err) {
       // The caller sees only "internal error": the log is where an operator finds the cause.
-      if (!(err instanceof ServiceError)) this.context.logger.error({ request_id: message.requestId, err: describeRequestError(err) }, 'internal error');
+      if (!(err instanceof ServiceError)) this.services.logger.error({ request_id: message.requestId, err: describeRequestError(err) }, 'internal error');
       return { ok: false, ...errorOf(err) };
     }
   }
@@ -114,63 +120,130 @@ export class EngineHost {
     return this.forMount(mount).backend.operationInfo(path, operation)?.unauthenticated === true;
   }
 
-  /** Drops (and closes) the backend of a mount that was disabled. */
+  /**
+   * Barrier keys another replica changed: the backends of their mounts drop what they cached of
+   * them (keys outside mount storage are not theirs).
+   */
+  invalidate(keys: readonly string[]): void {
+    for (const key of keys) {
+      if (!key.startsWith(MOUNT_DATA_PREFIX)) continue;
+      const slash = key.indexOf('/', MOUNT_DATA_PREFIX.length);
+      if (slash < 0) continue;
+      this.mounts.get(key.slice(MOUNT_DATA_PREFIX.length, slash))?.backend.invalidate(key.slice(slash + 1));
+    }
+  }
+
+  /** Drops (and cleans up) the backend of a mount that was disabled. */
   forget(uuid: string): void {
     const entry = this.mounts.get(uuid);
     this.mounts.delete(uuid);
-    if (entry) void closeBackend(entry.backend);
+    if (entry) void this.cleanup(entry.backend);
   }
 
-  /** Closes every backend (connection pools, timers) when the process stops. */
+  /** Cleans up every backend (connection pools, timers) when the process stops. */
   async closeAll(): Promise<void> {
     const backends = [...this.mounts.values()].map((entry) => entry.backend);
     this.mounts.clear();
-    await Promise.all(backends.map(closeBackend));
+    await Promise.all(backends.map((backend) => this.cleanup(backend)));
   }
 
   /**
-   * Serves this host's subject on the bus, load-balanced across replicas of the service, and its
-   * presence subject, which any live replica answers with nothing.
+   * Follows the cluster for this host's backends: a mount disabled anywhere is cleaned up here, and
+   * writes this replica makes to mount storage are broadcast to the other replicas of the service,
+   * whose backends drop what they cached of those keys. (The service's requests reach `handle`
+   * through its transport.)
    */
-  serve(bus: Bus, subjectPrefix?: string): Subscription {
-    const requests = bus.serve(serviceSubject(this.service, subjectPrefix), serviceQueue(this.service, subjectPrefix), async (msg) => ({
-      payload: encodeJson(await this.handle(decodeJson<EngineRequest>(msg.payload))),
-      headers: {},
-    }));
-    const presence = bus.serve(servicePresenceSubject(this.service, subjectPrefix), serviceQueue(this.service, subjectPrefix), async () => ({ payload: new Uint8Array(), headers: {} }));
+  follow(bus: Bus, subjectPrefix?: string): Subscription {
     const removals = bus.subscribe(mountRemovedSubject(subjectPrefix), (msg) => this.forget(decodeJson<{ uuid: string }>(msg.payload).uuid));
+    const stopInvalidations = this.shareInvalidations(bus, mountInvalidationSubject(this.service, subjectPrefix));
     return {
       unsubscribe: () => {
-        requests.unsubscribe();
-        presence.unsubscribe();
         removals.unsubscribe();
+        stopInvalidations();
       },
     };
   }
 
   /** Registers a backend that is not built per mount (the gateway's sys/ backend). */
   register(mount: MountInfo, backend: Backend): void {
-    this.mounts.set(mount.uuid, { backend, storage: createView(this.barrier, mountStoragePrefix(mount)) });
+    this.mounts.set(mount.uuid, { backend, options: mount.options, initialized: true });
   }
 
-  private forMount(mount: MountInfo): { backend: Backend; storage: StorageView } {
-    let entry = this.mounts.get(mount.uuid);
-    if (!entry) {
-      const factory = this.factories[mount.type];
-      if (!factory) throw ServiceError.badRequest(`service ${this.service} does not serve mount type "${mount.type}"`);
-      entry = { backend: factory(mount, this.context), storage: createView(this.barrier, mountStoragePrefix(mount)) };
-      this.mounts.set(mount.uuid, entry);
-    }
-    return entry;
+  /** The mount's backend, built for the options the mount has now. */
+  private forMount(mount: MountInfo): MountedBackend {
+    const entry = this.mounts.get(mount.uuid);
+    if (entry && sameOptions(entry.options, mount.options)) return entry;
+    if (entry) this.forget(mount.uuid);
+    const factory = this.factories[mount.type];
+    if (!factory) throw ServiceError.badRequest(`service ${this.service} does not serve mount type "${mount.type}"`);
+    const built: MountedBackend = {
+      backend: factory(mount, { ...this.services, storage: createView(this.barrier, mountStoragePrefix(mount)) }),
+      options: mount.options,
+      initialized: false,
+    };
+    this.mounts.set(mount.uuid, built);
+    return built;
   }
+
+  /** Runs `initialize` once for concurrent first requests; a failure drops the backend so the next request retries. */
+  private async initialized(uuid: string, entry: MountedBackend): Promise<void> {
+    entry.initializing ??= entry.backend.initialize().then(
+      () => {
+        entry.initialized = true;
+      },
+      (err: unknown) => {
+        if (this.mounts.get(uuid) === entry) this.forget(uuid);
+        throw err;
+      },
+    );
+    await entry.initializing;
+  }
+
+  private async cleanup(backend: Backend): Promise<void> {
+    await backend.cleanup().catch((err: unknown) => this.services.logger.warn({ mount_type: backend.type, err: describeRequestError(err) }, 'backend cleanup failed'));
+  }
+
+  /** Publishes this replica's writes to mount storage, once per event-loop turn, and applies the other replicas'. */
+  private shareInvalidations(bus: Bus, subject: string): () => void {
+    const sender = randomUUID();
+    let pending: string[] = [];
+    const stopWatching = this.barrier.onWrite(({ key }) => {
+      if (!key.startsWith(MOUNT_DATA_PREFIX)) return;
+      if (pending.length === 0) {
+        setImmediate(() => {
+          const keys = pending;
+          pending = [];
+          bus.publish(subject, encodeJson({ sender, keys } satisfies MountInvalidation)).catch((err: unknown) => this.services.logger.warn({ err: describeRequestError(err) }, 'publishing cache invalidations failed'));
+        });
+      }
+      pending.push(key);
+    });
+    const received = bus.subscribe(subject, (msg) => {
+      const invalidation = decodeJson<MountInvalidation>(msg.payload);
+      if (invalidation.sender !== sender) this.invalidate(invalidation.keys);
+    });
+    return () => {
+      stopWatching();
+      received.unsubscribe();
+    };
+  }
+}
+
+/**
+ * Mount options are a few short strings: compared member by member on every request. A message
+ * may carry them as null, as sys/mounts shows a mount without options.
+ */
+function sameOptions(built: Record<string, string> | null, current: Record<string, string> | null): boolean {
+  if (built === current) return true;
+  const a = built ?? {};
+  const b = current ?? {};
+  const keys = Object.keys(a);
+  if (keys.length !== Object.keys(b).length) return false;
+  for (const key of keys) if (a[key] !== b[key]) return false;
+  return true;
 }
 
 const UNRESTRICTED: ReadonlySet<Capability> = new Set(['root']);
-
-/** Backends that hold resources (pools, timers) expose `close`; others have nothing to release. */
-async function closeBackend(backend: Backend): Promise<void> {
-  await (backend as { close?: () => Promise<void> }).close?.().catch(() => undefined);
-}
 
 /**
  * Sudo, root-namespace and unauthenticated markings of the operation being called. Returns

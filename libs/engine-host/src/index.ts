@@ -1,2 +1,3 @@
 export * from './protocol';
 export * from './engine-host';
+export * from './registry';

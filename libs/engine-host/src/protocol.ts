@@ -48,3 +48,16 @@ export function serviceQueue(service: string, prefix = 'svc'): string {
 export function mountRemovedSubject(prefix = 'svc'): string {
   return `${prefix}.mounts.removed`;
 }
+
+/**
+ * Broadcast among the replicas of one service: the barrier keys of mount storage a replica wrote,
+ * so the others' backends drop what they cached of them (each ignores its own).
+ */
+export function mountInvalidationSubject(service: string, prefix = 'svc'): string {
+  return `${prefix}.${service}.invalidate`;
+}
+
+export interface MountInvalidation {
+  sender: string;
+  keys: string[];
+}

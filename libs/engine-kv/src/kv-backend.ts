@@ -1,15 +1,6 @@
 import type { BackendFactory } from '@svc/engine-host';
-import {
-  Backend,
-  type BackendDeclaration,
-  type HelpResponse,
-  type MountInfo,
-  type PathOperation,
-  type Request,
-  type Response,
-  type ResolvedOperation,
-  type DocumentedRoute,
-} from '@svc/framework';
+import { Backend, type BackendDeclaration, type MountInfo } from '@svc/framework';
+import type { StorageView } from '@svc/storage';
 import { ServiceError } from '@svc/http';
 import { systemClock, type Clock } from './clock';
 import { passthroughPaths } from './v1/passthrough-paths';
@@ -37,83 +28,41 @@ const HELP =
   'value per path; version 2 keeps versions with metadata, check-and-set and soft deletion ' +
   '(paths `data/`, `metadata/`, `delete/`, `undelete/`, `destroy/`, `subkeys/`, `config`).';
 
-export function kvDeclaration(version: KvVersion, clock: Clock = systemClock): BackendDeclaration {
+export function kvDeclaration(version: KvVersion, storage: StorageView, clock: Clock = systemClock): BackendDeclaration {
   const paths =
     version === 1
-      ? [passthroughPaths()]
+      ? [passthroughPaths(storage)]
       : [
-          configPaths(),
-          dataPaths(clock),
-          subkeysPaths(clock),
-          ...metadataPaths(clock),
-          ...versionPaths(clock),
+          configPaths(storage),
+          dataPaths(storage, clock),
+          subkeysPaths(storage, clock),
+          ...metadataPaths(storage, clock),
+          ...versionPaths(storage, clock),
         ];
   return { type: 'kv', help: HELP, paths };
 }
 
-export interface KvBackendOptions {
-  clock?: Clock;
-}
-
 /**
- * One kv mount. The version comes from the mount options of each request, since tuning a mount
- * to version 2 upgrades it in place: the first version 2 request moves the stored version 1 data
- * to the versioned layout. Going back to version 1 afterwards is refused, as in Vault.
+ * One kv mount at the version its options name; the engine host builds it anew when a tune changes
+ * them. Tuning a version 1 mount to version 2 upgrades it in place: initializing the version 2
+ * backend moves the stored version 1 data to the versioned layout. Going back to version 1
+ * afterwards is refused, as in Vault.
  */
-export class KvBackend extends Backend {
-  private readonly engines: Record<KvVersion, Backend>;
-  private readonly clock: Clock;
-  /** The version of the latest request, for help and OpenAPI, which come without mount options. */
-  private version: KvVersion;
-  /** Once upgraded a mount stays upgraded, so this is safe to remember. */
-  private upgraded = false;
+export function createKvBackend(mount: MountInfo, storage: StorageView, clock: Clock = systemClock): Backend {
+  const version = mountKvVersion(mount);
+  return new Backend({
+    ...kvDeclaration(version, storage, clock),
+    initialize: version === 2 ? () => upgradeToVersioned(storage, clock()) : () => refuseDowngrade(storage),
+  });
+}
 
-  constructor(mount: MountInfo, options: KvBackendOptions = {}) {
-    const version = mountKvVersion(mount);
-    const clock = options.clock ?? systemClock;
-    // The base keeps the declaration the mount was created with (its type and paths); requests go
-    // to the engine of the version they carry.
-    super(kvDeclaration(version, clock));
-    this.clock = clock;
-    this.version = version;
-    this.engines = { 1: new Backend(kvDeclaration(1, clock)), 2: new Backend(kvDeclaration(2, clock)) };
-  }
-
-  override async handle(req: Request): Promise<Response | undefined> {
-    const version = mountKvVersion(req.mount);
-    this.version = version;
-    if (version === 2) await this.upgrade(req);
-    else await this.refuseDowngrade(req);
-    return this.engines[version].handle(req);
-  }
-
-  override operationInfo(path: string, operation: PathOperation): ResolvedOperation | null {
-    return this.engines[this.version].operationInfo(path, operation);
-  }
-
-  override help(relativePath: string): HelpResponse {
-    return this.engines[this.version].help(relativePath);
-  }
-
-  override describeRoutes(relativePath: string): DocumentedRoute[] {
-    return this.engines[this.version].describeRoutes(relativePath);
-  }
-
-  private async upgrade(req: Request): Promise<void> {
-    if (this.upgraded) return;
-    await upgradeToVersioned(req.storage, this.clock());
-    this.upgraded = true;
-  }
-
-  private async refuseDowngrade(req: Request): Promise<void> {
-    if (!this.upgraded) this.upgraded = await isUpgraded(req.storage);
-    if (this.upgraded) {
-      throw ServiceError.badRequest(
-        'this kv mount was upgraded to version 2 and cannot be used as version 1; ' +
-          'downgrading is not supported: tune the mount back to options version "2"',
-      );
-    }
+async function refuseDowngrade(storage: StorageView): Promise<void> {
+  if (await isUpgraded(storage)) {
+    throw ServiceError.badRequest(
+      'this kv mount was upgraded to version 2 and cannot be used as version 1; ' +
+        'downgrading is not supported: tune the mount back to options version "2"',
+    );
   }
 }
 
-export const kvBackendFactory: BackendFactory = (mount) => new KvBackend(mount);
+export const kvBackendFactory: BackendFactory = (mount, context) => createKvBackend(mount, context.storage);

@@ -3,7 +3,7 @@ import type { StorageView } from '@svc/storage';
 import type { StoredKey } from './stored-key';
 import { TransitKey } from './transit-key';
 
-const POLICY_PREFIX = 'policy/';
+export const POLICY_PREFIX = 'policy/';
 const CACHE_CONFIG_PATH = 'config/cache';
 /** Smallest bounded key cache (Vault's rule); 0 means unbounded. */
 export const MIN_CACHE_SIZE = 10;
@@ -148,6 +148,11 @@ export class KeyStore {
     });
     this.cache.delete(name);
     await settle();
+  }
+
+  /** Drops the cached copy of a key another replica changed. */
+  forget(name: string): void {
+    this.cache.delete(name);
   }
 
   /** The stored key read directly, bypassing the cache (background rotation). */

@@ -9,6 +9,8 @@ import type { WrappingKey } from './wrapping';
 
 /** What the path groups of one mount share. */
 export interface TransitServices {
+  /** The mount's storage. */
+  storage: StorageView;
   keys: KeyStore;
   settings: MountSettings;
   wrappingKey: WrappingKey;

@@ -1,7 +1,7 @@
 import type { StorageView } from '@svc/storage';
 import { CACHE_REVALIDATE_MS, settle } from './key-store';
 
-const KEYS_CONFIG_PATH = 'config/keys';
+export const KEYS_CONFIG_PATH = 'config/keys';
 
 export interface KeysConfig {
   disable_upsert: boolean;
@@ -21,6 +21,11 @@ export class MountSettings {
     const value = (await storage.getJSON<KeysConfig>(KEYS_CONFIG_PATH)) ?? { disable_upsert: false };
     this.cached = { value, checkedAt: startedAt };
     return value;
+  }
+
+  /** Drops the cached settings another replica changed. */
+  forget(): void {
+    this.cached = undefined;
   }
 
   async setKeysConfig(storage: StorageView, value: KeysConfig): Promise<void> {

@@ -49,7 +49,7 @@ class MapStorage implements StorageView, Transaction {
 }
 
 /** A transit-like backend: keys are created on first write and updated afterwards. */
-function keysBackend(): { backend: Backend; revoked: Record<string, unknown>[] } {
+function keysBackend(storage: StorageView = new MapStorage()): { backend: Backend; revoked: Record<string, unknown>[] } {
   const revoked: Record<string, unknown>[] = [];
   const keyPath = (fields: FieldData) => `keys/${fields.get<string>('name')}`;
   const declaration: BackendDeclaration = {
@@ -59,7 +59,7 @@ function keysBackend(): { backend: Backend; revoked: Record<string, unknown>[] }
       {
         pattern: 'keys/',
         synopsis: 'List keys.',
-        operations: { list: async (req) => listResponse(await req.storage.list('keys/')) },
+        operations: { list: async () => listResponse(await storage.list('keys/')) },
       },
       {
         pattern: 'keys/:name',
@@ -71,31 +71,31 @@ function keysBackend(): { backend: Backend; revoked: Record<string, unknown>[] }
           ttl: { type: 'duration', description: 'Rotation period', default: '24h' },
           plaintext: { type: 'string', description: 'Sample secret', sensitive: true },
         },
-        existenceCheck: async (req, fields) => (await req.storage.get(keyPath(fields))) !== null,
+        existenceCheck: async (_req, fields) => (await storage.get(keyPath(fields))) !== null,
         operations: {
           create: {
             summary: 'Create a key.',
             handler: async (req, fields) => {
-              await req.storage.putJSON(keyPath(fields), { exportable: fields.get('exportable'), ttl: fields.get('ttl') });
+              await storage.putJSON(keyPath(fields), { exportable: fields.get('exportable'), ttl: fields.get('ttl') });
               return { data: { operation: req.operation } };
             },
           },
           update: {
             summary: 'Update a key.',
             handler: async (req, fields) => {
-              await req.storage.putJSON(keyPath(fields), { exportable: fields.get('exportable'), ttl: fields.get('ttl') });
+              await storage.putJSON(keyPath(fields), { exportable: fields.get('exportable'), ttl: fields.get('ttl') });
               return { data: { operation: req.operation }, warnings: ['handler warning'] };
             },
           },
           read: {
             summary: 'Read a key.',
-            handler: async (req, fields) => ({ data: (await req.storage.getJSON(keyPath(fields))) ?? {} }),
+            handler: async (_req, fields) => ({ data: (await storage.getJSON(keyPath(fields))) ?? {} }),
           },
           delete: {
             summary: 'Delete a key.',
             sudo: true,
-            handler: async (req, fields) => {
-              await req.storage.delete(keyPath(fields));
+            handler: async (_req, fields) => {
+              await storage.delete(keyPath(fields));
               return undefined;
             },
           },
@@ -162,7 +162,6 @@ function request(overrides: Partial<Request> & { caps?: Capability[] }): Request
       local: false,
       seal_wrap: false,
     },
-    storage: new MapStorage(),
     capabilities: new Set(caps),
     ...rest,
   };
@@ -199,12 +198,13 @@ describe('Backend.handle routing', () => {
 
   it('dispatches reads and lists to their handlers', async () => {
     const storage = new MapStorage();
-    await backend.handle(request({ operation: 'update', path: 'keys/a', storage, data: { ttl: '1h' } }));
-    await backend.handle(request({ operation: 'update', path: 'keys/b', storage }));
-    expect(await backend.handle(request({ operation: 'list', path: 'keys/', storage }))).toEqual({
+    const { backend } = keysBackend(storage);
+    await backend.handle(request({ operation: 'update', path: 'keys/a', data: { ttl: '1h' } }));
+    await backend.handle(request({ operation: 'update', path: 'keys/b' }));
+    expect(await backend.handle(request({ operation: 'list', path: 'keys/' }))).toEqual({
       data: { keys: ['a', 'b'] },
     });
-    expect(await backend.handle(request({ operation: 'read', path: 'keys/a', storage }))).toEqual({
+    expect(await backend.handle(request({ operation: 'read', path: 'keys/a' }))).toEqual({
       data: { exportable: false, ttl: 3600 },
     });
   });
@@ -215,7 +215,8 @@ describe('Backend.handle writes: existence check and capabilities', () => {
 
   async function withExistingKey(): Promise<MapStorage> {
     const storage = new MapStorage();
-    await backend.handle(request({ operation: 'update', path: 'keys/k', storage }));
+    const { backend } = keysBackend(storage);
+    await backend.handle(request({ operation: 'update', path: 'keys/k' }));
     return storage;
   }
 
@@ -226,20 +227,23 @@ describe('Backend.handle writes: existence check and capabilities', () => {
 
   it('a write to an existing key is an update', async () => {
     const storage = await withExistingKey();
-    const response = await backend.handle(request({ operation: 'update', path: 'keys/k', storage, caps: ['update'] }));
+    const { backend } = keysBackend(storage);
+    const response = await backend.handle(request({ operation: 'update', path: 'keys/k', caps: ['update'] }));
     expect(response?.data).toEqual({ operation: 'update' });
   });
 
   it('refuses a token with only update on a missing key', async () => {
     const storage = new MapStorage();
-    const err = await failure(backend.handle(request({ operation: 'update', path: 'keys/k', storage, caps: ['update'] })));
+    const { backend } = keysBackend(storage);
+    const err = await failure(backend.handle(request({ operation: 'update', path: 'keys/k', caps: ['update'] })));
     expect([err.kind, err.errors]).toEqual(['permission-denied', ['permission denied']]);
     expect(await storage.get('keys/k')).toBeNull();
   });
 
   it('refuses a token with only create on an existing key', async () => {
     const storage = await withExistingKey();
-    const err = await failure(backend.handle(request({ operation: 'update', path: 'keys/k', storage, caps: ['create'] })));
+    const { backend } = keysBackend(storage);
+    const err = await failure(backend.handle(request({ operation: 'update', path: 'keys/k', caps: ['create'] })));
     expect(err.kind).toBe('permission-denied');
   });
 
@@ -251,6 +255,7 @@ describe('Backend.handle writes: existence check and capabilities', () => {
   });
 
   it('lets deny override everything, and root allow everything', async () => {
+    const { backend } = keysBackend();
     const denied = await failure(backend.handle(request({ operation: 'update', path: 'keys/k', caps: ['root', 'deny'] })));
     expect(denied.kind).toBe('permission-denied');
     const response = await backend.handle(request({ operation: 'update', path: 'keys/k', caps: ['root'] }));
@@ -293,17 +298,19 @@ describe('Backend.handle fields and warnings', () => {
 
   it('warns about unknown fields, keeping the handler warnings', async () => {
     const storage = new MapStorage();
-    await backend.handle(request({ operation: 'update', path: 'keys/k', storage }));
+    const { backend } = keysBackend(storage);
+    await backend.handle(request({ operation: 'update', path: 'keys/k' }));
     const response = await backend.handle(
-      request({ operation: 'update', path: 'keys/k', storage, data: { zeta: 1, alpha: 2, ttl: 5 } }),
+      request({ operation: 'update', path: 'keys/k', data: { zeta: 1, alpha: 2, ttl: 5 } }),
     );
     expect(response?.warnings).toEqual(['handler warning', 'Endpoint ignored these unrecognized parameters: [alpha zeta]']);
   });
 
   it('creates a warnings-only response when the handler returns nothing', async () => {
     const storage = new MapStorage();
-    await backend.handle(request({ operation: 'update', path: 'keys/k', storage }));
-    const response = await backend.handle(request({ operation: 'delete', path: 'keys/k', storage, data: { extra: 1 } }));
+    const { backend } = keysBackend(storage);
+    await backend.handle(request({ operation: 'update', path: 'keys/k' }));
+    const response = await backend.handle(request({ operation: 'delete', path: 'keys/k', data: { extra: 1 } }));
     expect(response).toEqual({ warnings: ['Endpoint ignored these unrecognized parameters: [extra]'] });
   });
 

@@ -97,9 +97,21 @@ export class Backend {
     return route ? resolveOperation(route.declaration, operation) : null;
   }
 
-  /** Runs the backend's periodic function, if it declares one. */
-  async periodic(req: Request): Promise<void> {
-    await this.declaration.periodic?.(req);
+  /** The declaration's lifecycle hooks; a backend that declares none has nothing to do. */
+  async initialize(): Promise<void> {
+    await this.declaration.initialize?.();
+  }
+
+  invalidate(key: string): void {
+    this.declaration.invalidate?.(key);
+  }
+
+  async periodic(): Promise<void> {
+    await this.declaration.periodic?.();
+  }
+
+  async cleanup(): Promise<void> {
+    await this.declaration.cleanup?.();
   }
 
   async renewAuth(req: Request, auth: AuthResponse): Promise<AuthResponse> {

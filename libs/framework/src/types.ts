@@ -3,7 +3,6 @@
  * declarations; everything else (parsing, coercion, validation, help, OpenAPI) derives from them.
  */
 import type { AuthBlock } from '@svc/http';
-import type { StorageView } from '@svc/storage';
 
 /** Field types a path can declare. Coercion rules are in fields.ts. */
 export type FieldType =
@@ -83,7 +82,6 @@ export interface Request {
   /** HTTP headers (lower-cased names). Sensitive headers are stripped by the gateway. */
   headers: Record<string, string | string[] | undefined>;
   mount: MountInfo;
-  storage: StorageView;
   caller?: Caller;
   /** Capabilities granted on this path; handlers use them for create-vs-update decisions. */
   capabilities: ReadonlySet<Capability>;
@@ -231,6 +229,10 @@ export interface SecretType {
   revoke: (req: Request, internalData: Record<string, unknown>) => Promise<void>;
 }
 
+/**
+ * A backend is built once per mount with the mount's storage (its factory receives it) and lives
+ * until the mount is disabled, retuned or the process stops. The host calls these hooks around it.
+ */
 export interface BackendDeclaration {
   /** Mount type, e.g. "kv", "transit". */
   type: string;
@@ -239,10 +241,23 @@ export interface BackendDeclaration {
   paths: PathDeclaration[];
   secrets?: Record<string, SecretType>;
   /**
-   * Background work (rotations, tidy). The core calls it for every mount about once a minute, on
-   * exactly one replica at a time, with a request whose storage is the mount's view.
+   * Once, after the backend is built for a mount and before its first request; it may read and
+   * write the mount's storage. A failure is answered to that request and the backend is not kept,
+   * so the next request tries again.
    */
-  periodic?: (req: Request) => Promise<void>;
+  initialize?: () => Promise<void>;
+  /**
+   * A key under the mount's storage (relative to the mount) was changed by another replica: drop
+   * whatever is cached of it.
+   */
+  invalidate?: (key: string) => void;
+  /**
+   * Background work (rotations, tidy). The core calls it for every mount about once a minute, on
+   * exactly one replica at a time.
+   */
+  periodic?: () => Promise<void>;
+  /** The mount is disabled or retuned, or the process stops: release pools and timers. */
+  cleanup?: () => Promise<void>;
   /**
    * An auth method's check when one of its tokens is renewed: given the login's auth as the token
    * holds it (internal data included), it answers the auth to renew with (new TTL, policies) or

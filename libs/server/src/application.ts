@@ -1,9 +1,11 @@
-import { Inject, Injectable, Module, type BeforeApplicationShutdown, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Module, type BeforeApplicationShutdown, type DynamicModule, type OnApplicationShutdown, type Provider, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import type { ServerConfig, ServiceName } from '@svc/config';
+import type { MicroserviceOptions } from '@nestjs/microservices';
+import type { ServerConfig } from '@svc/config';
 import { createLoggers, type Loggers } from './logger';
-import { connectShared, runGateway, runService, type GatewayOptions, type RunningProcess, type Shared } from './processes';
-import { SERVICE_ENGINES } from './engines';
+import { BusTransport, ENGINE_HOST, EngineController } from './engine-microservice';
+import { connectShared, runGateway, runService, type GatewayOptions, type RunningProcess, type RunningService, type Shared } from './processes';
+import { engineTypes } from './engines';
 
 /**
  * Every process is a NestJS application context: the modules below wire the loggers, the shared connections (bus, locks) and the process itself (gateway or engine service)
@@ -50,14 +52,23 @@ class InfrastructureModule {
   }
 }
 
-/** One process: its infrastructure and what `run` builds on it (the gateway or an engine service). */
+/**
+ * One process: its infrastructure and what `run` builds on it (the gateway or an engine service),
+ * with the controllers (and their providers) through which it is reached, if any.
+ */
 @Module({})
 class ProcessModule {
-  static register(config: ServerConfig, name: string, run: (loggers: Loggers, shared: Shared) => Promise<RunningProcess>): DynamicModule {
+  static register(
+    config: ServerConfig,
+    name: string,
+    run: (loggers: Loggers, shared: Shared) => Promise<RunningProcess>,
+    reachedThrough: { controllers: Type[]; providers: Provider[] } = { controllers: [], providers: [] },
+  ): DynamicModule {
     return {
       module: ProcessModule,
       imports: [InfrastructureModule.register(config, name)],
-      providers: [{ provide: PROCESS, useFactory: run, inject: [LOGGERS, SHARED] }, ProcessLifecycle],
+      controllers: reachedThrough.controllers,
+      providers: [{ provide: PROCESS, useFactory: run, inject: [LOGGERS, SHARED] }, ProcessLifecycle, ...reachedThrough.providers],
     };
   }
 }
@@ -78,11 +89,21 @@ export async function startGateway(config: ServerConfig, options: GatewayOptions
 }
 
 /**
- * An engine service on its own: it serves its subject on the bus with storage of its own, and
- * holds the keyring only while some gateway is unsealed.
+ * An engine service on its own: a Nest microservice whose transport serves its subject on the bus
+ * (`BusTransport`), with storage of its own; it holds the keyring only while some gateway is unsealed.
  */
-export async function startService(config: ServerConfig, service: ServiceName): Promise<RunningProcess> {
-  if (!SERVICE_ENGINES[service]) throw new Error(`unknown service "${service}"`);
+export async function startService(config: ServerConfig, service: string): Promise<RunningProcess> {
+  const services = engineTypes.services();
+  if (!services.includes(service)) throw new Error(`unknown service "${service}"; expected one of ${services.join(', ')}`);
   if (!config.bus) throw new Error(`service "${service}" needs a bus "nats" stanza in its configuration`);
-  return start(ProcessModule.register(config, service, (loggers, shared) => runService(config, service, loggers, shared)));
+  const module = ProcessModule.register(config, service, (loggers, shared) => runService(config, service, loggers, shared), {
+    controllers: [EngineController],
+    providers: [{ provide: ENGINE_HOST, useFactory: (running: RunningService) => running.host, inject: [PROCESS] }],
+  });
+  const transport = new BusTransport(config.bus.subjectPrefix);
+  const app = await NestFactory.createMicroservice<MicroserviceOptions>(module, { strategy: transport, logger: false, abortOnError: false });
+  transport.connect(app.get<Shared>(SHARED).bus, service);
+  await app.listen();
+  const running = app.get<RunningProcess>(PROCESS);
+  return { ...running, stop: () => app.close() };
 }

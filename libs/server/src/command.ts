@@ -1,5 +1,6 @@
-import { devConfig, loadConfigFile, type ServerConfig, type ServiceName } from '@svc/config';
+import { devConfig, loadConfigFile, type ServerConfig } from '@svc/config';
 import { startGateway, startService } from './application';
+import { serviceNames } from './engines';
 import type { RunningProcess } from './processes';
 
 export interface ServerFlags {
@@ -8,10 +9,9 @@ export interface ServerFlags {
   devListenAddress?: string;
   devKvV1: boolean;
   config?: string;
-  service?: ServiceName | 'all';
+  /** A name from `serviceNames()`, or 'all' (everything in this process). */
+  service?: string;
 }
-
-const SERVICES: readonly string[] = ['gateway', 'transit', 'database', 'cloud', 'auth-cloud', 'sync', 'snapshot', 'replication'];
 
 export const SERVER_USAGE = `Usage: svc server [options]
 
@@ -21,8 +21,8 @@ export const SERVER_USAGE = `Usage: svc server [options]
   -dev-listen-address=HOST:PORT Address of the dev server (default 127.0.0.1:8200).
   -dev-kv-v1                    Mount secret/ as kv version 1 (default 2 in dev mode).
   -config=FILE                  Server configuration (HCL or JSON).
-  -service=NAME                 Run one app of the distributed topology: gateway, transit,
-                                database, ... (default: everything in this process).
+  -service=NAME                 Run one app of the distributed topology: ${serviceNames().join(', ')}
+                                (default: everything in this process).
 `;
 
 /** Parses `svc server` flags (Vault style: -flag, -flag=value, -flag value). */
@@ -56,8 +56,8 @@ export function parseServerFlags(argv: string[]): ServerFlags {
         break;
       case 'service': {
         const service = value();
-        if (service !== 'all' && !SERVICES.includes(service)) throw new Error(`unknown service "${service}"; expected one of ${SERVICES.join(', ')}`);
-        flags.service = service as ServiceName | 'all';
+        if (service !== 'all' && !serviceNames().includes(service)) throw new Error(`unknown service "${service}"; expected one of ${serviceNames().join(', ')}`);
+        flags.service = service;
         break;
       }
       default:
@@ -77,7 +77,7 @@ export interface DevCredentials {
 /** Starts what the flags ask for; the dev server also returns its credentials. */
 export async function startServer(flags: ServerFlags): Promise<{ process: RunningProcess; dev?: DevCredentials }> {
   if (flags.dev) return startDevServer(flags);
-  const config: ServerConfig = await loadConfigFile(flags.config!);
+  const config: ServerConfig = await loadConfigFile(flags.config!, serviceNames());
   const service = flags.service ?? 'all';
   if (service !== 'all' && service !== 'gateway') return { process: await startService(config, service) };
   return { process: await startGateway(config, { distributed: service === 'gateway' }) };

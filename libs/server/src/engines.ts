@@ -1,6 +1,4 @@
-import type { ServiceName } from '@svc/config';
-import { EngineRegistry } from '@svc/core';
-import type { BackendFactory } from '@svc/engine-host';
+import { EngineRegistry, GATEWAY, type EngineType } from '@svc/engine-host';
 import { kvBackendFactory } from '@svc/engine-kv';
 import { transitBackendFactory } from '@svc/engine-transit';
 import { databaseBackendFactory } from '@svc/engine-database';
@@ -8,25 +6,23 @@ import { approleBackendFactory } from '@svc/auth-approle';
 import { userpassBackendFactory } from '@svc/auth-userpass';
 
 /**
- * Every mount type this build knows, and where it runs. Service engines list their backend
- * factories in SERVICE_ENGINES so a service process (or the all-in-one process) can host them.
+ * The mount types of this build, one entry each: adding an engine or auth method is one entry
+ * here (and, for a type that runs in its own service, one app under apps/). The core adds its own
+ * mounts (system, token, cubbyhole), which it builds over its state.
  */
-export const SERVICE_ENGINES: Partial<Record<ServiceName, Record<string, BackendFactory>>> = {
-  transit: { transit: transitBackendFactory },
-  database: { database: databaseBackendFactory },
-};
+export const ENGINE_TYPES: readonly EngineType[] = [
+  { type: 'kv', table: 'secret', runsIn: GATEWAY, factory: kvBackendFactory },
+  { type: 'transit', table: 'secret', runsIn: 'transit', factory: transitBackendFactory },
+  { type: 'database', table: 'secret', runsIn: 'database', factory: databaseBackendFactory },
+  // Auth methods run in the gateway: a login needs the token store, which lives there.
+  { type: 'approle', table: 'auth', runsIn: GATEWAY, factory: approleBackendFactory },
+  { type: 'userpass', table: 'auth', runsIn: GATEWAY, factory: userpassBackendFactory },
+];
 
-export function engineRegistry(): EngineRegistry {
-  const registry = new EngineRegistry();
-  // Key/value secrets are core: they run in the gateway process.
-  registry.register('kv', { kind: 'core', table: 'secret', create: kvBackendFactory });
-  // Auth methods run in the gateway too: a login needs the token store, which lives there.
-  registry.register('approle', { kind: 'core', table: 'auth', create: approleBackendFactory });
-  registry.register('userpass', { kind: 'core', table: 'auth', create: userpassBackendFactory });
-  for (const [service, factories] of Object.entries(SERVICE_ENGINES)) {
-    for (const type of Object.keys(factories ?? {})) {
-      registry.register(type, { kind: 'service', table: 'secret', service: service as ServiceName });
-    }
-  }
-  return registry;
+/** The registry of the types above, for what needs no core: service processes, flags, configuration. */
+export const engineTypes = new EngineRegistry(ENGINE_TYPES);
+
+/** What `-service=` and the configuration's `services` accept: the gateway and every engine service. */
+export function serviceNames(): string[] {
+  return [GATEWAY, ...engineTypes.services()];
 }

@@ -1,5 +1,5 @@
 export { startGateway, startService } from './application';
 export type { RunningProcess } from './processes';
 export { runAsMain, runServerCommand, startServer, parseServerFlags, SERVER_USAGE, type ServerFlags, type DevCredentials } from './command';
-export { engineRegistry, SERVICE_ENGINES } from './engines';
+export { ENGINE_TYPES, engineTypes, serviceNames } from './engines';
 export { createLoggers, type Loggers } from './logger';

@@ -1,12 +1,12 @@
 import type { Logger } from 'pino';
 import { createBus, type Bus } from '@svc/bus';
-import type { ServerConfig, ServiceName } from '@svc/config';
+import type { ServerConfig } from '@svc/config';
 import { Core, RequestPipeline, createSystemBackend, serviceHealthHandler, startHttpFrontend, type HttpFrontend } from '@svc/core';
 import { EngineHost } from '@svc/engine-host';
 import { createLockManager, type LockManager } from '@svc/locks';
 import { KeyringReceiver } from '@svc/seal';
 import { Barrier, createPhysical } from '@svc/storage';
-import { engineRegistry, SERVICE_ENGINES } from './engines';
+import { ENGINE_TYPES, engineTypes } from './engines';
 import type { Loggers } from './logger';
 
 export interface RunningProcess {
@@ -35,11 +35,11 @@ export interface GatewayOptions {
   beforeListen?: (core: Core) => Promise<void>;
 }
 
-/** Services named by the config that this process hosts itself (all-in-one). */
-function hostedServices(config: ServerConfig, distributed: boolean): ServiceName[] {
+/** Engine services named by the config that this process hosts itself (all-in-one). */
+function hostedServices(config: ServerConfig, distributed: boolean): string[] {
   if (distributed) return [];
-  const wanted = config.services ?? (Object.keys(SERVICE_ENGINES) as ServiceName[]);
-  return wanted.filter((name) => name !== 'gateway' && SERVICE_ENGINES[name]);
+  const services = engineTypes.services();
+  return config.services ? services.filter((name) => config.services?.includes(name)) : services;
 }
 
 /** Builds and starts the gateway's parts (see `startGateway`) on the process's loggers and connections. */
@@ -51,13 +51,13 @@ export async function runGateway(config: ServerConfig, options: GatewayOptions, 
     physical,
     ...shared,
     logger,
-    engines: engineRegistry(),
+    engineTypes: ENGINE_TYPES,
     localServices,
     systemBackend: createSystemBackend,
     defaultKvVersion: options.defaultKvVersion,
   });
   for (const service of hostedServices(config, options.distributed)) {
-    localServices.set(service, new EngineHost(service, SERVICE_ENGINES[service]!, core.barrier, { locks: shared.locks, logger }));
+    localServices.set(service, new EngineHost(service, engineTypes.factoriesFor(service), core.barrier, { locks: shared.locks, logger }));
   }
   await core.start();
   await options.beforeListen?.(core);
@@ -77,9 +77,13 @@ export async function runGateway(config: ServerConfig, options: GatewayOptions, 
   };
 }
 
+/** An engine service: its host, whose requests the service's transport delivers. */
+export interface RunningService extends RunningProcess {
+  host: EngineHost;
+}
+
 /** Builds and starts an engine service (see `startService`) on the process's loggers and connections. */
-export async function runService(config: ServerConfig, service: ServiceName, { logger, flush }: Loggers, shared: Shared): Promise<RunningProcess> {
-  const factories = SERVICE_ENGINES[service]!;
+export async function runService(config: ServerConfig, service: string, { logger, flush }: Loggers, shared: Shared): Promise<RunningService> {
   const subjectPrefix = config.bus?.subjectPrefix;
   const physical = createPhysical(config.storage);
   await physical.open();
@@ -94,8 +98,8 @@ export async function runService(config: ServerConfig, service: ServiceName, { l
     logger.info({ sealed: !keyring }, keyring ? 'keyring received' : 'keyring dropped');
   });
   await receiver.start();
-  const host = new EngineHost(service, factories, barrier, { locks: shared.locks, logger });
-  const subscription = host.serve(shared.bus, subjectPrefix);
+  const host = new EngineHost(service, engineTypes.factoriesFor(service), barrier, { locks: shared.locks, logger });
+  const cluster = host.follow(shared.bus, subjectPrefix);
   // A listener, when configured, serves the service's health to orchestrators' probes.
   const health = serviceHealthHandler({
     service,
@@ -113,9 +117,10 @@ export async function runService(config: ServerConfig, service: ServiceName, { l
   return {
     logger,
     addresses,
+    host,
     stop: async () => {
       await frontend?.close();
-      subscription.unsubscribe();
+      cluster.unsubscribe();
       await host.closeAll();
       receiver.close();
       await physical.close();

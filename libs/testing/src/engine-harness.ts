@@ -45,6 +45,8 @@ export function mountStorage(mount: MountInfo, physical: TransactionalStore = ne
 }
 
 export interface EngineContextOptions {
+  /** The mount's storage (`mountStorage`). */
+  storage: StorageView;
   locks?: EngineContext['locks'];
   logger?: EngineContext['logger'];
   /** Password policies (sys/policies/password) by name, as HCL; every namespace sees the same ones. */
@@ -52,20 +54,24 @@ export interface EngineContextOptions {
 }
 
 /** What the engine host gives a backend: in-process locks and a silent logger unless given others. */
-export function engineContext({ locks = new MemoryLockManager(), logger = pino({ level: 'silent' }), passwordPolicies = {} }: EngineContextOptions = {}): EngineContext {
-  return { locks, logger, passwordPolicy: async (_namespace, name) => passwordPolicies[name] };
+export function engineContext({
+  storage,
+  locks = new MemoryLockManager(),
+  logger = pino({ level: 'silent' }),
+  passwordPolicies = {},
+}: EngineContextOptions): EngineContext {
+  return { storage, locks, logger, passwordPolicy: async (_namespace, name) => passwordPolicies[name] };
 }
 
 /** A request for `Backend.handle` as the engine host builds it, by default with root's capabilities. */
 export function engineRequest(
   mount: MountInfo,
-  storage: StorageView,
   operation: Operation,
   path: string,
   data: Record<string, unknown> = {},
   capabilities: Capability[] = ['root'],
 ): Request {
-  return { requestId: randomUUID(), operation, path, data, headers: {}, mount, storage, capabilities: new Set(capabilities) };
+  return { requestId: randomUUID(), operation, path, data, headers: {}, mount, capabilities: new Set(capabilities) };
 }
 
 /** Response data as tests read it: JSON whose shape each test asserts. */
@@ -83,13 +89,14 @@ export class MountedBackend {
     readonly storage: StorageView,
   ) {}
 
-  static create(factory: BackendFactory, type: string, options: { mount?: TestMountOptions; context?: EngineContextOptions } = {}): MountedBackend {
+  static create(factory: BackendFactory, type: string, options: { mount?: TestMountOptions; context?: Omit<EngineContextOptions, 'storage'> } = {}): MountedBackend {
     const mount = testMount(type, options.mount);
-    return new MountedBackend(factory(mount, engineContext(options.context)), mount, mountStorage(mount));
+    const storage = mountStorage(mount);
+    return new MountedBackend(factory(mount, engineContext({ ...options.context, storage })), mount, storage);
   }
 
   request(operation: Operation, path: string, data: Record<string, unknown> = {}, extras: RequestExtras = {}): Promise<Response | undefined> {
-    return this.backend.handle({ ...engineRequest(this.mount, this.storage, operation, path, data), ...extras });
+    return this.backend.handle({ ...engineRequest(this.mount, operation, path, data), ...extras });
   }
 
   /** An update (POST); returns the response's data. */
@@ -106,11 +113,11 @@ export class MountedBackend {
   }
 
   renewAuth(auth: AuthResponse): Promise<AuthResponse> {
-    return this.backend.renewAuth(engineRequest(this.mount, this.storage, 'update', ''), auth);
+    return this.backend.renewAuth(engineRequest(this.mount, 'update', ''), auth);
   }
 
   periodic(): Promise<void> {
-    return this.backend.periodic(engineRequest(this.mount, this.storage, 'update', ''));
+    return this.backend.periodic();
   }
 }
 

@@ -3,17 +3,17 @@ import { ServiceError } from '@svc/http';
 import type { StorageView } from '@svc/storage';
 
 /** Each token's private storage: the mount's view narrowed to the calling token's accessor. */
-function ownStorage(req: Request): StorageView {
+function ownStorage(storage: StorageView, req: Request): StorageView {
   const accessor = req.caller?.tokenAccessor;
   if (!accessor) throw ServiceError.badRequest('cubbyhole is not available to batch tokens');
-  return req.storage.sub(`${accessor}/`);
+  return storage.sub(`${accessor}/`);
 }
 
 /**
  * cubbyhole/: a key/value store private to each token, destroyed with it. No policy can let one
  * token see another's cubbyhole: the token, not the path, selects the storage.
  */
-export function createCubbyholeBackend(): Backend {
+export function createCubbyholeBackend(storage: StorageView): Backend {
   return new Backend({
     type: 'cubbyhole',
     help: 'Per-token private secret storage. Data is visible only to the token that wrote it and is deleted when the token is revoked.',
@@ -21,31 +21,31 @@ export function createCubbyholeBackend(): Backend {
       {
         pattern: '',
         synopsis: 'Lists the top level of the calling token\'s cubbyhole.',
-        operations: { list: { summary: 'List keys.', handler: async (req) => listResponse(await ownStorage(req).list('')) } },
+        operations: { list: { summary: 'List keys.', handler: async (req) => listResponse(await ownStorage(storage, req).list('')) } },
       },
       {
         pattern: '*path',
         synopsis: 'Reads, writes, lists or deletes a secret in the calling token\'s cubbyhole.',
         acceptsAnyFields: true,
-        existenceCheck: async (req, f) => (await ownStorage(req).get(f.params.path)) !== null,
+        existenceCheck: async (req, f) => (await ownStorage(storage, req).get(f.params.path)) !== null,
         operations: {
           read: {
             summary: 'Read a secret.',
             handler: async (req, f) => {
-              const data = await ownStorage(req).getJSON<Record<string, unknown>>(f.params.path);
+              const data = await ownStorage(storage, req).getJSON<Record<string, unknown>>(f.params.path);
               return data ? { data } : undefined;
             },
           },
           list: {
             summary: 'List keys under a directory.',
-            handler: async (req, f) => listResponse(await ownStorage(req).list(f.params.path.endsWith('/') ? f.params.path : `${f.params.path}/`)),
+            handler: async (req, f) => listResponse(await ownStorage(storage, req).list(f.params.path.endsWith('/') ? f.params.path : `${f.params.path}/`)),
           },
-          create: { summary: 'Write a secret.', handler: (req, f) => write(req, f.params.path, f.raw) },
-          update: { summary: 'Write a secret.', handler: (req, f) => write(req, f.params.path, f.raw) },
+          create: { summary: 'Write a secret.', handler: (req, f) => write(ownStorage(storage, req), f.params.path, f.raw) },
+          update: { summary: 'Write a secret.', handler: (req, f) => write(ownStorage(storage, req), f.params.path, f.raw) },
           delete: {
             summary: 'Delete a secret.',
             handler: async (req, f) => {
-              await ownStorage(req).delete(f.params.path);
+              await ownStorage(storage, req).delete(f.params.path);
               return undefined;
             },
           },
@@ -55,9 +55,9 @@ export function createCubbyholeBackend(): Backend {
   });
 }
 
-async function write(req: Request, path: string, data: Record<string, unknown>): Promise<undefined> {
+async function write(own: StorageView, path: string, data: Record<string, unknown>): Promise<undefined> {
   if (path.endsWith('/')) throw ServiceError.badRequest('cannot write to a directory path');
   if (Object.keys(data).length === 0) throw ServiceError.badRequest('missing data fields');
-  await ownStorage(req).putJSON(path, data);
+  await own.putJSON(path, data);
   return undefined;
 }

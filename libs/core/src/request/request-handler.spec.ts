@@ -5,12 +5,12 @@ import pino from 'pino';
 import { MemoryBus } from '@svc/bus';
 import { devConfig } from '@svc/config';
 import { kvBackendFactory } from '@svc/engine-kv';
+import { GATEWAY } from '@svc/engine-host';
 import { Backend, type Operation, type Response } from '@svc/framework';
 import { ServiceError, type ErrorKind } from '@svc/http';
 import { MemoryLockManager } from '@svc/locks';
 import { InmemPhysical } from '@svc/storage';
 import { Core } from '../core';
-import { EngineRegistry } from '../engines';
 import { createSystemBackend } from '../sys';
 import type { LogicalRequest, LogicalResult } from './logical';
 import type { RequestHandler } from './request-handler';
@@ -74,17 +74,17 @@ function openLoginBackend(): Backend {
 }
 
 function newCore(): Core {
-  const engines = new EngineRegistry()
-    .register('kv', { kind: 'core', table: 'secret', create: kvBackendFactory })
-    .register('leasing', { kind: 'core', table: 'secret', create: leasingBackend })
-    .register('open-login', { kind: 'core', table: 'auth', create: openLoginBackend });
   return new Core({
     config: devConfig(),
     physical: new InmemPhysical(),
     bus: new MemoryBus(),
     locks: new MemoryLockManager(),
     logger: pino({ level: 'silent' }),
-    engines,
+    engineTypes: [
+      { type: 'kv', table: 'secret', runsIn: GATEWAY, factory: kvBackendFactory },
+      { type: 'leasing', table: 'secret', runsIn: GATEWAY, factory: leasingBackend },
+      { type: 'open-login', table: 'auth', runsIn: GATEWAY, factory: openLoginBackend },
+    ],
     localServices: new Map(),
     systemBackend: createSystemBackend,
   });

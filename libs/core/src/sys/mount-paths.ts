@@ -3,9 +3,6 @@ import { ServiceError } from '@svc/http';
 import type { Core } from '../core';
 import type { MountEntry, MountTable } from '../mounts/mount-table';
 
-/** Mount types that exist in every namespace and cannot be enabled by hand. */
-const BUILTIN_TYPES = new Set(['system', 'token', 'cubbyhole', 'identity']);
-
 const MOUNT_FIELDS: FieldMap = {
   type: { type: 'string', required: true, description: 'Type of the engine or auth method, e.g. "kv" or "transit".' },
   description: { type: 'string', default: '', description: 'Human-friendly description of the mount.' },
@@ -125,10 +122,13 @@ function tablePaths(core: Core, prefix: 'mounts' | 'auth'): PathDeclaration[] {
           summary: `Enable a ${kind} at this path.`,
           handler: async (req, f) => {
             const type = f.get<string>('type');
-            const definition = core.options.engines.get(type);
+            const engine = core.engines.get(type);
             const wanted = prefix === 'mounts' ? 'secret' : 'auth';
-            if (!definition || definition.table !== wanted || BUILTIN_TYPES.has(type)) {
-              throw ServiceError.badRequest(`unknown ${kind} type "${type}"`);
+            if (engine?.table === wanted && engine.builtin) {
+              throw ServiceError.badRequest(`${kind} type "${type}" is mounted in every namespace and cannot be enabled again`);
+            }
+            if (engine?.table !== wanted) {
+              throw ServiceError.badRequest(`unknown ${kind} type "${type}"; known types: ${core.engines.mountable(wanted).join(', ') || 'none'}`);
             }
             await table(req).mount(
               {

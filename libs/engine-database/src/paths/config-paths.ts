@@ -92,9 +92,9 @@ function foreignFieldWarnings(definition: PluginDefinition, fields: FieldData): 
 }
 
 export function configPaths(engine: DatabaseEngine): PathDeclaration[] {
-  const writeConnection = async (req: Request, fields: FieldData) => {
+  const writeConnection = async (_req: Request, fields: FieldData) => {
     const name = fields.params.name;
-    const { record, definition } = connectionRecord(fields, await CONNECTIONS.get(req.storage, name));
+    const { record, definition } = connectionRecord(fields, await CONNECTIONS.get(engine.storage, name));
     const opened = await openPlugin(record);
     if (record.verify_connection) {
       try {
@@ -104,7 +104,7 @@ export function configPaths(engine: DatabaseEngine): PathDeclaration[] {
         throw err;
       }
     }
-    await CONNECTIONS.put(req.storage, name, record);
+    await CONNECTIONS.put(engine.storage, name, record);
     await engine.connections.install(name, record, opened);
     const warnings = foreignFieldWarnings(definition, fields);
     return warnings.length > 0 ? { warnings } : undefined;
@@ -114,19 +114,19 @@ export function configPaths(engine: DatabaseEngine): PathDeclaration[] {
     {
       pattern: 'config/',
       synopsis: 'Lists the database connections.',
-      operations: { list: { summary: 'List the connections.', handler: async (req) => listResponse(await CONNECTIONS.list(req.storage)) } },
+      operations: { list: { summary: 'List the connections.', handler: async () => listResponse(await CONNECTIONS.list(engine.storage)) } },
     },
     {
       pattern: 'config/:name',
       synopsis: 'Configures a connection to a database.',
       description: 'The root credentials given here create, update and delete the managed users. The password is never returned.',
       fields: CONNECTION_FIELDS,
-      existenceCheck: async (req, fields) => (await CONNECTIONS.get(req.storage, fields.params.name)) !== null,
+      existenceCheck: async (_req, fields) => (await CONNECTIONS.get(engine.storage, fields.params.name)) !== null,
       operations: {
         read: {
           summary: 'Read a connection (without its password).',
-          handler: async (req, fields) => {
-            const record = await CONNECTIONS.get(req.storage, fields.params.name);
+          handler: async (_req, fields) => {
+            const record = await CONNECTIONS.get(engine.storage, fields.params.name);
             return record ? { data: describeConnection(record) } : undefined;
           },
         },
@@ -134,8 +134,8 @@ export function configPaths(engine: DatabaseEngine): PathDeclaration[] {
         update: { summary: 'Update a connection; fields not sent keep their values.', handler: writeConnection },
         delete: {
           summary: 'Delete a connection and close its pool. Its roles stay and fail until it is recreated.',
-          handler: async (req, fields) => {
-            await CONNECTIONS.delete(req.storage, fields.params.name);
+          handler: async (_req, fields) => {
+            await CONNECTIONS.delete(engine.storage, fields.params.name);
             await engine.connections.close(fields.params.name);
             return undefined;
           },
@@ -149,10 +149,10 @@ export function configPaths(engine: DatabaseEngine): PathDeclaration[] {
       operations: {
         update: {
           summary: 'Reset a connection.',
-          handler: async (req, fields) => {
+          handler: async (_req, fields) => {
             const name = fields.params.name;
             await engine.connections.close(name);
-            const { record, plugin } = await engine.connections.get(req.storage, name);
+            const { record, plugin } = await engine.connections.get(engine.storage, name);
             await talkToDatabase('verify connection', [record.password], () => plugin.verify());
             return undefined;
           },
@@ -167,15 +167,15 @@ export function configPaths(engine: DatabaseEngine): PathDeclaration[] {
       operations: {
         update: {
           summary: 'Rotate the root credentials.',
-          handler: async (req, fields) => {
+          handler: async (_req, fields) => {
             const name = fields.params.name;
-            const { record, plugin } = await engine.connections.get(req.storage, name);
+            const { record, plugin } = await engine.connections.get(engine.storage, name);
             if (!record.username) throw ServiceError.badRequest(`connection "${name}" has no username to rotate`);
             const password = await engine.password(record.password_policy);
             await talkToDatabase('rotate root credentials', [record.password, password], () =>
               plugin.updateUser({ username: record.username, credential: { value: { password }, statements: record.root_rotation_statements } }),
             );
-            await CONNECTIONS.put(req.storage, name, { ...record, password });
+            await CONNECTIONS.put(engine.storage, name, { ...record, password });
             await engine.connections.close(name);
             return undefined;
           },

@@ -24,8 +24,8 @@ function describeRole(role: RoleRecord): Record<string, unknown> {
   return { ...role, credential_config: visibleCredentialConfig(role.credential_config) };
 }
 
-async function roleRecord(engine: DatabaseEngine, req: Request, fields: FieldData): Promise<RoleRecord> {
-  const stored = await ROLES.get(req.storage, fields.params.name);
+async function roleRecord(engine: DatabaseEngine, fields: FieldData): Promise<RoleRecord> {
+  const stored = await ROLES.get(engine.storage, fields.params.name);
   const credential = credentialSettings(fields, stored);
   const creation = statements(fields, 'creation_statements', stored?.creation_statements);
   if (creation.length === 0) throw ServiceError.badRequest('missing required field "creation_statements"');
@@ -39,19 +39,19 @@ async function roleRecord(engine: DatabaseEngine, req: Request, fields: FieldDat
     max_ttl: merged(fields, 'max_ttl', stored?.max_ttl),
   };
   if (role.max_ttl > 0 && role.default_ttl > role.max_ttl) throw ServiceError.badRequest('field "default_ttl": cannot be greater than max_ttl');
-  checkCredentialSupported(await engine.connections.get(req.storage, role.db_name), role.credential_type);
+  checkCredentialSupported(await engine.connections.get(engine.storage, role.db_name), role.credential_type);
   return role;
 }
 
-async function requireRole(req: Request, name: string): Promise<RoleRecord> {
-  const role = await ROLES.get(req.storage, name);
+async function requireRole(engine: DatabaseEngine, name: string): Promise<RoleRecord> {
+  const role = await ROLES.get(engine.storage, name);
   if (!role) throw ServiceError.badRequest(`unknown role "${name}"`);
   return role;
 }
 
 export function rolePaths(engine: DatabaseEngine): PathDeclaration[] {
-  const writeRole = async (req: Request, fields: FieldData) => {
-    await ROLES.put(req.storage, fields.params.name, await roleRecord(engine, req, fields));
+  const writeRole = async (_req: Request, fields: FieldData) => {
+    await ROLES.put(engine.storage, fields.params.name, await roleRecord(engine, fields));
     return undefined;
   };
 
@@ -59,18 +59,18 @@ export function rolePaths(engine: DatabaseEngine): PathDeclaration[] {
     {
       pattern: 'roles/',
       synopsis: 'Lists the dynamic roles.',
-      operations: { list: { summary: 'List the roles.', handler: async (req) => listResponse(await ROLES.list(req.storage)) } },
+      operations: { list: { summary: 'List the roles.', handler: async () => listResponse(await ROLES.list(engine.storage)) } },
     },
     {
       pattern: 'roles/:name',
       synopsis: 'Manages roles that create short-lived database users.',
       fields: ROLE_FIELDS,
-      existenceCheck: async (req, fields) => (await ROLES.get(req.storage, fields.params.name)) !== null,
+      existenceCheck: async (_req, fields) => (await ROLES.get(engine.storage, fields.params.name)) !== null,
       operations: {
         read: {
           summary: 'Read a role.',
-          handler: async (req, fields) => {
-            const role = await ROLES.get(req.storage, fields.params.name);
+          handler: async (_req, fields) => {
+            const role = await ROLES.get(engine.storage, fields.params.name);
             return role ? { data: describeRole(role) } : undefined;
           },
         },
@@ -78,8 +78,8 @@ export function rolePaths(engine: DatabaseEngine): PathDeclaration[] {
         update: { summary: 'Update a role; fields not sent keep their values.', handler: writeRole },
         delete: {
           summary: 'Delete a role. Users it created stay until their leases are revoked.',
-          handler: async (req, fields) => {
-            await ROLES.delete(req.storage, fields.params.name);
+          handler: async (_req, fields) => {
+            await ROLES.delete(engine.storage, fields.params.name);
             return undefined;
           },
         },
@@ -94,8 +94,8 @@ export function rolePaths(engine: DatabaseEngine): PathDeclaration[] {
           summary: 'Generate credentials.',
           handler: async (req, fields) => {
             const name = fields.params.name;
-            const role = await requireRole(req, name);
-            const connection = await engine.connections.get(req.storage, role.db_name);
+            const role = await requireRole(engine, name);
+            const connection = await engine.connections.get(engine.storage, role.db_name);
             checkRoleAllowed(connection.record, role.db_name, name);
             const { ttl, maxTtl } = leaseLimits(role, req.mount);
             const usernameContext = engine.usernameContext(req, name);
@@ -156,23 +156,23 @@ export function credsSecret(engine: DatabaseEngine): SecretType {
     description: 'Credentials of a database user created by a dynamic role.',
     renew: async (req, internalData) => {
       const lease = leaseOf(internalData);
-      const role = await ROLES.get(req.storage, lease.role);
+      const role = await ROLES.get(engine.storage, lease.role);
       if (!role) throw ServiceError.badRequest(`role "${lease.role}" no longer exists; its credentials cannot be renewed`);
       const limits = leaseLimits(role, req.mount);
       const remaining = limits.maxTtl - Math.floor((Date.now() - lease.issued_at) / 1000);
       const increment = typeof req.data.increment === 'number' && req.data.increment > 0 ? req.data.increment : limits.ttl;
       const ttl = Math.min(increment, remaining);
       if (ttl <= 0) throw ServiceError.badRequest('the lease has reached its max_ttl and cannot be renewed');
-      const { record, plugin } = await engine.connections.get(req.storage, lease.db_name);
+      const { record, plugin } = await engine.connections.get(engine.storage, lease.db_name);
       await talkToDatabase('renew user', [record.password], () =>
         plugin.updateUser({ username: lease.username, expiration: { value: new Date(Date.now() + ttl * 1000), statements: role.renew_statements } }),
       );
       return { secret: { type: 'creds', internalData, ttl, maxTtl: remaining, renewable: true } };
     },
-    revoke: async (req, internalData) => {
+    revoke: async (_req, internalData) => {
       const lease = leaseOf(internalData);
-      const role = await ROLES.get(req.storage, lease.role);
-      const { record, plugin } = await engine.connections.get(req.storage, lease.db_name);
+      const role = await ROLES.get(engine.storage, lease.role);
+      const { record, plugin } = await engine.connections.get(engine.storage, lease.db_name);
       await talkToDatabase('revoke user', [record.password], () =>
         plugin.deleteUser({ username: lease.username, statements: role?.revocation_statements ?? [] }),
       );

@@ -57,9 +57,9 @@ function describeStaticRole(role: StaticRoleRecord): Record<string, unknown> {
   };
 }
 
-async function writeStaticRole(engine: DatabaseEngine, req: Request, fields: FieldData): Promise<undefined> {
+async function writeStaticRole(engine: DatabaseEngine, fields: FieldData): Promise<undefined> {
   const name = fields.params.name;
-  const stored = await STATIC_ROLES.get(req.storage, name);
+  const stored = await STATIC_ROLES.get(engine.storage, name);
   const username = merged<string>(fields, 'username', stored?.username);
   if (!username) throw ServiceError.badRequest('missing required field "username"');
   if (stored && username !== stored.username) throw ServiceError.badRequest('field "username": cannot be changed on an existing static role');
@@ -70,7 +70,7 @@ async function writeStaticRole(engine: DatabaseEngine, req: Request, fields: Fie
   }
   const schedule = scheduleOf(fields, stored);
   checkSchedule(schedule);
-  const connection = await engine.connections.get(req.storage, credential.db_name);
+  const connection = await engine.connections.get(engine.storage, credential.db_name);
   checkRoleAllowed(connection.record, credential.db_name, name);
   checkCredentialSupported(connection, credential.credential_type);
 
@@ -79,7 +79,7 @@ async function writeStaticRole(engine: DatabaseEngine, req: Request, fields: Fie
     // The engine must know the password, so it sets one at creation; a failure stores nothing.
     const now = new Date().toISOString();
     const role: StaticRoleRecord = { ...credential, username, rotation_statements: rotationStatements, ...schedule, credential: {}, last_rotation: now, next_rotation: now, fence: 0 };
-    await engine.rotations.rotateNow(req.storage, name, { kind: 'create', role });
+    await engine.rotations.rotateNow(name, { kind: 'create', role });
     return undefined;
   }
   const scheduleChanged = schedule.rotation_period !== stored.rotation_period || schedule.rotation_schedule !== stored.rotation_schedule;
@@ -92,36 +92,36 @@ async function writeStaticRole(engine: DatabaseEngine, req: Request, fields: Fie
     rotation_statements: rotationStatements,
     next_rotation: scheduleChanged ? nextRotation(schedule, from).toISOString() : stored.next_rotation,
   };
-  await STATIC_ROLES.put(req.storage, name, updated);
+  await STATIC_ROLES.put(engine.storage, name, updated);
   engine.rotations.track(name, updated);
   return undefined;
 }
 
-async function requireStaticRole(req: Request, name: string): Promise<StaticRoleRecord> {
-  const role = await STATIC_ROLES.get(req.storage, name);
+async function requireStaticRole(engine: DatabaseEngine, name: string): Promise<StaticRoleRecord> {
+  const role = await STATIC_ROLES.get(engine.storage, name);
   if (!role) throw ServiceError.badRequest(`unknown static role "${name}"`);
   return role;
 }
 
 export function staticRolePaths(engine: DatabaseEngine): PathDeclaration[] {
-  const write = (req: Request, fields: FieldData) => writeStaticRole(engine, req, fields);
+  const write = (_req: Request, fields: FieldData) => writeStaticRole(engine, fields);
   return [
     {
       pattern: 'static-roles/',
       synopsis: 'Lists the static roles.',
-      operations: { list: { summary: 'List the static roles.', handler: async (req) => listResponse(await STATIC_ROLES.list(req.storage)) } },
+      operations: { list: { summary: 'List the static roles.', handler: async () => listResponse(await STATIC_ROLES.list(engine.storage)) } },
     },
     {
       pattern: 'static-roles/:name',
       synopsis: 'Manages static roles: one existing database user whose password the engine rotates.',
       description: 'The password is rotated when the role is created. Deleting the role leaves the database user in place.',
       fields: STATIC_ROLE_FIELDS,
-      existenceCheck: async (req, fields) => (await STATIC_ROLES.get(req.storage, fields.params.name)) !== null,
+      existenceCheck: async (_req, fields) => (await STATIC_ROLES.get(engine.storage, fields.params.name)) !== null,
       operations: {
         read: {
           summary: 'Read a static role.',
-          handler: async (req, fields) => {
-            const role = await STATIC_ROLES.get(req.storage, fields.params.name);
+          handler: async (_req, fields) => {
+            const role = await STATIC_ROLES.get(engine.storage, fields.params.name);
             return role ? { data: describeStaticRole(role) } : undefined;
           },
         },
@@ -129,8 +129,8 @@ export function staticRolePaths(engine: DatabaseEngine): PathDeclaration[] {
         update: { summary: 'Update a static role; username and db_name cannot change.', handler: write },
         delete: {
           summary: 'Delete a static role; the database user is not removed.',
-          handler: async (req, fields) => {
-            await STATIC_ROLES.delete(req.storage, fields.params.name);
+          handler: async (_req, fields) => {
+            await STATIC_ROLES.delete(engine.storage, fields.params.name);
             engine.rotations.track(fields.params.name, null);
             return undefined;
           },
@@ -144,8 +144,8 @@ export function staticRolePaths(engine: DatabaseEngine): PathDeclaration[] {
       operations: {
         read: {
           summary: 'Read the current credentials.',
-          handler: async (req, fields) => {
-            const role = await requireStaticRole(req, fields.params.name);
+          handler: async (_req, fields) => {
+            const role = await requireStaticRole(engine, fields.params.name);
             const ttl = Math.max(0, Math.floor((Date.parse(role.next_rotation) - Date.now()) / 1000));
             return {
               data: { username: role.username, ...role.credential, last_service_rotation: role.last_rotation, ttl, ...describeSchedule(role) },
@@ -161,9 +161,9 @@ export function staticRolePaths(engine: DatabaseEngine): PathDeclaration[] {
       operations: {
         update: {
           summary: 'Rotate the static role now.',
-          handler: async (req, fields) => {
-            await requireStaticRole(req, fields.params.name);
-            await engine.rotations.rotateNow(req.storage, fields.params.name, { kind: 'manual' });
+          handler: async (_req, fields) => {
+            await requireStaticRole(engine, fields.params.name);
+            await engine.rotations.rotateNow(fields.params.name, { kind: 'manual' });
             return undefined;
           },
         },

@@ -37,7 +37,7 @@ export class DatabaseHarness {
   constructor(
     readonly mount: MountInfo = databaseMount(),
     readonly storage: StorageView = mountStorage(mount),
-    context: Omit<EngineContextOptions, 'logger'> = {},
+    context: Omit<EngineContextOptions, 'logger' | 'storage'> = {},
   ) {
     const sink = new Writable({
       write: (chunk: Buffer, _encoding, done) => {
@@ -45,12 +45,12 @@ export class DatabaseHarness {
         done();
       },
     });
-    this.backend = new DatabaseBackend(mount, engineContext({ ...context, logger: pino(sink) }));
+    this.backend = new DatabaseBackend(mount, engineContext({ ...context, storage, logger: pino(sink) }));
   }
 
   request(operation: Exclude<Operation, 'help'>, path: string, data: Record<string, unknown> = {}, capabilities: Capability[] = ['root']): Request {
     return {
-      ...engineRequest(this.mount, this.storage, operation, path, data, capabilities),
+      ...engineRequest(this.mount, operation, path, data, capabilities),
       caller: { tokenAccessor: 'accessor', policies: ['root'], entityId: '', displayName: 'token', namespace: '', meta: {} },
     };
   }
@@ -72,7 +72,7 @@ export class DatabaseHarness {
   }
 
   periodic(): Promise<void> {
-    return this.backend.periodic(this.request('update', ''));
+    return this.backend.periodic();
   }
 
   rotationsLogged(role: string): number {

@@ -1,9 +1,9 @@
 /** Test support: a kv mount over real storage, driven through Backend.handle as the gateway would. */
-import type { Capability, MountInfo, Operation } from '@svc/framework';
+import type { Backend, Capability, MountInfo, Operation } from '@svc/framework';
 import { toErrorBody } from '@svc/http';
 import type { Keyring, StorageView, TransactionalStore } from '@svc/storage';
 import { engineRequest, mountStorage, testMount } from '@svc/testing';
-import { KvBackend } from '../kv-backend';
+import { createKvBackend } from '../kv-backend';
 
 export interface Outcome {
   status: number;
@@ -31,15 +31,14 @@ export class ManualClock {
 }
 
 export class KvHarness {
-  readonly backend: KvBackend;
+  /** Built and initialized on the first call after creation or a change of the mount's options, as the engine host does. */
+  private started?: { options: string; backend: Promise<Backend> };
 
   constructor(
     readonly mount: MountInfo,
     readonly storage: StorageView,
     readonly clock = new ManualClock(),
-  ) {
-    this.backend = new KvBackend(mount, { clock: clock.now });
-  }
+  ) {}
 
   /** A fresh mount over in-memory storage behind an unsealed barrier. */
   static inmem(version: '1' | '2'): KvHarness {
@@ -52,16 +51,36 @@ export class KvHarness {
     return new KvHarness(mount, mountStorage(mount, physical, keyring), clock);
   }
 
-  /** What sys/mounts/:path/tune does to the mount's options. */
+  /** What sys/mounts/:path/tune does to the mount's options; the next call builds the backend anew. */
   tune(version: string): void {
     this.mount.options = { ...this.mount.options, version };
+  }
+
+  /** The mount's backend; one that failed to build or initialize is built again by the next call. */
+  backend(): Promise<Backend> {
+    const options = JSON.stringify(this.mount.options);
+    if (this.started?.options !== options) {
+      const started = {
+        options,
+        backend: (async () => {
+          const backend = createKvBackend(this.mount, this.storage, this.clock.now);
+          await backend.initialize();
+          return backend;
+        })(),
+      };
+      this.started = started;
+      started.backend.catch(() => {
+        if (this.started === started) this.started = undefined;
+      });
+    }
+    return this.started.backend;
   }
 
   /** One request; errors come back as the status and messages a client would see. */
   async call(operation: Exclude<Operation, 'help'>, path: string, data: Record<string, unknown> = {}, options: CallOptions = {}): Promise<Outcome> {
     try {
-      const response = await this.backend.handle({
-        ...engineRequest(this.mount, this.storage, operation, path, data, options.capabilities),
+      const response = await (await this.backend()).handle({
+        ...engineRequest(this.mount, operation, path, data, options.capabilities),
         contentType: options.contentType ?? (operation === 'patch' ? 'application/merge-patch+json' : 'application/json'),
       });
       if (response === undefined) return { status: 204 };

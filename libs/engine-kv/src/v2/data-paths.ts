@@ -1,3 +1,4 @@
+import type { StorageView } from '@svc/storage';
 import type { PathDeclaration } from '@svc/framework';
 import type { Clock } from '../clock';
 import { mergePatch, type JsonObject } from '../json';
@@ -8,7 +9,7 @@ import { casOption, requestedVersion, requiredMap, requireMergePatch, VERSION_FI
 import { isLive } from './versions';
 
 /** data/:path: read a version, write a new one, patch the latest, soft-delete the latest. */
-export function dataPaths(clock: Clock): PathDeclaration {
+export function dataPaths(storage: StorageView, clock: Clock): PathDeclaration {
   return {
     pattern: 'data/*path?',
     synopsis: 'Reads and writes the versions of a secret.',
@@ -21,15 +22,15 @@ export function dataPaths(clock: Clock): PathDeclaration {
       data: { type: 'map', required: true, sensitive: true, description: 'The secret: a map of key/value pairs.' },
       options: { type: 'map', description: 'Write options: `cas` (int), the version this write expects to replace.' },
     },
-    existenceCheck: async (req, fields) =>
-      (await new KvRecords(req.storage).metadata(secretKey(fields.params.path))) !== null,
+    existenceCheck: async (_req, fields) =>
+      (await new KvRecords(storage).metadata(secretKey(fields.params.path))) !== null,
     operations: {
       read: {
         summary: 'Read a version of the secret.',
         forwardQuery: true,
-        handler: async (req, fields) =>
+        handler: async (_req, fields) =>
           versionResponse(
-            req.storage,
+            storage,
             secretKey(fields.params.path),
             requestedVersion(fields),
             clock(),
@@ -39,10 +40,10 @@ export function dataPaths(clock: Clock): PathDeclaration {
       },
       create: {
         summary: 'Write a new version of the secret.',
-        handler: async (req, fields) => {
+        handler: async (_req, fields) => {
           const data = requiredMap(fields, 'data');
           const path = secretKey(fields.params.path);
-          return writeVersion(req.storage, path, clock(), casOption(fields), async () => data);
+          return writeVersion(storage, path, clock(), casOption(fields), async () => data);
         },
       },
       patch: {
@@ -52,7 +53,7 @@ export function dataPaths(clock: Clock): PathDeclaration {
           const patch = requiredMap(fields, 'data');
           const path = secretKey(fields.params.path);
           const now = clock();
-          return writeVersion(req.storage, path, now, casOption(fields), async (records, existing) => {
+          return writeVersion(storage, path, now, casOption(fields), async (records, existing) => {
             const version = existing?.current_version ?? 0;
             const latest = existing?.versions[version];
             const current = latest && isLive(latest, now) ? await records.version(path, version) : null;
@@ -63,9 +64,9 @@ export function dataPaths(clock: Clock): PathDeclaration {
       },
       delete: {
         summary: 'Soft-delete the latest version of the secret.',
-        handler: async (req, fields) => {
+        handler: async (_req, fields) => {
           const select = (metadata: { current_version: number }) => [metadata.current_version];
-          await changeVersions(req.storage, secretKey(fields.params.path), clock(), select, SOFT_DELETE);
+          await changeVersions(storage, secretKey(fields.params.path), clock(), select, SOFT_DELETE);
           return undefined;
         },
       },

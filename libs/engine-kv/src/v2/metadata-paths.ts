@@ -1,4 +1,5 @@
-import { listResponse, type FieldData, type PathDeclaration, type Request, type Response } from '@svc/framework';
+import type { StorageView } from '@svc/storage';
+import { listResponse, type FieldData, type PathDeclaration, type Response } from '@svc/framework';
 import type { Clock } from '../clock';
 import type { JsonObject } from '../json';
 import { PATH_FIELD, secretDirectory, secretKey, secretNotFound } from '../secret-path';
@@ -8,8 +9,8 @@ import { requireMergePatch } from './request';
 import { requestedSettings, SETTINGS_FIELDS } from './settings';
 import { describeMetadata, emptyMetadata, pruneVersions } from './versions';
 
-async function listKeys(req: Request, path: string | undefined): Promise<Response> {
-  return listResponse(await new KvRecords(req.storage).list(secretDirectory(path)));
+async function listKeys(storage: StorageView, path: string | undefined): Promise<Response> {
+  return listResponse(await new KvRecords(storage).list(secretDirectory(path)));
 }
 
 /**
@@ -17,7 +18,7 @@ async function listKeys(req: Request, path: string | undefined): Promise<Respons
  * unchanged); settings come from the request. Versions beyond a lowered `max_versions` go at once.
  */
 async function updateMetadata(
-  req: Request,
+  storage: StorageView,
   fields: FieldData,
   now: Date,
   existing: 'create-missing' | 'require',
@@ -25,7 +26,7 @@ async function updateMetadata(
 ): Promise<undefined> {
   const path = secretKey(fields.params.path);
   const settings = requestedSettings(fields);
-  await updateKey(req.storage, path, async (records) => {
+  await updateKey(storage, path, async (records) => {
     const stored = await records.metadata(path);
     if (!stored && existing === 'require') throw secretNotFound();
     const metadata = { ...(stored ?? emptyMetadata(now)), ...settings, updated_time: now.toISOString() };
@@ -38,12 +39,12 @@ async function updateMetadata(
 }
 
 /** metadata/ and metadata/:path: list keys; read, write, patch and delete a key's metadata. */
-export function metadataPaths(clock: Clock): PathDeclaration[] {
+export function metadataPaths(storage: StorageView, clock: Clock): PathDeclaration[] {
   return [
     {
       pattern: 'metadata/',
       synopsis: 'Lists the keys at the root of the mount.',
-      operations: { list: { summary: 'List the keys at the root.', handler: async (req) => listKeys(req, undefined) } },
+      operations: { list: { summary: 'List the keys at the root.', handler: async () => listKeys(storage, undefined) } },
     },
     {
       pattern: 'metadata/*path?',
@@ -53,25 +54,25 @@ export function metadataPaths(clock: Clock): PathDeclaration[] {
         ...SETTINGS_FIELDS,
         custom_metadata: { type: 'map', description: 'Map of string keys to string values kept with the secret.' },
       },
-      existenceCheck: async (req, fields) =>
-        (await new KvRecords(req.storage).metadata(secretKey(fields.params.path))) !== null,
+      existenceCheck: async (_req, fields) =>
+        (await new KvRecords(storage).metadata(secretKey(fields.params.path))) !== null,
       operations: {
         read: {
           summary: "Read the secret's metadata and the state of every version.",
-          handler: async (req, fields) => {
-            const metadata = await new KvRecords(req.storage).metadata(secretKey(fields.params.path));
+          handler: async (_req, fields) => {
+            const metadata = await new KvRecords(storage).metadata(secretKey(fields.params.path));
             if (!metadata) throw secretNotFound();
             return { data: describeMetadata(metadata) };
           },
         },
         list: {
           summary: 'List the keys in a directory.',
-          handler: async (req, fields) => listKeys(req, fields.params.path),
+          handler: async (_req, fields) => listKeys(storage, fields.params.path),
         },
         create: {
           summary: "Create or update the secret's settings and custom metadata.",
-          handler: async (req, fields) =>
-            updateMetadata(req, fields, clock(), 'create-missing', () =>
+          handler: async (_req, fields) =>
+            updateMetadata(storage, fields, clock(), 'create-missing', () =>
               fields.has('custom_metadata')
                 ? replacedCustomMetadata(fields.get<JsonObject>('custom_metadata'))
                 : undefined,
@@ -81,7 +82,7 @@ export function metadataPaths(clock: Clock): PathDeclaration[] {
           summary: "Patch the secret's settings; custom metadata is merged as a JSON merge patch.",
           handler: async (req, fields) => {
             requireMergePatch(req);
-            return updateMetadata(req, fields, clock(), 'require', (current) =>
+            return updateMetadata(storage, fields, clock(), 'require', (current) =>
               fields.has('custom_metadata')
                 ? patchedCustomMetadata(current.custom_metadata, fields.get<JsonObject>('custom_metadata'))
                 : undefined,
@@ -90,9 +91,9 @@ export function metadataPaths(clock: Clock): PathDeclaration[] {
         },
         delete: {
           summary: 'Delete the secret: its metadata and every version.',
-          handler: async (req, fields) => {
+          handler: async (_req, fields) => {
             const path = secretKey(fields.params.path);
-            await updateKey(req.storage, path, async (records) => {
+            await updateKey(storage, path, async (records) => {
               const metadata = await records.metadata(path);
               if (metadata) await records.deleteKey(path, metadata);
             });

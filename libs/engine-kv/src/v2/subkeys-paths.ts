@@ -1,3 +1,4 @@
+import type { StorageView } from '@svc/storage';
 import type { PathDeclaration } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import type { Clock } from '../clock';
@@ -20,7 +21,7 @@ export function subkeys(data: JsonObject, depth: number, level = 1): JsonObject 
 }
 
 /** subkeys/:path: the structure of a version without its values. */
-export function subkeysPaths(clock: Clock): PathDeclaration {
+export function subkeysPaths(storage: StorageView, clock: Clock): PathDeclaration {
   return {
     pattern: 'subkeys/*path?',
     synopsis: 'Reads the key structure of a secret version, without its values.',
@@ -33,11 +34,11 @@ export function subkeysPaths(clock: Clock): PathDeclaration {
       read: {
         summary: 'Read the subkeys of a version.',
         forwardQuery: true,
-        handler: async (req, fields) => {
+        handler: async (_req, fields) => {
           const depth = fields.get<number>('depth');
           if (depth < 0) throw ServiceError.badRequest('field "depth" must be a non-negative integer');
           const path = secretKey(fields.params.path);
-          return versionResponse(req.storage, path, requestedVersion(fields), clock(), 'subkeys', (data) =>
+          return versionResponse(storage, path, requestedVersion(fields), clock(), 'subkeys', (data) =>
             subkeys(data, depth),
           );
         },

@@ -21,7 +21,7 @@ function parseBackup(text: string): StoredKey {
   }
 }
 
-export function backupPaths({ keys }: TransitServices): PathDeclaration[] {
+export function backupPaths({ keys, storage }: TransitServices): PathDeclaration[] {
   return [
     {
       pattern: 'backup/:name',
@@ -30,8 +30,8 @@ export function backupPaths({ keys }: TransitServices): PathDeclaration[] {
       operations: {
         read: {
           summary: 'Back up a key.',
-          handler: async (req, f) => {
-            const key = await keys.require(req.storage, f.get('name'));
+          handler: async (_req, f) => {
+            const key = await keys.require(storage, f.get('name'));
             if (!key.stored.allow_plaintext_backup || !key.stored.exportable) {
               throw ServiceError.badRequest('backup requires the key to have both allow_plaintext_backup and exportable set');
             }
@@ -52,14 +52,14 @@ export function backupPaths({ keys }: TransitServices): PathDeclaration[] {
       operations: {
         update: {
           summary: 'Restore a key.',
-          handler: async (req, f) => {
+          handler: async (_req, f) => {
             const policy = parseBackup(f.get('backup'));
             const name = f.has('name') ? f.get<string>('name') : policy.name;
             if (!KEY_NAME_PATTERN.test(name)) throw ServiceError.badRequest('the backup holds an invalid key name');
-            if (!f.get<boolean>('force') && (await keys.get(req.storage, name))) {
+            if (!f.get<boolean>('force') && (await keys.get(storage, name))) {
               throw ServiceError.badRequest(`key "${name}" already exists; set force to overwrite it`);
             }
-            await keys.replace(req.storage, { ...policy, name });
+            await keys.replace(storage, { ...policy, name });
             return undefined;
           },
         },

@@ -9,7 +9,7 @@ const VERSION_FIELD = {
   description: 'Key version; empty or `latest` means the current version.',
 } as const;
 
-export function certificatePaths({ keys }: TransitServices): PathDeclaration[] {
+export function certificatePaths({ keys, storage }: TransitServices): PathDeclaration[] {
   return [
     {
       pattern: 'keys/:name/csr',
@@ -22,8 +22,8 @@ export function certificatePaths({ keys }: TransitServices): PathDeclaration[] {
       operations: {
         update: {
           summary: 'Create a CSR.',
-          handler: async (req, f) => {
-            const key = await keys.require(req.storage, f.get('name'));
+          handler: async (_req, f) => {
+            const key = await keys.require(storage, f.get('name'));
             const version = key.versionFromText(f.get('version'));
             const csr = await signCsr(key, key.material(version), f.get('csr'));
             return { data: { name: key.name, type: key.spec.name, version, csr } };
@@ -42,11 +42,11 @@ export function certificatePaths({ keys }: TransitServices): PathDeclaration[] {
       operations: {
         update: {
           summary: 'Set the certificate chain.',
-          handler: async (req, f) => {
-            const current = await keys.require(req.storage, f.get('name'));
+          handler: async (_req, f) => {
+            const current = await keys.require(storage, f.get('name'));
             const version = current.versionFromText(f.get('version'));
             const chain = checkCertificateChain(current, current.material(version), f.get('certificate_chain'));
-            await keys.update(req.storage, current.name, (stored) => {
+            await keys.update(storage, current.name, (stored) => {
               // Validate against the stored version too: it may have changed since the cached read.
               const fresh = new TransitKey(stored);
               checkCertificateChain(fresh, fresh.material(version), chain);

@@ -2,7 +2,7 @@ import type { PathDeclaration } from '@svc/framework';
 import { MIN_CACHE_SIZE } from '../key-store';
 import type { TransitServices } from '../services';
 
-export function configPaths({ keys, settings }: TransitServices): PathDeclaration[] {
+export function configPaths({ keys, settings, storage }: TransitServices): PathDeclaration[] {
   return [
     {
       pattern: 'config/keys',
@@ -15,12 +15,12 @@ export function configPaths({ keys, settings }: TransitServices): PathDeclaratio
         },
       },
       operations: {
-        read: { summary: 'Read the key settings.', handler: async (req) => ({ data: { ...(await settings.getKeysConfig(req.storage)) } }) },
+        read: { summary: 'Read the key settings.', handler: async () => ({ data: { ...(await settings.getKeysConfig(storage)) } }) },
         update: {
           summary: 'Update the key settings.',
-          handler: async (req, f) => {
+          handler: async (_req, f) => {
             const config = { disable_upsert: f.get<boolean>('disable_upsert') };
-            await settings.setKeysConfig(req.storage, config);
+            await settings.setKeysConfig(storage, config);
             return { data: { ...config } };
           },
         },
@@ -37,11 +37,11 @@ export function configPaths({ keys, settings }: TransitServices): PathDeclaratio
         },
       },
       operations: {
-        read: { summary: 'Read the cache size.', handler: async (req) => ({ data: { size: await keys.getCacheSize(req.storage) } }) },
+        read: { summary: 'Read the cache size.', handler: async () => ({ data: { size: await keys.getCacheSize(storage) } }) },
         update: {
           summary: 'Set the cache size.',
-          handler: async (req, f) => {
-            await keys.setCacheSize(req.storage, f.get('size'));
+          handler: async (_req, f) => {
+            await keys.setCacheSize(storage, f.get('size'));
             return { data: { size: f.get<number>('size') } };
           },
         },

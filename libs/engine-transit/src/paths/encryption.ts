@@ -66,26 +66,26 @@ interface Ciphertext extends ItemResult {
 const ciphertextJson: ResultFieldsJson<Ciphertext> = (r) => `"ciphertext":"${r.ciphertext}","key_version":${r.key_version}`;
 const plaintextJson: ResultFieldsJson<{ plaintext: string }> = (r) => `"plaintext":"${r.plaintext}"`;
 
-export function encryptionPaths({ keys, settings }: TransitServices): PathDeclaration[] {
+export function encryptionPaths({ keys, settings, storage }: TransitServices): PathDeclaration[] {
   /**
    * Encrypt creates missing keys only with `create` capability, unless upsert is disabled. A cached
    * key answers at once (it exists either way).
    */
-  const encryptTargetExists = (req: Request, f: FieldData): boolean | Promise<boolean> => {
+  const encryptTargetExists = (_req: Request, f: FieldData): boolean | Promise<boolean> => {
     if (keys.fresh(f.get('name'))) return true;
     return (async () => {
-      if ((await settings.getKeysConfig(req.storage)).disable_upsert) return true;
-      return (await keys.get(req.storage, f.get('name'))) !== null;
+      if ((await settings.getKeysConfig(storage)).disable_upsert) return true;
+      return (await keys.get(storage, f.get('name'))) !== null;
     })();
   };
 
   const encryptionKey = async (req: Request, f: FieldData): Promise<TransitKey> => {
-    const existing = await keys.get(req.storage, f.get('name'));
+    const existing = await keys.get(storage, f.get('name'));
     if (existing) return existing;
     if (req.operation !== 'create') throw ServiceError.badRequest(`encryption key not found: "${f.get<string>('name')}"`);
     const first = requestItems(f, singleItem(f, ENCRYPT_ITEM))[0];
     const context = typeof first === 'object' && first !== null ? itemString((first as Record<string, unknown>).context, 'context') : undefined;
-    return createKey(keys, req.storage, f.get('name'), {
+    return createKey(keys, storage, f.get('name'), {
       type: f.get('type'),
       derived: Boolean(context),
       convergent_encryption: TRUE_WORDS.includes(f.get<string>('convergent_encryption')),
@@ -99,9 +99,9 @@ export function encryptionPaths({ keys, settings }: TransitServices): PathDeclar
   };
 
   /** The key, re-validated if the request's data names a version newer than the cached latest. */
-  const decryptionKey = async (req: Request, f: FieldData, itemFields: string[]) => {
+  const decryptionKey = async (f: FieldData, itemFields: string[]) => {
     const single = singleItem(f, itemFields);
-    const key = await keys.require(req.storage, f.get('name'), highestVersion(requestItems(f, single), 'ciphertext'));
+    const key = await keys.require(storage, f.get('name'), highestVersion(requestItems(f, single), 'ciphertext'));
     return { key, single };
   };
 
@@ -140,8 +140,8 @@ export function encryptionPaths({ keys, settings }: TransitServices): PathDeclar
       operations: {
         update: {
           summary: 'Decrypt data.',
-          handler: async (req, f) => {
-            const { key, single } = await decryptionKey(req, f, DECRYPT_ITEM);
+          handler: async (_req, f) => {
+            const { key, single } = await decryptionKey(f, DECRYPT_ITEM);
             return runItems(f, single, (item) => ({ plaintext: decryptItem(key, item).toString('base64') }), plaintextJson);
           },
         },
@@ -154,8 +154,8 @@ export function encryptionPaths({ keys, settings }: TransitServices): PathDeclar
       operations: {
         update: {
           summary: 'Rewrap data.',
-          handler: async (req, f) => {
-            const { key, single } = await decryptionKey(req, f, REWRAP_ITEM);
+          handler: async (_req, f) => {
+            const { key, single } = await decryptionKey(f, REWRAP_ITEM);
             return runItems(f, single, (item) => encryptItem(key, item, decryptItem(key, item)), ciphertextJson);
           },
         },

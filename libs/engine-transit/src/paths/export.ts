@@ -24,7 +24,7 @@ function requireExportable(key: TransitKey): void {
   if (!key.stored.exportable) throw ServiceError.badRequest(`key "${key.name}" is not exportable`);
 }
 
-export function exportPaths({ keys }: TransitServices): PathDeclaration[] {
+export function exportPaths({ keys, storage }: TransitServices): PathDeclaration[] {
   return [
     {
       pattern: 'export/:key_type/:name/:version?',
@@ -37,8 +37,8 @@ export function exportPaths({ keys }: TransitServices): PathDeclaration[] {
       operations: {
         read: {
           summary: 'Export a key.',
-          handler: async (req, f) => {
-            const key = await keys.require(req.storage, f.get('name'));
+          handler: async (_req, f) => {
+            const key = await keys.require(storage, f.get('name'));
             const type = f.get<ExportType>('key_type');
             if (exportNeedsExportable(type)) requireExportable(key);
             const exported: Record<string, string> = {};
@@ -62,13 +62,13 @@ export function exportPaths({ keys }: TransitServices): PathDeclaration[] {
       operations: {
         read: {
           summary: 'Export a key for import elsewhere.',
-          handler: async (req, f) => {
-            const destination = await keys.require(req.storage, f.get('destination'));
+          handler: async (_req, f) => {
+            const destination = await keys.require(storage, f.get('destination'));
             const wrapping = destination.material(destination.latestVersion).publicKey;
             if (destination.spec.family !== 'rsa' || !wrapping) {
               throw ServiceError.badRequest('the destination must be an RSA key (for example an imported wrapping key)');
             }
-            const source = await keys.require(req.storage, f.get('source'));
+            const source = await keys.require(storage, f.get('source'));
             requireExportable(source);
             const wrapped: Record<string, string> = {};
             for (const version of exportedVersions(source, f.params.version)) {

@@ -18,7 +18,7 @@ const RANDOM_FIELDS = {
   format: { type: 'string', default: 'base64', allowed: OUTPUT_FORMATS, description: 'Output encoding.' },
 } as const;
 
-export function generatePaths({ keys }: TransitServices): PathDeclaration[] {
+export function generatePaths({ keys, storage }: TransitServices): PathDeclaration[] {
   const randomDeclaration = (pattern: string): PathDeclaration => ({
     pattern,
     synopsis: 'Returns random bytes.',
@@ -81,10 +81,10 @@ export function generatePaths({ keys }: TransitServices): PathDeclaration[] {
       operations: {
         update: {
           summary: 'Generate a data key.',
-          handler: async (req, f) => {
+          handler: async (_req, f) => {
             const bits = f.get<number>('bits');
             if (![128, 256, 512].includes(bits)) throw ServiceError.badRequest('bits must be 128, 256 or 512');
-            const key = await keys.require(req.storage, f.get('name'));
+            const key = await keys.require(storage, f.get('name'));
             const version = key.writeVersion(f.get('key_version'));
             const dataKey = randomBytes(bits / 8);
             const options = cipherOptions({ context: f.get('context'), nonce: f.get('nonce') });

@@ -1,4 +1,4 @@
-import type { FieldData, FieldMap, PathDeclaration, Request } from '@svc/framework';
+import type { FieldData, FieldMap, PathDeclaration } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import { describeKey } from '../describe-key';
 import { decodeOptionalBase64 } from '../encoding';
@@ -43,15 +43,15 @@ const IMPORT_VERSION_FIELDS: FieldMap = {
   },
 };
 
-export function importPaths({ keys, wrappingKey }: TransitServices): PathDeclaration[] {
+export function importPaths({ keys, wrappingKey, storage }: TransitServices): PathDeclaration[] {
   /** The version carried by the request: a public key, or wrapped key material. */
-  const importedMaterial = async (req: Request, f: FieldData, spec: KeyTypeSpec): Promise<StoredVersion> => {
+  const importedMaterial = async (f: FieldData, spec: KeyTypeSpec): Promise<StoredVersion> => {
     const publicKey = f.get<string>('public_key');
     const ciphertext = f.get<string | undefined>('ciphertext');
     if (publicKey && ciphertext) throw ServiceError.badRequest('give either ciphertext or public_key, not both');
     if (publicKey) return publicKeyVersion(spec, publicKey);
     if (!ciphertext) throw ServiceError.badRequest('missing ciphertext (or public_key) to import');
-    const material = unwrapKeyMaterial(await wrappingKey.privateKey(req.storage), ciphertext, f.get('hash_function'));
+    const material = unwrapKeyMaterial(await wrappingKey.privateKey(storage), ciphertext, f.get('hash_function'));
     return importedVersion(spec, material);
   };
 
@@ -62,7 +62,7 @@ export function importPaths({ keys, wrappingKey }: TransitServices): PathDeclara
       operations: {
         read: {
           summary: 'Read the wrapping key.',
-          handler: async (req) => ({ data: { public_key: await wrappingKey.publicKeyPem(req.storage) } }),
+          handler: async () => ({ data: { public_key: await wrappingKey.publicKeyPem(storage) } }),
         },
       },
     },
@@ -73,9 +73,9 @@ export function importPaths({ keys, wrappingKey }: TransitServices): PathDeclara
       operations: {
         update: {
           summary: 'Import a key.',
-          handler: async (req, f) => {
+          handler: async (_req, f) => {
             const name = f.get<string>('name');
-            if (await keys.get(req.storage, name)) {
+            if (await keys.get(storage, name)) {
               throw ServiceError.badRequest(`key "${name}" already exists; use import_version to add versions`);
             }
             const options = {
@@ -93,8 +93,8 @@ export function importPaths({ keys, wrappingKey }: TransitServices): PathDeclara
             if (options.derived && !decodeOptionalBase64(f.get('context'), 'context')) {
               throw ServiceError.badRequest('context is required when derived is true');
             }
-            const first = await importedMaterial(req, f, spec);
-            const { key, created } = await keys.create(req.storage, newStoredKey(name, options, first));
+            const first = await importedMaterial(f, spec);
+            const { key, created } = await keys.create(storage, newStoredKey(name, options, first));
             if (!created) throw ServiceError.badRequest(`key "${name}" already exists; use import_version to add versions`);
             return { data: describeKey(key) };
           },
@@ -108,12 +108,12 @@ export function importPaths({ keys, wrappingKey }: TransitServices): PathDeclara
       operations: {
         update: {
           summary: 'Import a key version.',
-          handler: async (req, f) => {
-            const current = await keys.require(req.storage, f.get('name'));
+          handler: async (_req, f) => {
+            const current = await keys.require(storage, f.get('name'));
             checkAcceptsImports(current.stored);
-            const material = await importedMaterial(req, f, keyTypeSpec(current.stored.type));
+            const material = await importedMaterial(f, keyTypeSpec(current.stored.type));
             const requested = f.has('version') ? f.get<number>('version') : undefined;
-            const key = await keys.update(req.storage, current.name, (stored) => {
+            const key = await keys.update(storage, current.name, (stored) => {
               checkAcceptsImports(stored);
               return withImportedVersion(stored, material, requested);
             });

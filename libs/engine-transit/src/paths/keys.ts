@@ -62,11 +62,11 @@ const CONFIG_CHANGE_NAMES = [
   'auto_rotate_period',
 ] as const;
 
-export function keyPaths({ keys }: TransitServices): PathDeclaration[] {
-  const keyExists = async (req: Request, f: FieldData) => (await keys.get(req.storage, f.get('name'))) !== null;
+export function keyPaths({ keys, storage }: TransitServices): PathDeclaration[] {
+  const keyExists = async (_req: Request, f: FieldData) => (await keys.get(storage, f.get('name'))) !== null;
   /** Reading a missing key is a 404, as for any missing resource; operations on one are a 400. */
-  const describe = async (req: Request, f: FieldData) => {
-    const key = await keys.get(req.storage, f.get('name'));
+  const describe = async (_req: Request, f: FieldData) => {
+    const key = await keys.get(storage, f.get('name'));
     if (!key) throw ServiceError.notFound(`encryption key not found: "${f.get<string>('name')}"`);
     return { data: describeKey(key) };
   };
@@ -75,7 +75,7 @@ export function keyPaths({ keys }: TransitServices): PathDeclaration[] {
     {
       pattern: 'keys/',
       synopsis: 'Lists the named keys.',
-      operations: { list: { summary: 'List key names.', handler: async (req) => listResponse(await keys.list(req.storage)) } },
+      operations: { list: { summary: 'List key names.', handler: async () => listResponse(await keys.list(storage)) } },
     },
     {
       pattern: 'keys/:name',
@@ -86,10 +86,10 @@ export function keyPaths({ keys }: TransitServices): PathDeclaration[] {
       operations: {
         update: {
           summary: 'Create a key.',
-          handler: async (req, f) => {
-            const existing = await keys.get(req.storage, f.get('name'));
+          handler: async (_req, f) => {
+            const existing = await keys.get(storage, f.get('name'));
             if (existing) return { data: describeKey(existing) };
-            const key = await createKey(keys, req.storage, f.get('name'), {
+            const key = await createKey(keys, storage, f.get('name'), {
               type: f.get('type'),
               derived: f.get('derived'),
               convergent_encryption: f.get('convergent_encryption'),
@@ -106,12 +106,12 @@ export function keyPaths({ keys }: TransitServices): PathDeclaration[] {
         read: { summary: 'Read a key: its settings, versions and public keys.', handler: describe },
         delete: {
           summary: 'Delete a key; requires deletion_allowed.',
-          handler: async (req, f) => {
-            const key = await keys.require(req.storage, f.get('name'));
+          handler: async (_req, f) => {
+            const key = await keys.require(storage, f.get('name'));
             if (!key.stored.deletion_allowed) {
               throw ServiceError.badRequest('deletion is not allowed for this key (set deletion_allowed in its config first)');
             }
-            await keys.delete(req.storage, key.name);
+            await keys.delete(storage, key.name);
             return undefined;
           },
         },
@@ -124,10 +124,10 @@ export function keyPaths({ keys }: TransitServices): PathDeclaration[] {
       operations: {
         update: {
           summary: 'Update the configuration of a key.',
-          handler: async (req, f) => {
+          handler: async (_req, f) => {
             const changes: KeyConfigChanges = {};
             for (const name of CONFIG_CHANGE_NAMES) if (f.has(name)) Object.assign(changes, { [name]: f.get(name) });
-            const key = await keys.update(req.storage, f.get('name'), (stored) => withConfig(stored, changes));
+            const key = await keys.update(storage, f.get('name'), (stored) => withConfig(stored, changes));
             return { data: describeKey(key) };
           },
         },
@@ -140,7 +140,7 @@ export function keyPaths({ keys }: TransitServices): PathDeclaration[] {
       operations: {
         update: {
           summary: 'Rotate a key.',
-          handler: async (req, f) => ({ data: describeKey(await rotateKey(keys, req.storage, f.get('name'))) }),
+          handler: async (_req, f) => ({ data: describeKey(await rotateKey(keys, storage, f.get('name'))) }),
         },
       },
     },
@@ -158,9 +158,9 @@ export function keyPaths({ keys }: TransitServices): PathDeclaration[] {
       operations: {
         update: {
           summary: 'Trim old key versions.',
-          handler: async (req, f) => {
+          handler: async (_req, f) => {
             const minimum = f.get<number>('min_available_version');
-            const key = await keys.update(req.storage, f.get('name'), (stored) => withTrim(stored, minimum));
+            const key = await keys.update(storage, f.get('name'), (stored) => withTrim(stored, minimum));
             return { data: describeKey(key) };
           },
         },

@@ -1,4 +1,4 @@
-import type { FieldData, FieldMap, PathDeclaration, Request } from '@svc/framework';
+import type { FieldData, FieldMap, PathDeclaration } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import { BATCH_FIELDS, itemInt, itemString, requestItems, runItems, singleItem, type BatchItem } from '../batch';
 import { DEFAULT_HASH_ALGORITHM, HASH_ALGORITHMS } from '../hashes';
@@ -73,12 +73,12 @@ function signatureOptions(f: FieldData, item: BatchItem): SignatureOptions {
 
 const input = (item: BatchItem): Buffer => requireItemBase64(item.input, 'input', 'missing input');
 
-export function signingPaths({ keys }: TransitServices): PathDeclaration[] {
+export function signingPaths({ keys, storage }: TransitServices): PathDeclaration[] {
   /** The key, re-validated when the request names a version newer than the cached latest. */
-  const keyFor = (req: Request, f: FieldData, itemFields: string[], versionFields: string[] = []): Promise<TransitKey> => {
+  const keyFor = (f: FieldData, itemFields: string[], versionFields: string[] = []): Promise<TransitKey> => {
     const items = requestItems(f, singleItem(f, itemFields));
     const atLeast = Math.max(0, ...versionFields.map((field) => highestVersion(items, field)));
-    return keys.require(req.storage, f.get('name'), atLeast);
+    return keys.require(storage, f.get('name'), atLeast);
   };
 
   return [
@@ -89,8 +89,8 @@ export function signingPaths({ keys }: TransitServices): PathDeclaration[] {
       operations: {
         update: {
           summary: 'Generate an HMAC.',
-          handler: async (req, f) => {
-            const key = await keyFor(req, f, HMAC_ITEM);
+          handler: async (_req, f) => {
+            const key = await keyFor(f, HMAC_ITEM);
             const algorithm = hashAlgorithm(f);
             return runItems(f, singleItem(f, HMAC_ITEM), (item) => ({
               hmac: hmac(key, key.writeVersion(itemInt(item.key_version, 'key_version')), input(item), algorithm),
@@ -106,8 +106,8 @@ export function signingPaths({ keys }: TransitServices): PathDeclaration[] {
       operations: {
         update: {
           summary: 'Sign data.',
-          handler: async (req, f) => {
-            const key = await keyFor(req, f, SIGN_ITEM);
+          handler: async (_req, f) => {
+            const key = await keyFor(f, SIGN_ITEM);
             return runItems(f, singleItem(f, SIGN_ITEM), (item) => {
               const version = key.writeVersion(itemInt(item.key_version, 'key_version'));
               return { signature: sign(key, version, input(item), signatureOptions(f, item)), key_version: version };
@@ -128,8 +128,8 @@ export function signingPaths({ keys }: TransitServices): PathDeclaration[] {
       operations: {
         update: {
           summary: 'Verify a signature or HMAC.',
-          handler: async (req, f) => {
-            const key = await keyFor(req, f, VERIFY_ITEM, ['signature', 'hmac']);
+          handler: async (_req, f) => {
+            const key = await keyFor(f, VERIFY_ITEM, ['signature', 'hmac']);
             return runItems(f, singleItem(f, VERIFY_ITEM), (item) => {
               const signature = itemString(item.signature, 'signature');
               const mac = itemString(item.hmac, 'hmac');

@@ -20,11 +20,11 @@ export class TransitMount {
   static create(replicaOf?: TransitMount, locks?: LockManager): TransitMount {
     const mount = replicaOf?.mount ?? testMount('transit');
     const storage = replicaOf?.storage ?? mountStorage(mount);
-    return new TransitMount(transitBackendFactory(mount, engineContext({ locks })), storage, mount);
+    return new TransitMount(transitBackendFactory(mount, engineContext({ storage, locks })), storage, mount);
   }
 
   async request(operation: Operation, path: string, data?: Record<string, unknown>, capabilities?: Capability[]): Promise<Response | undefined> {
-    return this.backend.handle(engineRequest(this.mount, this.storage, operation, path, data, capabilities));
+    return this.backend.handle(engineRequest(this.mount, operation, path, data, capabilities));
   }
 
   /** POST; returns `data` (the whole response is available through `request`). */
@@ -37,7 +37,7 @@ export class TransitMount {
   }
 
   async periodic(): Promise<void> {
-    await this.backend.periodic(engineRequest(this.mount, this.storage, 'update', ''));
+    await this.backend.periodic();
   }
 }
 
