@@ -150,7 +150,7 @@ describe('EngineHost', () => {
     it('answers a failed initialize to its request and tries again with a new backend on the next', async () => {
       const { events, factory } = recording({ failInitializeOnce: true });
       const host = new EngineHost('echo-service', { echo: factory }, unsealed(), context);
-      expect(await host.handle(message('read', 'value'))).toEqual({ ok: false, status: 400, errors: ['not ready yet'] });
+      expect(await host.handle(message('read', 'value'))).toEqual({ ok: false, kind: 'bad-request', errors: ['not ready yet'] });
       expect(await host.handle(message('read', 'value'))).toMatchObject({ ok: true, response: { data: { backend: 2 } } });
       expect(events).toEqual(['initialize 1', 'cleanup 1', 'initialize 2']);
     });
