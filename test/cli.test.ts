@@ -3,9 +3,18 @@
  * commands, configured through SVC_ADDR, SVC_TOKEN and SVC_NAMESPACE as a user would.
  */
 import { spawn } from 'node:child_process';
-import { SVC_BIN, eventually, runCli, startServerProcess, startTopology, type ServerProcess, type Topology } from '@svc/testing';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { SVC_BIN, eventually, runCli, startServerProcess, startTopology, type CliRun, type ServerProcess, type Topology } from '@svc/testing';
 
-const svc = runCli;
+/** HOME of every command run here, so the token helper file (~/.svc-token) is the test's own. */
+const home = mkdtempSync(path.join(tmpdir(), 'svc-cli-home-'));
+afterAll(() => rmSync(home, { recursive: true, force: true }));
+
+function svc(args: string[], env: Record<string, string>, stdin = ''): Promise<CliRun> {
+  return runCli(args, { HOME: home, ...env }, stdin);
+}
 
 describe('svc CLI against a server', () => {
   let topology: Topology;
@@ -77,6 +86,41 @@ describe('svc server -dev', () => {
     const env = { SVC_ADDR: `http://${dev.addresses[0]}`, SVC_TOKEN: 'dev-root' };
     const mounts = await svc(['read', '-format=json', 'sys/mounts'], env);
     expect(JSON.parse(mounts.stdout).data['secret/'].options).toEqual({ version: '1' });
+  });
+});
+
+describe('svc login', () => {
+  let dev: ServerProcess;
+
+  afterAll(() => dev?.stop());
+
+  test('userpass with the password on stdin writes ~/.svc-token (0600), which later commands use', async () => {
+    dev = await startServerProcess('dev', ['-dev', '-dev-root-token-id=dev-root', '-dev-listen-address=127.0.0.1:0']);
+    const env = { SVC_ADDR: `http://${dev.addresses[0]}` };
+    const asRoot = { ...env, SVC_TOKEN: 'dev-root' };
+    expect((await svc(['auth', 'enable', 'userpass'], asRoot)).stdout).toBe('Success! Enabled userpass auth method at: userpass/\n');
+    expect((await svc(['auth', 'list'], asRoot)).stdout).toMatch(/^userpass\/\s+userpass\s+userpass_\S+/m);
+    await svc(['write', 'sys/policies/acl/reader', 'policy=path "secret/data/*" { capabilities = ["read"] }'], asRoot);
+    await svc(['write', 'auth/userpass/users/alice', 'password=wonder land', 'token_policies=reader'], asRoot);
+    expect((await svc(['write', 'secret/data/app', '-'], asRoot, '{"data":{"colour":"blue"}}')).code).toBe(0);
+
+    const login = await svc(['login', '-method=userpass', 'username=alice', 'password=-'], env, 'wonder land\n');
+    expect([login.code, login.stderr]).toEqual([0, '']);
+    expect(login.stdout).toMatch(/token_policies\s+\["reader","default"\]/);
+    const tokenFile = path.join(home, '.svc-token');
+    expect(statSync(tokenFile).mode & 0o777).toBe(0o600);
+    expect(login.stdout).toContain(readFileSync(tokenFile, 'utf8'));
+    expect(login.stdout).not.toContain('wonder land');
+
+    const read = await svc(['read', '-format=json', 'secret/data/app'], env);
+    expect([read.code, JSON.parse(read.stdout).data.data]).toEqual([0, { colour: 'blue' }]);
+    expect((await svc(['write', 'secret/data/app', 'colour=red'], env)).stderr).toMatch(/permission denied/);
+
+    const wrong = await svc(['login', '-method=userpass', 'username=alice', 'password=-'], env, 'guess\n');
+    expect([wrong.code, wrong.stderr]).toEqual([2, expect.stringContaining('invalid username or password')]);
+    const byToken = await svc(['login', 'dev-root'], env);
+    expect(byToken.code).toBe(0);
+    expect(readFileSync(tokenFile, 'utf8')).toBe('dev-root');
   });
 });
 

@@ -4,7 +4,7 @@ import type { Bus } from '@svc/bus';
 import { BusUnavailableError, decodeJson, encodeJson } from '@svc/bus';
 import type { ServerConfig } from '@svc/config';
 import { EngineHost, EngineRegistry, GATEWAY, mountRemovedSubject, mountStoragePrefix, serviceSubject, type EngineReply, type EngineRequest, type EngineType, type OperationFields } from '@svc/engine-host';
-import type { Backend, MountInfo, Request } from '@svc/framework';
+import type { Backend, MountInfo, Operation, Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import type { LockManager } from '@svc/locks';
 import { GenerateRoot, KeyringDistributor, KeyringReceiver, Rekey, ShamirSeal, encryptRootToken } from '@svc/seal';
@@ -26,6 +26,7 @@ import { LeaseLifecycle } from './leases/lease-lifecycle';
 import { Authorizer } from './access/authorizer';
 import { ResponseWrapper } from './wrapping/response-wrapper';
 import { AUDIT_TABLE_KEY, AuditDevices } from './audit/audit-devices';
+import { Logins } from './auth/logins';
 import { RequestHandler } from './request/request-handler';
 
 const PERIODIC_INTERVAL_MS = 60_000;
@@ -94,6 +95,7 @@ export class Core {
   readonly namespaces: NamespaceRegistry;
   readonly tokens: TokenStore;
   readonly tokenManager: TokenManager;
+  readonly logins: Logins;
   readonly leases: ExpirationManager;
   readonly leaseLifecycle: LeaseLifecycle;
   readonly authorizer: Authorizer;
@@ -143,6 +145,12 @@ export class Core {
     this.tokenManager = new TokenManager(this.tokens, this.leases, {
       revokeLeasesOf: (accessor) => this.leaseLifecycle.revokeOfToken(accessor),
       purgeCubbyhole: (accessor) => this.purgeCubbyhole(accessor),
+    });
+    this.logins = new Logins({
+      tokens: this.tokenManager,
+      namespaces: this.namespaces,
+      limits: (mount) => this.tokenLimits(mount),
+      dispatch: (message) => this.dispatch(message),
     });
     this.authorizer = new Authorizer(this.namespaces);
     this.wrapping = new ResponseWrapper(this.tokenManager, this.namespaces, this.barrier, options.config.maxLeaseTtl);
@@ -451,6 +459,14 @@ export class Core {
     };
   }
 
+  /**
+   * Whether a request is a login to an auth method of this process: it is outside the ACL, and a
+   * token sent with it is ignored, as Vault ignores one on its unauthenticated paths.
+   */
+  isLogin(mount: MountInfo, path: string, operation: Operation): boolean {
+    return operation !== 'help' && this.isCoreEngine(mount.type) && this.coreEngines.isUnauthenticated(mount, path, operation);
+  }
+
   /** The request path of this core, given the parts of it each step uses. */
   requestHandler(): RequestHandler {
     return new RequestHandler({
@@ -462,6 +478,7 @@ export class Core {
       authorizer: this.authorizer,
       audit: this.audit.broker,
       leases: this.leaseLifecycle,
+      logins: this.logins,
       wrapper: this.wrapping,
       dispatcher: this,
     });

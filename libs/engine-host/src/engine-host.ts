@@ -99,6 +99,8 @@ export class EngineHost {
           return { ok: true, help: backend.help(message.path) };
         case 'renew':
           return { ok: true, response: await backend.renewSecret(req, message.secretType, message.internalData) };
+        case 'renew-auth':
+          return { ok: true, response: { auth: await backend.renewAuth(req, message.auth) } };
         case 'periodic':
           await backend.periodic();
           return { ok: true };
@@ -111,6 +113,11 @@ export class EngineHost {
       if (!(err instanceof ServiceError)) this.services.logger.error({ request_id: message.requestId, err: describeRequestError(err) }, 'internal error');
       return { ok: false, ...errorOf(err) };
     }
+  }
+
+  /** Whether an operation of a mount's backend is unauthenticated (a login), for the gateway to know before it checks a token. */
+  isUnauthenticated(mount: MountInfo, path: string, operation: PathOperation): boolean {
+    return this.forMount(mount).backend.operationInfo(path, operation)?.unauthenticated === true;
   }
 
   /**

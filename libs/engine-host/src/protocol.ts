@@ -1,4 +1,4 @@
-import type { Capability, Caller, MountInfo, Operation, Response } from '@svc/framework';
+import type { AuthResponse, Capability, Caller, MountInfo, Operation, Response } from '@svc/framework';
 import type { ErrorKind } from '@svc/http';
 
 /**
@@ -9,7 +9,9 @@ export type EngineRequest =
   | ({ kind: 'operation' } & OperationFields)
   | ({ kind: 'help' } & OperationFields)
   | ({ kind: 'periodic' } & OperationFields)
-  | ({ kind: 'renew' | 'revoke'; secretType: string; internalData: Record<string, unknown> } & OperationFields);
+  | ({ kind: 'renew' | 'revoke'; secretType: string; internalData: Record<string, unknown> } & OperationFields)
+  /** A token from a login at this auth mount is being renewed: the method re-checks its `auth`. */
+  | ({ kind: 'renew-auth'; auth: AuthResponse } & OperationFields);
 
 export interface OperationFields {
   requestId: string;

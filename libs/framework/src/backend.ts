@@ -5,6 +5,7 @@ import { addRoutes, openApiDocument, type DocumentedRoute, type OpenApiDocument 
 import { isWrite, resolveOperation, type PathOperation, type ResolvedOperation } from './operations';
 import { compilePattern, relativeTemplate, type CompiledPattern } from './pattern';
 import type {
+  AuthResponse,
   BackendDeclaration,
   Capability,
   FieldData,
@@ -111,6 +112,11 @@ export class Backend {
 
   async cleanup(): Promise<void> {
     await this.declaration.cleanup?.();
+  }
+
+  async renewAuth(req: Request, auth: AuthResponse): Promise<AuthResponse> {
+    if (!this.declaration.renewAuth) throw ServiceError.badRequest(`auth method "${this.type}" does not renew its tokens`);
+    return this.declaration.renewAuth(req, auth);
   }
 
   async renewSecret(req: Request, type: string, internalData: Record<string, unknown>): Promise<Response | undefined> {

@@ -70,6 +70,10 @@ class CoercedFields implements FieldData {
     return this.sent.has(name);
   }
 
+  sentDeclared(name: string): boolean {
+    return this.schema.byName.has(name) && this.sent.has(name);
+  }
+
   /** Asking for an undeclared field is a bug in the handler, not bad input. */
   private declared(name: string): CompiledField {
     const compiled = this.schema.byName.get(name);

@@ -42,3 +42,14 @@ export {
 } from './openapi';
 export { fieldsTable, pathHelp, mountHelp } from './help';
 export { listResponse } from './responses';
+export { addressAllowed, validateCidrs } from './cidrs';
+export {
+  DEFAULT_TOKEN_SETTINGS,
+  TOKEN_FIELDS,
+  readTokenSettings,
+  renewedAuth,
+  tokenAuth,
+  tokenSettingsData,
+  type TokenSettings,
+  type TokenType,
+} from './token-fields';

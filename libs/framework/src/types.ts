@@ -2,6 +2,7 @@
  * The contract between the framework, the core and every engine. A backend is a list of path
  * declarations; everything else (parsing, coercion, validation, help, OpenAPI) derives from them.
  */
+import type { AuthBlock } from '@svc/http';
 
 /** Field types a path can declare. Coercion rules are in fields.ts. */
 export type FieldType =
@@ -101,8 +102,10 @@ export interface Response {
   warnings?: string[];
   /** A lease-bearing secret: the core registers a lease and returns lease_id. */
   secret?: SecretResponse;
-  /** Authentication result (login endpoints and token creation). */
-  auth?: Record<string, unknown>;
+  /** A login's result: the core turns it into a token (only auth methods' operations may answer one). */
+  auth?: AuthResponse;
+  /** A token already issued (by the core for a login, or by the token store): the envelope's `auth` block. */
+  token?: IssuedToken;
   /** Data members repeated at the top level of the envelope (PathDeclaration.dataAtTopLevel). */
   dataAtTopLevel?: boolean;
   /** Overrides the status code (e.g. sys/health). */
@@ -122,12 +125,52 @@ export interface SecretResponse {
   renewable: boolean;
 }
 
+/**
+ * What an auth method answers to a successful login (Vault's logical.Auth): the core creates the
+ * token from it. TTLs are seconds; 0 means the mount's (or the system's) default.
+ */
+export interface AuthResponse {
+  /** Policies of the token (its token_policies; there is no identity store to add others). */
+  policies: string[];
+  /** Leave out the `default` policy. */
+  noDefaultPolicy?: boolean;
+  metadata?: Record<string, string>;
+  /** Shown as `<mount path>-<displayName>`, e.g. "userpass-alice". */
+  displayName: string;
+  ttl: number;
+  /** Ceiling of the token's life from its creation, renewals included (below the mount's). */
+  maxTtl?: number;
+  period?: number;
+  explicitMaxTtl?: number;
+  numUses?: number;
+  renewable: boolean;
+  /** `default`, `default-service` and `default-batch` follow the mount's default (service). */
+  tokenType?: 'service' | 'batch' | 'default' | 'default-service' | 'default-batch';
+  /** Client addresses the token may be used from (CIDR blocks); none means anywhere. */
+  boundCidrs?: string[];
+  /** The identity the method vouched for (recorded on the token). */
+  alias?: { name: string; metadata?: Record<string, string> };
+  /** Kept with the token and handed back to the method on renewal; never shown to clients. */
+  internalData?: Record<string, unknown>;
+}
+
+/** A token that exists: the envelope shows `auth`; `displayName` is for the audit log. */
+export interface IssuedToken {
+  auth: AuthBlock;
+  displayName: string;
+}
+
 /** Coerced, validated request fields. */
 export interface FieldData {
   /** Coerced value, or the declared default when absent. */
   get<T = unknown>(name: string): T;
   /** Whether the client sent the field (after coercion). */
   has(name: string): boolean;
+  /**
+   * Whether the path declares the field and the client sent it: for code shared by declarations
+   * that each declare some of a set of fields (a role written whole or one field at a time).
+   */
+  sentDeclared(name: string): boolean;
   /** Raw request data (for pass-through maps such as KV v1 writes). */
   raw: Record<string, unknown>;
   /** Path parameters captured by the pattern. */
@@ -215,4 +258,10 @@ export interface BackendDeclaration {
   periodic?: () => Promise<void>;
   /** The mount is disabled or retuned, or the process stops: release pools and timers. */
   cleanup?: () => Promise<void>;
+  /**
+   * An auth method's check when one of its tokens is renewed: given the login's auth as the token
+   * holds it (internal data included), it answers the auth to renew with (new TTL, policies) or
+   * throws to refuse. Without it, the method's tokens cannot be renewed.
+   */
+  renewAuth?: (req: Request, auth: AuthResponse) => Promise<AuthResponse>;
 }

@@ -22,6 +22,7 @@ describe('envelopeJson', () => {
         token_type: 'service',
         orphan: true,
         num_uses: 0,
+        mfa_requirement: null,
       },
     }),
   ];

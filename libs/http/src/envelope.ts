@@ -22,6 +22,8 @@ export interface AuthBlock {
   token_type: string;
   orphan: boolean;
   num_uses: number;
+  /** No multi-factor step exists: always null, as Vault answers without MFA. */
+  mfa_requirement: null;
 }
 
 /**

@@ -1,6 +1,7 @@
 export {
   parsePasswordPolicy,
   generatePassword,
+  passwordProblem,
   PasswordPolicyError,
   DEFAULT_PASSWORD_POLICY,
   DEFAULT_PASSWORD_POLICY_HCL,

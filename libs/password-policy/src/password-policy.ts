@@ -122,3 +122,20 @@ export function generatePassword(policy: PasswordPolicy): string {
   }
   return chars.join('');
 }
+
+/**
+ * Why a chosen password does not satisfy a policy (too short, too few of a rule's characters, or a
+ * character outside every charset), or undefined when it does. The answer never quotes the password.
+ */
+export function passwordProblem(policy: PasswordPolicy, password: string): string | undefined {
+  const chars = [...password];
+  if (chars.length < policy.length) return `must be at least ${policy.length} characters long`;
+  const union = new Set(policy.rules.flatMap((rule) => [...rule.charset]));
+  if (chars.some((char) => !union.has(char))) return 'holds a character that no rule of the password policy allows';
+  for (const rule of policy.rules) {
+    const allowed = new Set(rule.charset);
+    const count = chars.filter((char) => allowed.has(char)).length;
+    if (count < rule.minChars) return `needs at least ${rule.minChars} of the characters "${rule.charset}"`;
+  }
+  return undefined;
+}

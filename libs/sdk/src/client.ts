@@ -19,6 +19,11 @@ export class SvcClient {
     return this.baseUrl;
   }
 
+  /** The same client with another token, or none (a login sends none). */
+  withToken(token: string | undefined): SvcClient {
+    return new SvcClient({ ...this.options, token });
+  }
+
   /** Sends a request; statuses >= 400 throw SvcApiError. */
   async request<T = unknown>(method: string, path: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
     const { response, text } = await this.exchange<T>(method, path, opts);

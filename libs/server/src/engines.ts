@@ -3,6 +3,8 @@ import { kvBackendFactory } from '@svc/engine-kv';
 import { transitBackendFactory } from '@svc/engine-transit';
 import { databaseBackendFactory } from '@svc/engine-database';
 import { cloudBackendFactory } from '@svc/engine-cloud';
+import { approleBackendFactory } from '@svc/auth-approle';
+import { userpassBackendFactory } from '@svc/auth-userpass';
 
 /**
  * The mount types of this build, one entry each: adding an engine or auth method is one entry
@@ -14,6 +16,9 @@ export const ENGINE_TYPES: readonly EngineType[] = [
   { type: 'transit', table: 'secret', runsIn: 'transit', factory: transitBackendFactory },
   { type: 'database', table: 'secret', runsIn: 'database', factory: databaseBackendFactory },
   { type: 'cloud', table: 'secret', runsIn: 'cloud', factory: cloudBackendFactory },
+  // Auth methods run in the gateway: a login needs the token store, which lives there.
+  { type: 'approle', table: 'auth', runsIn: GATEWAY, factory: approleBackendFactory },
+  { type: 'userpass', table: 'auth', runsIn: GATEWAY, factory: userpassBackendFactory },
 ];
 
 /** The registry of the types above, for what needs no core: service processes, flags, configuration. */

@@ -3,8 +3,9 @@
  * real storage for it (in-memory, behind an unsealed barrier), an engine context and requests.
  */
 import { randomUUID } from 'node:crypto';
-import { mountStoragePrefix, type EngineContext } from '@svc/engine-host';
-import type { Capability, MountInfo, Operation, Request } from '@svc/framework';
+import { mountStoragePrefix, type BackendFactory, type EngineContext } from '@svc/engine-host';
+import type { AuthResponse, Backend, Capability, MountInfo, Operation, Request, Response } from '@svc/framework';
+import { ServiceError, toErrorBody } from '@svc/http';
 import { MemoryLockManager } from '@svc/locks';
 import { Barrier, createView, InmemPhysical, Keyring, type StorageView, type TransactionalStore } from '@svc/storage';
 import pino from 'pino';
@@ -71,4 +72,62 @@ export function engineRequest(
   capabilities: Capability[] = ['root'],
 ): Request {
   return { requestId: randomUUID(), operation, path, data, headers: {}, mount, capabilities: new Set(capabilities) };
+}
+
+/** Response data as tests read it: JSON whose shape each test asserts. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type ResponseData = Record<string, any>;
+
+/** What a request adds to the defaults of `engineRequest` (a client address, capabilities). */
+export type RequestExtras = Partial<Pick<Request, 'remoteAddress' | 'capabilities'>>;
+
+/** One backend of any engine over its own mount and storage, driven as the engine host drives it. */
+export class MountedBackend {
+  constructor(
+    readonly backend: Backend,
+    readonly mount: MountInfo,
+    readonly storage: StorageView,
+  ) {}
+
+  static create(factory: BackendFactory, type: string, options: { mount?: TestMountOptions; context?: Omit<EngineContextOptions, 'storage'> } = {}): MountedBackend {
+    const mount = testMount(type, options.mount);
+    const storage = mountStorage(mount);
+    return new MountedBackend(factory(mount, engineContext({ ...options.context, storage })), mount, storage);
+  }
+
+  request(operation: Operation, path: string, data: Record<string, unknown> = {}, extras: RequestExtras = {}): Promise<Response | undefined> {
+    return this.backend.handle({ ...engineRequest(this.mount, operation, path, data), ...extras });
+  }
+
+  /** An update (POST); returns the response's data. */
+  async write(path: string, data: Record<string, unknown> = {}, extras: RequestExtras = {}): Promise<ResponseData> {
+    return ((await this.request('update', path, data, extras))?.data ?? {}) as ResponseData;
+  }
+
+  async read(path: string): Promise<ResponseData | undefined> {
+    return (await this.request('read', path))?.data ?? undefined;
+  }
+
+  async list(path: string): Promise<string[]> {
+    return ((await this.request('list', path))?.data?.keys as string[] | undefined) ?? [];
+  }
+
+  renewAuth(auth: AuthResponse): Promise<AuthResponse> {
+    return this.backend.renewAuth(engineRequest(this.mount, 'update', ''), auth);
+  }
+
+  periodic(): Promise<void> {
+    return this.backend.periodic();
+  }
+}
+
+/** The status and messages of a refused request (fails the test when it was not refused). */
+export async function refusal(promise: Promise<unknown>): Promise<{ status: number; message: string }> {
+  try {
+    await promise;
+  } catch (err) {
+    if (err instanceof ServiceError) return { status: toErrorBody(err).status, message: err.errors.join('; ') };
+    throw err;
+  }
+  throw new Error('expected the request to be refused');
 }

@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
@@ -44,7 +44,8 @@ async function svc(argv: string[], options: { stdin?: InputStream; env?: Record<
     stdout: { write: (chunk: string) => (stdout += chunk) },
     stderr: { write: (chunk: string) => (stderr += chunk) },
     stdin: options.stdin ?? Readable.from([]),
-    env: { SVC_ADDR: api.address, ...options.env },
+    // HOME is the test's directory: the token helper file (~/.svc-token) is read and written there.
+    env: { SVC_ADDR: api.address, HOME: dir, ...options.env },
   };
   const code = await runClientCommand(argv, io);
   return { code, stdout, stderr };
@@ -463,5 +464,125 @@ describe('svc delete', () => {
     const result = await svc(['delete', 'secret/a']);
     expect(sent()).toMatchObject({ method: 'DELETE', url: '/v1/secret/a' });
     expect(result).toEqual({ code: 0, stdout: 'Success! Data deleted (if it existed) at: secret/a\n', stderr: '' });
+  });
+});
+
+describe('svc login and the token helper file', () => {
+  const authBlock = {
+    client_token: 'svs.from-login',
+    accessor: 'acc-1',
+    policies: ['reader', 'default'],
+    token_policies: ['reader', 'default'],
+    metadata: { username: 'alice' },
+    lease_duration: 600,
+    renewable: true,
+    entity_id: '',
+    token_type: 'service',
+    orphan: true,
+    num_uses: 0,
+    mfa_requirement: null,
+  };
+  const tokenFile = () => join(dir, '.svc-token');
+
+  beforeEach(async () => {
+    await rm(tokenFile(), { force: true });
+    reply(() => ({ status: 200, body: envelope('r', { auth: authBlock }) }));
+  });
+
+  it('logs in with userpass reading the password from stdin, sends no token, stores the new one with mode 0600', async () => {
+    await writeFile(tokenFile(), 'svs.older', { mode: 0o644 });
+    const result = await svc(['login', '-method=userpass', 'username=alice', 'password=-'], { stdin: Readable.from(['s3cret pass\n']) });
+    expect(result.code).toBe(0);
+    expect(sent()).toMatchObject({ method: 'PUT', url: '/v1/auth/userpass/login/alice' });
+    expect(sent().headers['x-service-token']).toBeUndefined();
+    expect(sentJson()).toEqual({ password: 's3cret pass' });
+    expect(await readFile(tokenFile(), 'utf8')).toBe('svs.from-login');
+    expect((await stat(tokenFile())).mode & 0o777).toBe(0o600);
+    expect(result.stdout).toMatch(/Success! You are now authenticated/);
+    expect(result.stdout).toMatch(/token_policies +\["reader","default"\]/);
+    expect(result.stdout).toMatch(/token_meta_username +alice/);
+    expect(result.stdout + result.stderr).not.toContain('s3cret pass');
+
+    reply(() => ({ status: 200, body: envelope('r', { data: { a: '1' } }) }));
+    await svc(['read', 'secret/app']);
+    expect(sent(1).headers['x-service-token']).toBe('svs.from-login');
+    await svc(['read', 'secret/app'], { env: { SVC_TOKEN: 'svs.environment' } });
+    expect(sent(2).headers['x-service-token']).toBe('svs.environment');
+  });
+
+  it('prompts for the password without echo on a terminal; -path names the mount', async () => {
+    const terminal = Object.assign(new PassThrough(), { isTTY: true, rawModes: [] as boolean[] });
+    const stdin = Object.assign(terminal, { setRawMode: (mode: boolean) => terminal.rawModes.push(mode) });
+    const run = svc(['login', '-method=userpass', '-path=people', 'username=alice'], { stdin });
+    stdin.write('typed\r');
+    const result = await run;
+    expect(result.stderr).toBe('Password (will be hidden): \n');
+    expect(terminal.rawModes).toEqual([true, false]);
+    expect(sent().url).toBe('/v1/auth/people/login/alice');
+    expect(sentJson()).toEqual({ password: 'typed' });
+  });
+
+  it('refuses to wait for a password that no terminal can type', async () => {
+    const result = await svc(['login', '-method=userpass', 'username=alice']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/stdin is not a terminal to prompt on: pass password=\.\.\./);
+    expect(api.requests).toHaveLength(0);
+    expect((await svc(['login', '-method=userpass', 'password=x'])).stderr).toMatch(/needs username=NAME/);
+  });
+
+  it('-token-only prints the token alone and stores nothing; -no-store stores nothing', async () => {
+    const only = await svc(['login', '-method=approle', '-token-only', 'role_id=r', 'secret_id=s']);
+    expect(only.stdout).toBe('svs.from-login\n');
+    expect(sent().url).toBe('/v1/auth/approle/login');
+    expect(sentJson()).toEqual({ role_id: 'r', secret_id: 's' });
+    const notStored = await svc(['login', '-method=userpass', '-no-store', 'username=alice', 'password=x']);
+    expect(notStored.stdout).toMatch(/not stored/);
+    await expect(stat(tokenFile())).rejects.toThrow(/ENOENT/);
+  });
+
+  it('logs in with a token after checking it with lookup-self', async () => {
+    reply(() => ({ status: 200, body: envelope('r', { data: { accessor: 'acc-2', ttl: 0, renewable: false, policies: ['root'], meta: null } }) }));
+    const result = await svc(['login', 'svs.given']);
+    expect(sent()).toMatchObject({ method: 'GET', url: '/v1/auth/token/lookup-self' });
+    expect(sent().headers['x-service-token']).toBe('svs.given');
+    expect(await readFile(tokenFile(), 'utf8')).toBe('svs.given');
+    expect(result.stdout).toMatch(/token_duration +∞/);
+
+    reply(() => ({ status: 403, body: { errors: ['permission denied'] } }));
+    const bad = await svc(['login', 'svs.bad']);
+    expect(bad.code).toBe(2);
+    expect(await readFile(tokenFile(), 'utf8')).toBe('svs.given');
+  });
+
+  it('warns that SVC_TOKEN still wins after a login', async () => {
+    const result = await svc(['login', '-method=userpass', 'username=alice', 'password=x'], { env: { SVC_TOKEN: 'svs.environment' } });
+    expect(sent().headers['x-service-token']).toBeUndefined();
+    expect(result.stderr).toMatch(/SVC_TOKEN is set/);
+  });
+});
+
+describe('svc auth', () => {
+  it('enables, disables and lists auth methods', async () => {
+    expect((await svc(['auth', 'enable', '-description=people', 'userpass'])).stdout).toBe('Success! Enabled userpass auth method at: userpass/\n');
+    expect(sent()).toMatchObject({ method: 'PUT', url: '/v1/sys/auth/userpass' });
+    expect(sentJson()).toEqual({ type: 'userpass', description: 'people' });
+    await svc(['auth', 'enable', '-path=machines/', 'approle']);
+    expect(sent(1).url).toBe('/v1/sys/auth/machines');
+
+    expect((await svc(['auth', 'disable', 'machines'])).stdout).toBe('Success! Disabled the auth method (if it existed) at: machines/\n');
+    expect(sent(2)).toMatchObject({ method: 'DELETE', url: '/v1/sys/auth/machines' });
+
+    reply(() => ({
+      status: 200,
+      body: envelope('r', { data: { 'userpass/': { type: 'userpass', accessor: 'userpass_1', description: 'people' }, 'token/': { type: 'token', accessor: 'token_1', description: '' } } }),
+    }));
+    const listed = await svc(['auth', 'list']);
+    expect(listed.stdout.split('\n').slice(0, 4)).toEqual([
+      'Path         Type        Accessor      Description',
+      '----         ----        --------      -----------',
+      'token/       token       token_1',
+      'userpass/    userpass    userpass_1    people',
+    ]);
+    expect((await svc(['auth', 'enable'])).code).toBe(1);
   });
 });

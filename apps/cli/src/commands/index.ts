@@ -8,6 +8,9 @@ import { operatorRekeyCommand } from './rekey';
 import { deleteCommand, listCommand, readCommand } from './secrets';
 import { statusCommand } from './status';
 import { writeCommand } from './write';
+import { loginCommand } from './login';
+import { authDisableCommand, authEnableCommand, authListCommand } from './auth';
+import { storedToken } from './token-file';
 
 export type { CliIO, InputStream, OutputStream } from './context';
 
@@ -27,6 +30,10 @@ const COMMANDS: Command[] = [
   writeCommand,
   listCommand,
   deleteCommand,
+  loginCommand,
+  authEnableCommand,
+  authDisableCommand,
+  authListCommand,
 ];
 
 /** Flags every client command accepts; they override SVC_ADDR, SVC_NAMESPACE and SVC_FORMAT. */
@@ -59,7 +66,7 @@ export async function runClientCommand(argv: string[], io: CliIO): Promise<numbe
     const format = outputFormat(args.flags.format ?? io.env.SVC_FORMAT);
     const client = new SvcClient({
       address: String(args.flags.address ?? io.env.SVC_ADDR ?? DEFAULT_ADDRESS),
-      token: io.env.SVC_TOKEN || undefined,
+      token: io.env.SVC_TOKEN || (await storedToken(io.env)),
       namespace: String(args.flags.namespace ?? io.env.SVC_NAMESPACE ?? '') || undefined,
     });
     return await command.run({ client, io, format }, args);
@@ -105,7 +112,7 @@ function usage(): string {
     'Common flags:',
     describeFlags(COMMON_FLAGS),
     '',
-    'Environment: SVC_ADDR, SVC_TOKEN, SVC_NAMESPACE, SVC_FORMAT',
+    'Environment: SVC_ADDR, SVC_TOKEN (else the token `svc login` stored in ~/.svc-token), SVC_NAMESPACE, SVC_FORMAT',
   ].join('\n');
 }
 

@@ -42,7 +42,7 @@ export function responseEnvelope(requestId: string, response: Response, lease?: 
   return envelope(requestId, {
     data: response.dataJson === undefined ? (response.data ?? null) : new JsonText(response.dataJson),
     warnings: response.warnings,
-    auth: (response.auth as unknown as OutgoingEnvelope['auth']) ?? null,
+    auth: response.token?.auth ?? null,
     lease_id: lease?.leaseId ?? '',
     lease_duration: lease?.ttl ?? 0,
     renewable: lease ? (response.secret?.renewable ?? false) : false,

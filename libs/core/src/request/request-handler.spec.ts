@@ -57,6 +57,18 @@ function openLoginBackend(): Backend {
     paths: [
       { pattern: 'login', synopsis: 'Logs in.', operations: { update: { summary: 'Log in.', unauthenticated: true, handler: async () => ({ data: { welcome: true } }) } } },
       { pattern: 'closed', synopsis: 'Needs a token.', operations: { read: { summary: 'Read.', handler: async () => ({ data: {} }) } } },
+      {
+        pattern: 'token-login',
+        synopsis: 'Logs in, answering the token to make.',
+        fields: { bound: { type: 'comma-string-list', default: [], description: 'CIDR blocks for the token.' } },
+        operations: {
+          update: {
+            summary: 'Log in.',
+            unauthenticated: true,
+            handler: async (_req, f) => ({ auth: { policies: ['reader'], displayName: 'tester', ttl: 60, renewable: true, metadata: { who: 'tester' }, boundCidrs: f.get('bound') } }),
+          },
+        },
+      },
     ],
   });
 }
@@ -79,8 +91,8 @@ function newCore(): Core {
 }
 
 let requests = 0;
-function request(operation: Operation, path: string, options: { token?: string; data?: Record<string, unknown>; wrapTtl?: number } = {}): LogicalRequest {
-  return { id: `request-${++requests}`, operation, path, data: options.data ?? {}, token: options.token, wrapTtl: options.wrapTtl, headers: {} };
+function request(operation: Operation, path: string, options: { token?: string; data?: Record<string, unknown>; wrapTtl?: number; remoteAddress?: string } = {}): LogicalRequest {
+  return { id: `request-${++requests}`, operation, path, data: options.data ?? {}, token: options.token, wrapTtl: options.wrapTtl, remoteAddress: options.remoteAddress, headers: {} };
 }
 
 async function failure(promise: Promise<unknown>): Promise<{ kind: ErrorKind; errors: string[] }> {
@@ -104,8 +116,7 @@ describe('RequestHandler', () => {
   const call = (operation: Operation, path: string, options: Parameters<typeof request>[2] = {}) => handler.handle(request(operation, path, { token: root, ...options }));
   /** A token of the given policies (and options) made by the root token. */
   const tokenWith = async (data: Record<string, unknown>) => {
-    const auth = responseOf(await call('update', 'auth/token/create', { data })).auth as { client_token: string };
-    return auth.client_token;
+    return responseOf(await call('update', 'auth/token/create', { data })).token!.auth.client_token;
   };
 
   beforeEach(async () => {
@@ -208,6 +219,39 @@ describe('RequestHandler', () => {
     });
   });
 
+  describe('logins', () => {
+    beforeEach(async () => {
+      await call('update', 'sys/auth/open', { data: { type: 'open-login' } });
+      await call('update', 'sys/policies/acl/reader', { data: { policy: 'path "secret/*" { capabilities = ["read"] }' } });
+    });
+    const login = (options: Parameters<typeof request>[2] = {}) => handler.handle(request('update', 'auth/open/token-login', options));
+
+    it("makes the token of a login's auth, which then serves requests as its policies allow", async () => {
+      const issued = responseOf(await login()).token!;
+      expect(issued.auth).toMatchObject({ policies: ['reader', 'default'], metadata: { who: 'tester' }, lease_duration: 60, orphan: true, mfa_requirement: null });
+      expect(responseOf(await call('read', 'secret/app', { token: issued.auth.client_token })).data).toEqual({ password: 'p4ss' });
+      expect(responseOf(await call('read', 'auth/token/lookup-self', { token: issued.auth.client_token })).data).toMatchObject({ path: 'auth/open/token-login', display_name: 'open-tester' });
+    });
+
+    it('ignores a token sent with a login, even one that is not valid', async () => {
+      expect(responseOf(await login({ token: 'not-a-token' })).token?.auth.client_token).toMatch(/^svs\./);
+    });
+
+    it("refuses a token bound to CIDR blocks from any other address", async () => {
+      const token = responseOf(await login({ data: { bound: '10.0.0.0/8' } })).token!.auth.client_token;
+      expect((await failure(handler.handle(request('read', 'secret/app', { token, remoteAddress: '127.0.0.1' })))).kind).toBe('permission-denied');
+      expect(responseOf(await handler.handle(request('read', 'secret/app', { token, remoteAddress: '10.2.3.4' }))).data).toEqual({ password: 'p4ss' });
+    });
+
+    it('wraps a login: the wrapping token unwraps to the auth of a token that works', async () => {
+      const result = await login({ wrapTtl: 60 });
+      if (result.type !== 'wrapped') throw new Error('expected a wrapped answer');
+      const unwrapped = responseOf(await call('update', 'sys/wrapping/unwrap', { token: result.wrapInfo.token })).raw as { auth: { client_token: string; accessor: string } };
+      expect(result.wrapInfo.wrapped_accessor).toBe(unwrapped.auth.accessor);
+      expect(responseOf(await call('read', 'secret/app', { token: unwrapped.auth.client_token })).data).toEqual({ password: 'p4ss' });
+    });
+  });
+
   describe('response wrapping', () => {
     it('wraps the answer into a single-use token, which unwraps to the answer once', async () => {
       const result = await call('read', 'secret/app', { wrapTtl: 60 });
@@ -241,6 +285,17 @@ describe('RequestHandler', () => {
       expect(forRead[0].request.client_token).toMatch(/^hmac-sha256:/);
       expect(JSON.stringify(forRead)).not.toContain(root);
       expect(forRead[1].response?.data).toEqual({ password: expect.stringMatching(/^hmac-sha256:/) });
+    });
+
+    it("logs a login's answer with the token it issued hashed", async () => {
+      const file = join(dir, 'audit.log');
+      await call('update', 'sys/audit/file', { data: { type: 'file', options: { file_path: file } } });
+      await call('update', 'sys/auth/open', { data: { type: 'open-login' } });
+      const token = responseOf(await handler.handle(request('update', 'auth/open/token-login'))).token!.auth.client_token;
+      const text = readFileSync(file, 'utf8');
+      expect(text).not.toContain(token);
+      const answer = text.trim().split('\n').map((line) => JSON.parse(line) as { type: string; request: { path: string }; response?: { auth?: Record<string, unknown> } }).find((line) => line.type === 'response' && line.request.path === 'auth/open/token-login');
+      expect(answer?.response?.auth).toMatchObject({ client_token: expect.stringMatching(/^hmac-sha256:/), display_name: 'open-tester', policies: ['reader', 'default'] });
     });
 
     it('logs a refused request with its error', async () => {

@@ -1,8 +1,9 @@
-import type { AuditBroker, AuditRequestEntry, AuditResponse } from '@svc/audit';
+import type { AuditAuth, AuditBroker, AuditRequestEntry, AuditResponse } from '@svc/audit';
 import type { EngineReply, EngineRequest } from '@svc/engine-host';
-import type { Capability, Caller, MountInfo, Response } from '@svc/framework';
+import { addressAllowed, type Capability, type Caller, type IssuedToken, type MountInfo, type Operation, type Response } from '@svc/framework';
 import { errorOf, ServiceError } from '@svc/http';
 import type { Authorizer } from '../access/authorizer';
+import type { Logins } from '../auth/logins';
 import type { CoreState } from '../core';
 import type { LeaseLifecycle } from '../leases/lease-lifecycle';
 import { SYSTEM_MOUNT } from '../mounts/system-mount';
@@ -33,6 +34,8 @@ export interface RequestRouter {
   route(fullPath: string): { namespace: Namespace; path: string; route?: Route };
   /** Whether a mount type runs in this process (its engine is given the token value and the headers). */
   isCoreEngine(type: string): boolean;
+  /** Whether an operation is a login to an auth method of this process (outside the ACL). */
+  isLogin(mount: MountInfo, path: string, operation: Operation): boolean;
 }
 
 export interface Dispatcher {
@@ -53,6 +56,8 @@ export interface RequestHandlerDeps {
   authorizer: Pick<Authorizer, 'capabilities'>;
   audit: Pick<AuditBroker, 'hasDevices' | 'logRequest' | 'logResponse'>;
   leases: Pick<LeaseLifecycle, 'register'>;
+  /** Makes the token of a login's `auth`. */
+  logins: Pick<Logins, 'complete'>;
   wrapper: Pick<ResponseWrapper, 'wrap'>;
   dispatcher: Dispatcher;
 }
@@ -112,10 +117,13 @@ export class RequestHandler {
     if (!replicas.inContact && !SEALED_PATHS.has(req.path)) await replicas.awaitContact();
 
     const { namespace, path, route } = router.route(req.path);
-    let token = req.token ? tokens.cached(req.token) : null;
-    if (token === undefined) token = await tokens.lookup(req.token!);
-    if (req.token && !token) throw ServiceError.forbidden();
-    const ctx: Context = { req, namespace, path, token };
+    // A login ignores a token sent with it, as Vault does on its unauthenticated paths.
+    const tokenValue = route && path.startsWith('auth/') && router.isLogin(route.mount, route.path, req.operation) ? undefined : req.token;
+    let token = tokenValue ? tokens.cached(tokenValue) : null;
+    if (token === undefined) token = await tokens.lookup(tokenValue!);
+    if (tokenValue && !token) throw ServiceError.forbidden();
+    if (token?.boundCidrs && !addressAllowed(token.boundCidrs, req.remoteAddress)) throw ServiceError.forbidden();
+    const ctx: Context = { req: tokenValue === req.token ? req : { ...req, token: undefined }, namespace, path, token };
 
     if (path === 'sys' || path.startsWith('sys/')) return this.serve(ctx, this.systemMount(namespace), path.slice('sys/'.length), true);
     if (!route) throw ServiceError.unsupportedPath();
@@ -189,19 +197,22 @@ export class RequestHandler {
   }
 
   /**
-   * After dispatch: the engine's answer becomes the result. A secret in it gets a lease, and a
-   * requested wrapping stores it; both write to storage, so the common answer skips them.
+   * After dispatch: the engine's answer becomes the result. A login's auth becomes a token, a
+   * secret gets a lease, and a requested wrapping stores the answer; all write to storage, so the
+   * common answer skips them.
    */
   private finish(ctx: Context, mount: MountInfo, reply: EngineReply): LogicalResult | Promise<LogicalResult> {
     if (!reply.ok) throw new ServiceError(reply.kind, reply.errors);
     if (reply.help) return { type: 'help', help: reply.help };
     const response = reply.response;
-    if (response?.secret || ctx.req.wrapTtl !== undefined) return this.finishWithStorage(ctx, mount, response);
+    if (response?.auth || response?.secret || ctx.req.wrapTtl !== undefined) return this.finishWithStorage(ctx, mount, response);
     return this.answer(ctx, mount, response, undefined);
   }
 
-  private async finishWithStorage(ctx: Context, mount: MountInfo, response: Response | undefined): Promise<LogicalResult> {
+  private async finishWithStorage(ctx: Context, mount: MountInfo, answered: Response | undefined): Promise<LogicalResult> {
     const { req } = ctx;
+    // The login step: the token is made before the answer is wrapped, so a wrapped login holds it.
+    const response = answered?.auth ? await this.deps.logins.complete({ namespace: ctx.namespace, mount, path: ctx.path }, answered) : answered;
     const lease = response?.secret ? await this.deps.leases.register(ctx.namespace, mount, ctx.path, response.secret, ctx.token?.accessor ?? '') : undefined;
     if (req.wrapTtl === undefined || !response || response.raw !== undefined || (response.status ?? 200) >= 400) return this.answer(ctx, mount, response, lease);
     const wrapInfo = await this.deps.wrapper.wrap(responseEnvelope(req.id, response, lease), req.wrapTtl, ctx.namespace, ctx.path);
@@ -297,7 +308,24 @@ function auditResponse(mount: MountInfo, response: Response | undefined, lease: 
     mount_accessor: mount.accessor,
     data,
     ...(lease ? { secret: { lease_id: lease.leaseId } } : {}),
+    ...(response?.token ? { auth: auditAuth(response.token) } : {}),
     ...(response?.warnings?.length ? { warnings: response.warnings } : {}),
     status: response?.status,
+  };
+}
+
+/** A token issued by the request (login, token creation) as the audit log records it (the devices hash its value). */
+function auditAuth({ auth, displayName }: IssuedToken): AuditAuth {
+  return {
+    client_token: auth.client_token,
+    accessor: auth.accessor,
+    display_name: displayName,
+    policies: auth.policies,
+    token_policies: auth.token_policies,
+    metadata: auth.metadata,
+    entity_id: auth.entity_id,
+    token_type: auth.token_type,
+    token_ttl: auth.lease_duration,
+    num_uses: auth.num_uses,
   };
 }

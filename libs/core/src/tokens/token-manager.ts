@@ -1,3 +1,4 @@
+import type { IssuedToken } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import { ExpirationManager } from '../leases/expiration';
 import type { LeaseEntry } from '../leases/lease';
@@ -12,7 +13,21 @@ export interface TokenLimits {
 /** What a new token is made of: the entry's own fields, its parent, and where it lives. */
 export type NewToken = Pick<
   TokenEntry,
-  'policies' | 'meta' | 'displayName' | 'numUses' | 'ttl' | 'explicitMaxTtl' | 'period' | 'renewable' | 'type' | 'namespace' | 'role' | 'path' | 'wrapping'
+  | 'policies'
+  | 'meta'
+  | 'displayName'
+  | 'numUses'
+  | 'ttl'
+  | 'explicitMaxTtl'
+  | 'period'
+  | 'renewable'
+  | 'type'
+  | 'namespace'
+  | 'role'
+  | 'path'
+  | 'wrapping'
+  | 'boundCidrs'
+  | 'login'
 > & {
   parent: TokenEntry | null;
   namespaceId: string;
@@ -64,6 +79,8 @@ export class TokenManager {
         path: spec.path,
         entityId: '',
         ...(spec.wrapping ? { wrapping: true } : {}),
+        ...(spec.boundCidrs?.length ? { boundCidrs: spec.boundCidrs } : {}),
+        ...(spec.login ? { login: spec.login } : {}),
       },
       spec.id,
     );
@@ -71,11 +88,15 @@ export class TokenManager {
     return created;
   }
 
-  /** Renews a token: a new TTL from now, bounded by its period, explicit max and the maximums. */
-  async renew(accessor: string, increment: number, limits: TokenLimits, namespaceId: string): Promise<TokenEntry> {
+  /**
+   * Renews a token: a new TTL from now, bounded by its period, explicit max and the maximums. A
+   * login's token also takes what its auth method answered on renewal (`refreshed`).
+   */
+  async renew(accessor: string, increment: number, limits: TokenLimits, namespaceId: string, refreshed?: Pick<TokenEntry, 'policies' | 'login'>): Promise<TokenEntry> {
     const now = nowSeconds();
-    const renewed = await this.store.update(accessor, (entry) => {
-      if (!entry.renewable) throw ServiceError.badRequest('token is not renewable');
+    const renewed = await this.store.update(accessor, (current) => {
+      if (!current.renewable) throw ServiceError.badRequest('token is not renewable');
+      const entry = refreshed ? { ...current, ...refreshed } : current;
       if (entry.ttl === 0) return entry;
       let ttl = TokenManager.effectiveTtl(increment, entry, limits);
       if (entry.explicitMaxTtl > 0) ttl = Math.min(ttl, entry.creationTime + entry.explicitMaxTtl - now);
@@ -108,7 +129,7 @@ export class TokenManager {
   private async putTokenLease(namespaceId: string, entry: TokenEntry): Promise<void> {
     const expires = expireTime(entry)!;
     const lease: LeaseEntry = {
-      leaseId: `auth/token/create/${entry.accessor}`,
+      leaseId: TokenManager.leaseId(entry),
       namespace: entry.namespace,
       kind: 'token',
       mountAccessor: '',
@@ -123,6 +144,35 @@ export class TokenManager {
       revokeAttempts: 0,
     };
     await this.leases.put(namespaceId, lease);
+  }
+
+  /**
+   * A token's lease: a login's under its login path (so revoking that prefix, or disabling the
+   * method, revokes the tokens it issued, as in Vault); the token store's under auth/token/create/.
+   */
+  static leaseId(entry: TokenEntry): string {
+    return entry.login ? `${entry.path}/${entry.accessor}` : `auth/token/create/${entry.accessor}`;
+  }
+
+  /** A token just created or renewed, as the envelope's `auth` block shows it (value given only to its holder). */
+  static issued(id: string, entry: TokenEntry): IssuedToken {
+    return {
+      auth: {
+        client_token: id,
+        accessor: entry.accessor,
+        policies: entry.policies,
+        token_policies: entry.policies,
+        metadata: entry.meta,
+        lease_duration: entry.ttl,
+        renewable: entry.renewable,
+        entity_id: entry.entityId,
+        token_type: entry.type,
+        orphan: entry.parent === '',
+        mfa_requirement: null,
+        num_uses: Math.max(0, entry.numUses),
+      },
+      displayName: entry.displayName,
+    };
   }
 
   /** The token as lookup endpoints show it. `id` only when the caller presented the token itself. */
@@ -149,6 +199,7 @@ export class TokenManager {
       ttl: remainingTtl(entry),
       type: entry.type,
       namespace_path: entry.namespace,
+      ...(entry.boundCidrs ? { bound_cidrs: entry.boundCidrs } : {}),
     };
   }
 }

@@ -77,23 +77,7 @@ export function createTokenBackend(core: Core): Backend {
     return found.entry;
   };
 
-  const authResponse = (id: string, entry: TokenEntry, warnings: string[] = []): Response => ({
-    auth: {
-      client_token: id,
-      accessor: entry.accessor,
-      policies: entry.policies,
-      token_policies: entry.policies,
-      metadata: entry.meta,
-      lease_duration: entry.ttl,
-      renewable: entry.renewable,
-      entity_id: entry.entityId,
-      token_type: entry.type,
-      orphan: entry.parent === '',
-      mfa_requirement: null,
-      num_uses: Math.max(0, entry.numUses),
-    },
-    warnings,
-  });
+  const authResponse = (id: string, entry: TokenEntry): Response => ({ token: TokenManager.issued(id, entry) });
 
   const limits = (req: Request) => core.tokenLimits(req.mount);
 
@@ -184,8 +168,9 @@ export function createTokenBackend(core: Core): Backend {
     },
   ];
 
+  // A login's token is renewed as its auth method answers (it may refuse); others by the token store's limits.
   const renew = async (req: Request, entry: TokenEntry, increment: number, id = ''): Promise<Response> =>
-    authResponse(id, await tokens.renew(entry.accessor, increment, limits(req), core.namespaceOf(req).record.id));
+    authResponse(id, entry.login ? await core.logins.renew(entry, increment, req.requestId) : await tokens.renew(entry.accessor, increment, limits(req), core.namespaceOf(req).record.id));
 
   const renewPaths: PathDeclaration[] = [
     {

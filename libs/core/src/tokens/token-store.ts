@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
+import type { AuthResponse } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import type { StorageView, Transaction } from '@svc/storage';
 
@@ -29,6 +30,15 @@ export interface TokenEntry {
   entityId: string;
   /** Internal: the token was created as a wrapping token for a response. */
   wrapping?: boolean;
+  /** Client addresses (CIDR blocks) the token may be used from; absent: any. */
+  boundCidrs?: string[];
+  /** A token a login issued: the auth method's mount (by accessor) and its auth, asked again on renewal. */
+  login?: LoginRecord;
+}
+
+export interface LoginRecord {
+  mountAccessor: string;
+  auth: AuthResponse;
 }
 
 export interface TokenRole {

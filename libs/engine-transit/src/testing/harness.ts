@@ -1,5 +1,4 @@
 import type { Backend, Capability, MountInfo, Operation, Response } from '@svc/framework';
-import { ServiceError, toErrorBody } from '@svc/http';
 import type { LockManager } from '@svc/locks';
 import type { StorageView } from '@svc/storage';
 import { engineContext, engineRequest, mountStorage, testMount } from '@svc/testing';
@@ -49,15 +48,7 @@ export function responseData(response: Response | undefined): Data {
 }
 
 /** The status and messages of a rejected request. */
-export async function failure(promise: Promise<unknown>): Promise<{ status: number; message: string }> {
-  try {
-    await promise;
-  } catch (err) {
-    if (err instanceof ServiceError) return { status: toErrorBody(err).status, message: err.errors.join('; ') };
-    throw err;
-  }
-  throw new Error('expected the request to fail');
-}
+export { refusal as failure } from '@svc/testing';
 
 export const b64 = (text: string | Buffer): string => Buffer.from(text).toString('base64');
 export const unb64 = (text: string): string => Buffer.from(text, 'base64').toString('utf8');

@@ -1,0 +1,126 @@
+import type { Envelope, SvcClient } from '@svc/sdk';
+import { UsageError } from './args';
+import type { CliIO, Command, CommandContext } from './context';
+import { println } from './context';
+import { keyValueTable, output, printWarnings, type Row } from './format';
+import { readAll, readHiddenLine } from './stdin';
+import { storeToken } from './token-file';
+import { parseData } from './write';
+
+/** What a login shows: the token and what it grants, in the auth block's shape. */
+interface LoginResult {
+  envelope: Envelope;
+  token: string;
+  rows: Row[];
+}
+
+export const loginCommand: Command = {
+  name: 'login',
+  args: '[TOKEN | K=V...]',
+  summary:
+    'Authenticate and store the token in ~/.svc-token for later commands: with a token (the default method, ' +
+    'checked with lookup-self), or -method=userpass username=NAME [password=...|password=-], or any other ' +
+    'method with its K=V login fields (e.g. -method=approle role_id=... secret_id=...).',
+  flags: {
+    method: { kind: 'string', description: 'auth method type: token (default), userpass, approle, ...' },
+    path: { kind: 'string', description: 'where the auth method is mounted (default: the method name)' },
+    'no-store': { kind: 'boolean', description: 'do not store the token in ~/.svc-token' },
+    'token-only': { kind: 'boolean', description: 'print only the token, and do not store it' },
+  },
+  async run(ctx, { flags, positionals }) {
+    const method = String(flags.method ?? 'token');
+    const path = String(flags.path ?? method).replace(/^\/+|\/+$/g, '');
+    const result = method === 'token' ? await tokenLogin(ctx, positionals) : await methodLogin(ctx, method, path, positionals);
+    if (flags['token-only']) {
+      println(ctx.io.stdout, result.token);
+      return 0;
+    }
+    printWarnings(ctx, result.envelope);
+    if (!flags['no-store']) {
+      await storeToken(ctx.io.env, result.token);
+      if (ctx.io.env.SVC_TOKEN) {
+        println(ctx.io.stderr, 'WARNING! SVC_TOKEN is set: it takes precedence over the stored token until you unset it.\n');
+      }
+    }
+    output(ctx, result.envelope, () =>
+      [
+        flags['no-store']
+          ? 'Success! You are now authenticated. The token was not stored (-no-store): pass it in SVC_TOKEN.'
+          : 'Success! You are now authenticated. The token below is stored in ~/.svc-token; later commands use it.',
+        '',
+        keyValueTable(result.rows),
+      ].join('\n'),
+    );
+    return 0;
+  },
+};
+
+/** `svc login [TOKEN|-]`: the token is checked with lookup-self before it is stored. */
+async function tokenLogin(ctx: CommandContext, positionals: string[]): Promise<LoginResult> {
+  if (positionals.length > 1) throw new UsageError('login with a token takes at most one TOKEN argument');
+  const given = positionals[0]?.startsWith('token=') ? positionals[0].slice('token='.length) : positionals[0];
+  const token = given === '-' ? (await readAll(ctx.io)).trim() : (given ?? (await prompted(ctx.io, 'Token (will be hidden): ', 'TOKEN')));
+  if (!token) throw new UsageError('no token given');
+  const envelope = await ctx.client.withToken(token).read('auth/token/lookup-self');
+  const data = envelope?.data ?? {};
+  return {
+    envelope: envelope!,
+    token,
+    rows: [
+      ['token', token],
+      ['token_accessor', data.accessor],
+      ['token_duration', duration(Number(data.ttl ?? 0))],
+      ['token_renewable', data.renewable],
+      ['token_policies', data.policies],
+      ['policies', data.policies],
+      ...metaRows(data.meta as Record<string, string> | null),
+    ],
+  };
+}
+
+/** `svc login -method=NAME K=V...`: userpass takes the username into the path and the password hidden. */
+async function methodLogin(ctx: CommandContext, method: string, path: string, positionals: string[]): Promise<LoginResult> {
+  const data = await parseData(positionals, ctx.io);
+  const anonymous: SvcClient = ctx.client.withToken(undefined);
+  let where = `auth/${path}/login`;
+  if (method === 'userpass') {
+    const { username } = data;
+    if (typeof username !== 'string' || username === '') throw new UsageError('userpass login needs username=NAME');
+    delete data.username;
+    data.password ??= await prompted(ctx.io, 'Password (will be hidden): ', 'password=...');
+    where += `/${encodeURIComponent(username)}`;
+  }
+  const envelope = await anonymous.write(where, data);
+  const auth = envelope?.auth;
+  if (!auth) throw new Error(`${where} answered without a token`);
+  return {
+    envelope: envelope!,
+    token: auth.client_token,
+    rows: [
+      ['token', auth.client_token],
+      ['token_accessor', auth.accessor],
+      ['token_duration', duration(auth.lease_duration)],
+      ['token_renewable', auth.renewable],
+      ['token_policies', auth.token_policies],
+      ['identity_policies', auth.identity_policies ?? []],
+      ['policies', auth.policies],
+      ...metaRows(auth.metadata),
+    ],
+  };
+}
+
+/** A secret typed at a terminal without echo; anything else must pass it explicitly. */
+async function prompted(io: CliIO, prompt: string, instead: string): Promise<string> {
+  if (!io.stdin.isTTY) throw new UsageError(`stdin is not a terminal to prompt on: pass ${instead} (or - to read it from stdin)`);
+  return readHiddenLine(io, prompt);
+}
+
+function duration(seconds: number): string {
+  return seconds === 0 ? '∞' : `${seconds}s`;
+}
+
+function metaRows(meta: Record<string, string> | null | undefined): Row[] {
+  return Object.entries(meta ?? {})
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([key, value]) => [`token_meta_${key}`, value]);
+}

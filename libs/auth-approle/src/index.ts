@@ -1,0 +1,1 @@
+export { approleBackendFactory, approleDeclaration } from './approle-backend';

@@ -1,0 +1,1 @@
+export { userpassBackendFactory, userpassDeclaration } from './userpass-backend';

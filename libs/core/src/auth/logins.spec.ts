@@ -1,0 +1,119 @@
+import pino from 'pino';
+import type { EngineReply, EngineRequest } from '@svc/engine-host';
+import type { AuthResponse } from '@svc/framework';
+import { MemoryLockManager } from '@svc/locks';
+import { Barrier, createView, InmemPhysical, Keyring } from '@svc/storage';
+import { refusal } from '@svc/testing';
+import { ExpirationManager } from '../leases/expiration';
+import type { MountEntry } from '../mounts/mount-table';
+import type { Namespace } from '../namespaces/namespace';
+import { NamespaceRegistry } from '../namespaces/registry';
+import { TokenManager } from '../tokens/token-manager';
+import { TokenStore } from '../tokens/token-store';
+import { Logins } from './logins';
+
+const SYSTEM_LIMITS = { defaultTtl: 3600, maxTtl: 7200 };
+
+function auth(overrides: Partial<AuthResponse> = {}): AuthResponse {
+  return { policies: ['Reader'], displayName: 'alice', ttl: 0, renewable: true, metadata: { username: 'alice' }, internalData: { username: 'alice' }, ...overrides };
+}
+
+describe('Logins (the core\'s login path)', () => {
+  let namespace: Namespace;
+  let mount: MountEntry;
+  let tokens: TokenManager;
+  let expiration: ExpirationManager;
+  let logins: Logins;
+  /** What the auth method answers to a renewal; records the messages it was sent. */
+  let methodAnswer: (message: EngineRequest) => EngineReply;
+  let sent: EngineRequest[];
+
+  beforeEach(async () => {
+    const barrier = new Barrier(new InmemPhysical());
+    barrier.unseal(Keyring.generate());
+    const namespaces = new NamespaceRegistry(barrier);
+    await namespaces.load('1');
+    namespace = namespaces.root;
+    mount = await namespace.authMounts.mount({ path: 'userpass', type: 'userpass' }, { default_lease_ttl: 0, max_lease_ttl: 0 });
+    const store = new TokenStore(createView(barrier, 'sys/token/'));
+    await store.load();
+    expiration = new ExpirationManager(createView(barrier, 'sys/expire/'), new MemoryLockManager(), async () => undefined, pino({ level: 'silent' }));
+    tokens = new TokenManager(store, expiration, { revokeLeasesOf: async () => undefined, purgeCubbyhole: async () => undefined });
+    sent = [];
+    methodAnswer = (message) => ({ ok: true, response: { auth: message.kind === 'renew-auth' ? message.auth : undefined } });
+    logins = new Logins({
+      tokens,
+      namespaces,
+      limits: (entry) => ({ defaultTtl: entry.config.default_lease_ttl || SYSTEM_LIMITS.defaultTtl, maxTtl: entry.config.max_lease_ttl || SYSTEM_LIMITS.maxTtl }),
+      dispatch: async (message) => {
+        sent.push(message);
+        return methodAnswer(message);
+      },
+    });
+  });
+
+  const place = () => ({ namespace, mount, path: 'auth/userpass/login/alice' });
+
+  it('makes an orphan service token: default policy added, display name after the mount, lease under the login path', async () => {
+    const answer = await logins.complete(place(), { auth: auth({ boundCidrs: ['127.0.0.1/32'] }), warnings: ['kept'] });
+    expect(answer.auth).toBeUndefined();
+    expect(answer.warnings).toEqual(['kept']);
+    const block = answer.token!.auth;
+    expect(block).toEqual({
+      client_token: expect.stringMatching(/^svs\./),
+      accessor: expect.any(String),
+      policies: ['reader', 'default'],
+      token_policies: ['reader', 'default'],
+      metadata: { username: 'alice' },
+      lease_duration: 3600,
+      renewable: true,
+      entity_id: '',
+      token_type: 'service',
+      orphan: true,
+      num_uses: 0,
+      mfa_requirement: null,
+    });
+    expect(answer.token!.displayName).toBe('userpass-alice');
+    const entry = (await tokens.store.lookup(block.client_token))!;
+    expect(entry).toMatchObject({ path: 'auth/userpass/login/alice', parent: '', boundCidrs: ['127.0.0.1/32'], login: { mountAccessor: mount.accessor } });
+    expect(await expiration.get(namespace.record.id, `auth/userpass/login/alice/${block.accessor}`)).toMatchObject({ kind: 'token' });
+  });
+
+  it('keeps the TTL within the method\'s maximum, then the mount\'s, then the system\'s', async () => {
+    const ttlOf = async (overrides: Partial<AuthResponse>) => (await logins.complete(place(), { auth: auth(overrides) })).token!.auth.lease_duration;
+    expect(await ttlOf({ ttl: 36_000 })).toBe(7200);
+    expect(await ttlOf({ ttl: 36_000, maxTtl: 600 })).toBe(600);
+    expect(await ttlOf({ ttl: 300, explicitMaxTtl: 60 })).toBe(60);
+    expect(await ttlOf({ period: 900, ttl: 60 })).toBe(900);
+    await namespace.authMounts.tune('userpass', { config: { default_lease_ttl: 120, max_lease_ttl: 240 } }, { default_lease_ttl: 0, max_lease_ttl: 0 });
+    mount = namespace.authMounts.get('userpass/')!;
+    expect(await ttlOf({})).toBe(120);
+    expect(await ttlOf({ ttl: 1000 })).toBe(240);
+  });
+
+  it('follows the method on the default policy, the token type and limited uses; never makes a root token', async () => {
+    expect((await logins.complete(place(), { auth: auth({ noDefaultPolicy: true }) })).token!.auth.policies).toEqual(['reader']);
+    const batch = (await logins.complete(place(), { auth: auth({ tokenType: 'batch' }) })).token!.auth;
+    expect([batch.token_type, batch.client_token.startsWith('svb.'), batch.renewable]).toEqual(['batch', true, false]);
+    expect((await logins.complete(place(), { auth: auth({ numUses: 3 }) })).token!.auth.num_uses).toBe(3);
+    expect(await refusal(logins.complete(place(), { auth: auth({ policies: ['root'] }) }))).toEqual({ status: 400, message: 'auth methods cannot create root tokens' });
+    expect(await refusal(logins.complete(place(), { auth: auth({ tokenType: 'batch', period: 60 }) }))).toMatchObject({ status: 400 });
+    expect(await refusal(logins.complete({ ...place(), path: 'kv/login' }, { auth: auth() }))).toMatchObject({ status: 500 });
+  });
+
+  it('renews by asking the method with the login\'s auth; takes its TTL and policies; a refusal is the answer', async () => {
+    const issued = (await logins.complete(place(), { auth: auth({ ttl: 60 }) })).token!.auth;
+    const entry = (await tokens.store.lookup(issued.client_token))!;
+    methodAnswer = (message) => ({ ok: true, response: { auth: { ...(message as Extract<EngineRequest, { kind: 'renew-auth' }>).auth, policies: ['reader', 'writer'], ttl: 600 } } });
+    const renewed = await logins.renew(entry, 0, 'request-1');
+    expect(sent[0]).toMatchObject({ kind: 'renew-auth', mount: { accessor: mount.accessor }, auth: { internalData: { username: 'alice' }, policies: ['reader', 'default'] } });
+    expect(renewed).toMatchObject({ policies: ['reader', 'writer', 'default'], ttl: 600 });
+    expect((await tokens.store.lookup(issued.client_token))!.login!.auth.policies).toEqual(['reader', 'writer', 'default']);
+
+    methodAnswer = () => ({ ok: false, kind: 'bad-request', errors: ['user "alice" no longer exists'] });
+    expect(await refusal(logins.renew(renewed, 0, 'request-2'))).toEqual({ status: 400, message: 'user "alice" no longer exists' });
+
+    await namespace.authMounts.unmount('userpass');
+    expect(await refusal(logins.renew(renewed, 0, 'request-3'))).toEqual({ status: 400, message: 'the auth method that issued this token is no longer enabled' });
+  });
+});

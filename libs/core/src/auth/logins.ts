@@ -1,0 +1,112 @@
+import type { EngineReply, EngineRequest } from '@svc/engine-host';
+import type { AuthResponse, MountInfo, Response } from '@svc/framework';
+import { ServiceError } from '@svc/http';
+import type { Namespace } from '../namespaces/namespace';
+import type { NamespaceRegistry } from '../namespaces/registry';
+import { TokenManager, type TokenLimits } from '../tokens/token-manager';
+import type { TokenEntry } from '../tokens/token-store';
+
+export interface LoginsDeps {
+  tokens: TokenManager;
+  namespaces: NamespaceRegistry;
+  /** TTL defaults and maximums of a mount (its tune, else the system's). */
+  limits(mount: MountInfo): TokenLimits;
+  /** Sends a message to the engine owning a mount (Core.dispatch). */
+  dispatch(message: EngineRequest): Promise<EngineReply>;
+}
+
+/** Where a login happened: the namespace, the auth mount, and the path inside the namespace ("auth/userpass/login/alice"). */
+export interface LoginPlace {
+  namespace: Namespace;
+  mount: MountInfo;
+  path: string;
+}
+
+/**
+ * The login path (Vault's handleLoginRequest and LoginCreateToken): an auth method answers a login
+ * with an `auth`, and the core makes the token of it. The method decides who the caller is and what
+ * it may have; the core applies the limits every token obeys (mount and system maximum TTL, the
+ * `default` policy, no root tokens) and, on renewal, asks the method again.
+ */
+export class Logins {
+  constructor(private readonly deps: LoginsDeps) {}
+
+  /** Creates the token a login's `auth` describes; the answer carries the token instead of the `auth`. */
+  async complete(place: LoginPlace, response: Response): Promise<Response> {
+    const { auth, ...rest } = response;
+    if (!auth) return response;
+    // Only auth methods log in; a secrets engine answering with an auth is a bug, not a login.
+    if (!place.path.startsWith('auth/')) throw ServiceError.internal('a secrets engine answered with an auth');
+    const policies = tokenPolicies(auth);
+    const type = auth.tokenType === 'batch' || auth.tokenType === 'default-batch' ? 'batch' : 'service';
+    const period = auth.period ?? 0;
+    const numUses = auth.numUses ?? 0;
+    if (type === 'batch' && (period > 0 || numUses > 0)) throw ServiceError.badRequest('batch tokens cannot be periodic or limited-use');
+    const explicitMaxTtl = auth.explicitMaxTtl ?? 0;
+    const limits = this.limits(place.mount, auth);
+    const { id, entry } = await this.deps.tokens.create({
+      parent: null, // login tokens are orphans, as in Vault
+      policies,
+      meta: auth.metadata ?? null,
+      displayName: `${place.mount.path.replace(/\/+$/, '').replaceAll('/', '-')}-${auth.displayName}`,
+      numUses,
+      ttl: TokenManager.effectiveTtl(auth.ttl, { explicitMaxTtl, period }, limits),
+      explicitMaxTtl,
+      period,
+      renewable: auth.renewable,
+      type,
+      namespace: place.namespace.path,
+      namespaceId: place.namespace.record.id,
+      role: '',
+      path: place.path,
+      boundCidrs: auth.boundCidrs,
+      login: { mountAccessor: place.mount.accessor, auth: { ...auth, policies } },
+    });
+    return { ...rest, token: TokenManager.issued(id, entry) };
+  }
+
+  /**
+   * Renews a login's token: the auth method re-checks (the user or role still exists, say) and
+   * answers the TTL and policies to renew with, or refuses (its 4xx is the renewal's answer).
+   */
+  async renew(entry: TokenEntry, increment: number, requestId: string): Promise<TokenEntry> {
+    const login = entry.login!;
+    const namespace = this.deps.namespaces.get(entry.namespace);
+    const mount = namespace?.authMounts.list().find((candidate) => candidate.accessor === login.mountAccessor);
+    if (!namespace || !mount) throw ServiceError.badRequest('the auth method that issued this token is no longer enabled');
+    const reply = await this.deps.dispatch({
+      kind: 'renew-auth',
+      requestId,
+      mount,
+      path: '',
+      operation: 'update',
+      data: { increment },
+      headers: {},
+      capabilities: ['root'],
+      auth: login.auth,
+    });
+    if (!reply.ok) throw new ServiceError(reply.kind, reply.errors);
+    const renewed = reply.response?.auth;
+    if (!renewed) throw ServiceError.internal('the auth method answered a renewal without an auth');
+    const policies = tokenPolicies(renewed);
+    return this.deps.tokens.renew(entry.accessor, renewed.ttl || increment, this.limits(mount, renewed), namespace.record.id, {
+      policies,
+      login: { ...login, auth: { ...renewed, policies } },
+    });
+  }
+
+  /** The mount's limits, with the method's own maximum below them. */
+  private limits(mount: MountInfo, auth: AuthResponse): TokenLimits {
+    const limits = this.deps.limits(mount);
+    const methodMax = auth.maxTtl ?? 0;
+    return methodMax > 0 && (limits.maxTtl === 0 || methodMax < limits.maxTtl) ? { ...limits, maxTtl: methodMax } : limits;
+  }
+}
+
+/** The policies a method named, normalized, with `default` unless it said not to; never root. */
+function tokenPolicies(auth: AuthResponse): string[] {
+  const policies = [...new Set(auth.policies.map((policy) => policy.trim().toLowerCase()).filter(Boolean))];
+  if (policies.includes('root')) throw ServiceError.badRequest('auth methods cannot create root tokens');
+  if (!auth.noDefaultPolicy && !policies.includes('default')) policies.push('default');
+  return policies;
+}
