@@ -21,6 +21,8 @@ import { SERVICE_TOKEN_LENGTH, TokenStore, nowSeconds } from './tokens/token-sto
 import { TokenManager, type TokenLimits } from './tokens/token-manager';
 import { createTokenBackend } from './tokens/token-paths';
 import { createCubbyholeBackend } from './cubbyhole/cubbyhole-backend';
+import { createIdentityBackend } from './identity/identity-backend';
+import { IdentityStore } from './identity/identity-store';
 import { ExpirationManager, LEASE_KEY_PREFIX } from './leases/expiration';
 import { LeaseLifecycle } from './leases/lease-lifecycle';
 import { Authorizer } from './access/authorizer';
@@ -184,6 +186,18 @@ export class Core {
       { type: 'system', table: 'secret', runsIn: GATEWAY, builtin: true, factory: () => this.system },
       { type: 'token', table: 'auth', runsIn: GATEWAY, builtin: true, factory: () => createTokenBackend(this) },
       { type: 'cubbyhole', table: 'secret', runsIn: GATEWAY, builtin: true, factory: (_mount, context) => createCubbyholeBackend(context.storage) },
+      {
+        type: 'identity',
+        table: 'secret',
+        runsIn: GATEWAY,
+        builtin: true,
+        factory: (mount, context) =>
+          createIdentityBackend({
+            store: new IdentityStore(context.storage),
+            namespaceId: this.namespaces.get(mount.namespace)?.record.id ?? '',
+            authMount: (accessor) => this.namespaces.get(mount.namespace)?.authMounts.list().find((auth) => auth.accessor === accessor),
+          }),
+      },
     ];
   }
 
@@ -510,6 +524,13 @@ export class Core {
     for (const { mount } of namespace.allMounts()) await this.purgeMountData(mount);
     await this.namespaces.remove(namespace);
     await deleteTree(createView(this.barrier, Namespace.storagePrefix(namespace.record)), '');
+  }
+
+  /** The identity store of a namespace (its identity/ mount's storage). */
+  identityStore(namespace: Namespace): IdentityStore {
+    const mount = namespace.secretMounts.get('identity/');
+    if (!mount) throw ServiceError.internal(`namespace "${namespace.path}" has no identity/ mount`);
+    return new IdentityStore(createView(this.barrier, mountStoragePrefix(mount)));
   }
 
   private async purgeCubbyhole(accessor: string): Promise<void> {

@@ -62,6 +62,7 @@ export class Namespace {
   async ensureBuiltins(defaultKvVersion?: '1' | '2'): Promise<void> {
     await this.secretMounts.ensure({ path: 'sys/', type: 'system', description: 'system endpoints used for control, policy and debugging' });
     await this.secretMounts.ensure({ path: 'cubbyhole/', type: 'cubbyhole', description: 'per-token private secret storage' });
+    await this.secretMounts.ensure({ path: 'identity/', type: 'identity', description: 'identity store: entities and their aliases' });
     if (this.isRoot && defaultKvVersion) {
       await this.secretMounts.ensure({ path: 'secret/', type: 'kv', description: 'key/value secret storage', options: { version: defaultKvVersion } });
     }
