@@ -22,7 +22,7 @@ import { TokenManager, type TokenLimits } from './tokens/token-manager';
 import { createTokenBackend } from './tokens/token-paths';
 import { createCubbyholeBackend } from './cubbyhole/cubbyhole-backend';
 import { createIdentityBackend } from './identity/identity-backend';
-import { IdentityStore } from './identity/identity-store';
+import { IdentityStore, namespaceIdentity } from './identity/identity-store';
 import { ExpirationManager, LEASE_KEY_PREFIX } from './leases/expiration';
 import { LeaseLifecycle } from './leases/lease-lifecycle';
 import { Authorizer } from './access/authorizer';
@@ -153,8 +153,9 @@ export class Core {
       namespaces: this.namespaces,
       limits: (mount) => this.tokenLimits(mount),
       dispatch: (message) => this.dispatch(message),
+      identity: (namespace) => this.identityStore(namespace),
     });
-    this.authorizer = new Authorizer(this.namespaces);
+    this.authorizer = new Authorizer(this.namespaces, (namespace) => this.identityStore(namespace));
     this.wrapping = new ResponseWrapper(this.tokenManager, this.namespaces, this.barrier, options.config.maxLeaseTtl);
     this.audit = new AuditDevices(createView(this.barrier, ''), options.logger);
     // Progress lives in the barrier, so a share sent to any gateway replica counts.
@@ -528,9 +529,7 @@ export class Core {
 
   /** The identity store of a namespace (its identity/ mount's storage). */
   identityStore(namespace: Namespace): IdentityStore {
-    const mount = namespace.secretMounts.get('identity/');
-    if (!mount) throw ServiceError.internal(`namespace "${namespace.path}" has no identity/ mount`);
-    return new IdentityStore(createView(this.barrier, mountStoragePrefix(mount)));
+    return namespaceIdentity(this.barrier, namespace);
   }
 
   private async purgeCubbyhole(accessor: string): Promise<void> {

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { mountStoragePrefix } from '@svc/engine-host';
 import { ServiceError } from '@svc/http';
-import type { StorageView, Transaction } from '@svc/storage';
+import { createView, type StorageView, type Transaction, type TransactionalStore } from '@svc/storage';
+import type { Namespace } from '../namespaces/namespace';
 
 /** An entity: one client, whatever methods it logs in with. */
 export interface Entity {
@@ -291,6 +293,13 @@ export class IdentityStore {
       return records.entity(created.id);
     });
   }
+}
+
+/** The identity store of a namespace: its identity/ mount's storage in the barrier. */
+export function namespaceIdentity(barrier: TransactionalStore, namespace: Namespace): IdentityStore {
+  const mount = namespace.secretMounts.get('identity/');
+  if (!mount) throw ServiceError.internal(`namespace "${namespace.path}" has no identity/ mount`);
+  return new IdentityStore(createView(barrier, mountStoragePrefix(mount)));
 }
 
 /** The changes that were given (an absent field keeps its value). */

@@ -77,6 +77,14 @@ export function createTokenBackend(core: Core): Backend {
     return found.entry;
   };
 
+  /** A token as lookups show it, with its entity's policies as `identity_policies` (read now: they may have changed). */
+  const described = async (entry: TokenEntry, id = ''): Promise<Response> => {
+    const data = TokenManager.describe(entry, id);
+    const namespace = entry.entityId ? core.namespaces.get(entry.namespace) : undefined;
+    const entity = namespace ? await core.identityStore(namespace).entity(entry.entityId) : null;
+    return { data: entity?.policies.length ? { ...data, identity_policies: entity.policies } : data };
+  };
+
   const authResponse = (id: string, entry: TokenEntry): Response => ({ token: TokenManager.issued(id, entry) });
 
   const limits = (req: Request) => core.tokenLimits(req.mount);
@@ -148,14 +156,14 @@ export function createTokenBackend(core: Core): Backend {
       synopsis: 'Looks up a token.',
       fields: TOKEN_FIELD,
       operations: {
-        update: { summary: 'Look up a token.', handler: async (_req, f) => ({ data: TokenManager.describe(await byToken(f.get('token')), f.get('token')) }) },
+        update: { summary: 'Look up a token.', handler: async (_req, f) => described(await byToken(f.get('token')), f.get('token')) },
       },
     },
     {
       pattern: 'lookup-self',
       synopsis: 'Looks up the calling token.',
       operations: {
-        read: { summary: 'Look up the calling token.', handler: async (req) => ({ data: TokenManager.describe(await callerEntry(req), req.caller?.tokenId ?? '') }) },
+        read: { summary: 'Look up the calling token.', handler: async (req) => described(await callerEntry(req), req.caller?.tokenId ?? '') },
       },
     },
     {
@@ -163,7 +171,7 @@ export function createTokenBackend(core: Core): Backend {
       synopsis: 'Looks up a token by its accessor.',
       fields: ACCESSOR_FIELD,
       operations: {
-        update: { summary: 'Look up a token by accessor.', handler: async (_req, f) => ({ data: TokenManager.describe(await byAccessor(f.get('accessor'))) }) },
+        update: { summary: 'Look up a token by accessor.', handler: async (_req, f) => described(await byAccessor(f.get('accessor'))) },
       },
     },
   ];
