@@ -34,6 +34,11 @@ function entityChanges(f: FieldData, withName: boolean): EntityChanges {
   };
 }
 
+/** The id a client chose for a new object, if any. */
+function chosenId(f: FieldData): string | undefined {
+  return f.has('id') && f.get<string>('id') !== '' ? f.get<string>('id') : undefined;
+}
+
 function written(entity: Entity): Response {
   return { data: { id: entity.id, name: entity.name } };
 }
@@ -148,7 +153,7 @@ export function createIdentityBackend(context: IdentityContext): Backend {
         operations: {
           update: {
             summary: 'Create or update an entity.',
-            handler: async (_req, f) => written(await store.upsertEntity(entityChanges(f, true), f.has('id') && f.get<string>('id') !== '' ? f.get('id') : undefined)),
+            handler: async (_req, f) => written(await store.upsertEntity(entityChanges(f, true), chosenId(f))),
           },
         },
       },
@@ -217,8 +222,7 @@ export function createIdentityBackend(context: IdentityContext): Backend {
             summary: 'Create an entity alias.',
             handler: async (_req, f) => {
               const changes = await aliasChanges(f, true);
-              const id = f.has('id') && f.get<string>('id') !== '' ? f.get<string>('id') : undefined;
-              const alias = await store.createAlias({ ...changes, name: changes.name!, mount_accessor: changes.mount_accessor! }, id);
+              const alias = await store.createAlias({ ...changes, name: changes.name!, mount_accessor: changes.mount_accessor! }, chosenId(f));
               return { data: { id: alias.id, canonical_id: alias.canonical_id } };
             },
           },
