@@ -17,7 +17,7 @@ const CREATE_FIELDS: FieldMap = {
   display_name: { type: 'string', default: '', description: 'Display name; prefixed with "token-".' },
   num_uses: { type: 'int', default: 0, description: 'Uses before the token is revoked; 0 = unlimited.' },
   period: { type: 'duration', default: 0, description: 'Periodic token: every renewal resets the TTL to this.' },
-  entity_alias: { type: 'string', description: 'Not supported without an identity store.' },
+  entity_alias: { type: 'string', description: 'Not supported: token roles do not create entity aliases.' },
 };
 
 const ROLE_FIELDS: FieldMap = {
@@ -35,7 +35,7 @@ const ROLE_FIELDS: FieldMap = {
   token_max_ttl: { type: 'duration', default: 0, description: 'Maximum TTL of tokens of this role.' },
   token_no_default_policy: { type: 'bool', default: false, description: 'Do not attach the default policy.' },
   token_num_uses: { type: 'int', default: 0, description: 'Uses of tokens of this role.' },
-  allowed_entity_aliases: { type: 'comma-string-list', default: [], description: 'Not used without an identity store.' },
+  allowed_entity_aliases: { type: 'comma-string-list', default: [], description: 'Not used: token roles do not create entity aliases.' },
 };
 
 const TOKEN_FIELD: FieldMap = { token: { type: 'string', sensitive: true, required: true, description: 'The token.' } };
@@ -97,7 +97,7 @@ export function createTokenBackend(core: Core): Backend {
     const privileged = isPrivileged(parent, req);
     if (f.has('id') && !privileged) throw ServiceError.badRequest('root or sudo privileges required to specify token id');
     if (f.get('no_parent') && !privileged) throw ServiceError.badRequest('root or sudo privileges required to create orphan token');
-    if (f.has('entity_alias')) throw ServiceError.badRequest('entity_alias is not supported: there is no identity store');
+    if (f.has('entity_alias')) throw ServiceError.badRequest('entity_alias is not supported: token roles do not create entity aliases');
     const orphan = mode === 'orphan' || f.get<boolean>('no_parent') || (role?.orphan ?? false);
 
     let policies = f.has('policies') ? f.get<string[]>('policies') : defaultPolicies(parent, role);
