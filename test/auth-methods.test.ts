@@ -87,7 +87,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('auth methods, %s', (
         metadata: { role_name: 'app', team: 'blue' },
         lease_duration: 300,
         renewable: true,
-        entity_id: '',
+        entity_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
         token_type: 'service',
         orphan: true,
         num_uses: 0,

@@ -21,6 +21,8 @@ import { SERVICE_TOKEN_LENGTH, TokenStore, nowSeconds } from './tokens/token-sto
 import { TokenManager, type TokenLimits } from './tokens/token-manager';
 import { createTokenBackend } from './tokens/token-paths';
 import { createCubbyholeBackend } from './cubbyhole/cubbyhole-backend';
+import { createIdentityBackend } from './identity/identity-backend';
+import { IdentityStore, namespaceIdentity } from './identity/identity-store';
 import { ExpirationManager, LEASE_KEY_PREFIX } from './leases/expiration';
 import { LeaseLifecycle } from './leases/lease-lifecycle';
 import { Authorizer } from './access/authorizer';
@@ -151,8 +153,9 @@ export class Core {
       namespaces: this.namespaces,
       limits: (mount) => this.tokenLimits(mount),
       dispatch: (message) => this.dispatch(message),
+      identity: (namespace) => this.identityStore(namespace),
     });
-    this.authorizer = new Authorizer(this.namespaces);
+    this.authorizer = new Authorizer(this.namespaces, (namespace) => this.identityStore(namespace));
     this.wrapping = new ResponseWrapper(this.tokenManager, this.namespaces, this.barrier, options.config.maxLeaseTtl);
     this.audit = new AuditDevices(createView(this.barrier, ''), options.logger);
     // Progress lives in the barrier, so a share sent to any gateway replica counts.
@@ -184,6 +187,18 @@ export class Core {
       { type: 'system', table: 'secret', runsIn: GATEWAY, builtin: true, factory: () => this.system },
       { type: 'token', table: 'auth', runsIn: GATEWAY, builtin: true, factory: () => createTokenBackend(this) },
       { type: 'cubbyhole', table: 'secret', runsIn: GATEWAY, builtin: true, factory: (_mount, context) => createCubbyholeBackend(context.storage) },
+      {
+        type: 'identity',
+        table: 'secret',
+        runsIn: GATEWAY,
+        builtin: true,
+        factory: (mount, context) =>
+          createIdentityBackend({
+            store: new IdentityStore(context.storage),
+            namespaceId: this.namespaces.get(mount.namespace)?.record.id ?? '',
+            authMount: (accessor) => this.namespaces.get(mount.namespace)?.authMounts.list().find((auth) => auth.accessor === accessor),
+          }),
+      },
     ];
   }
 
@@ -510,6 +525,11 @@ export class Core {
     for (const { mount } of namespace.allMounts()) await this.purgeMountData(mount);
     await this.namespaces.remove(namespace);
     await deleteTree(createView(this.barrier, Namespace.storagePrefix(namespace.record)), '');
+  }
+
+  /** The identity store of a namespace (its identity/ mount's storage). */
+  identityStore(namespace: Namespace): IdentityStore {
+    return namespaceIdentity(this.barrier, namespace);
   }
 
   private async purgeCubbyhole(accessor: string): Promise<void> {

@@ -130,7 +130,7 @@ export interface SecretResponse {
  * token from it. TTLs are seconds; 0 means the mount's (or the system's) default.
  */
 export interface AuthResponse {
-  /** Policies of the token (its token_policies; there is no identity store to add others). */
+  /** Policies of the token (its token_policies; the core adds its entity's as identity_policies). */
   policies: string[];
   /** Leave out the `default` policy. */
   noDefaultPolicy?: boolean;

@@ -1,6 +1,7 @@
 import { wrappingTtlViolation, type AclOperation } from '@svc/acl';
 import type { Capability, Operation } from '@svc/framework';
 import { ServiceError } from '@svc/http';
+import type { IdentityStore } from '../identity/identity-store';
 import type { Namespace } from '../namespaces/namespace';
 import type { NamespaceRegistry } from '../namespaces/registry';
 import type { TokenEntry } from '../tokens/token-store';
@@ -28,7 +29,10 @@ export interface AccessRequest {
  * handler's existence check, which receives the capability set.
  */
 export class Authorizer {
-  constructor(private readonly namespaces: NamespaceRegistry) {}
+  constructor(
+    private readonly namespaces: NamespaceRegistry,
+    private readonly identity: (namespace: Namespace) => IdentityStore,
+  ) {}
 
   async capabilities(request: AccessRequest): Promise<ReadonlySet<Capability>> {
     const { token, namespace, path, operation } = request;
@@ -40,7 +44,8 @@ export class Authorizer {
     const home = this.namespaces.get(token.namespace);
     if (!home || !namespace.path.startsWith(home.path)) throw ServiceError.forbidden();
     const aclPath = namespace.path.slice(home.path.length) + path;
-    const acl = home.policies.cachedAcl(token.policies) ?? (await home.policies.acl(token.policies));
+    const policies = await this.effectivePolicies(home, token);
+    const acl = home.policies.cachedAcl(policies) ?? (await home.policies.acl(policies));
     const capabilities = acl.capabilities(aclPath);
     if (acl.isRoot) return capabilities;
 
@@ -55,5 +60,13 @@ export class Authorizer {
     const wrapProblem = decision.rule && wrappingTtlViolation(decision.rule, request.wrapTtl);
     if (wrapProblem) throw ServiceError.badRequest(wrapProblem);
     return capabilities;
+  }
+
+  /** The token's policies and its entity's, read now so a change to the entity applies at once. */
+  private async effectivePolicies(home: Namespace, token: TokenEntry): Promise<string[]> {
+    if (!token.entityId) return token.policies;
+    const entity = await this.identity(home).entity(token.entityId);
+    if (entity?.disabled) throw ServiceError.forbidden(`entity "${token.entityId}" is disabled`);
+    return entity?.policies.length ? [...new Set([...token.policies, ...entity.policies])] : token.policies;
   }
 }

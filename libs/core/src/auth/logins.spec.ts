@@ -4,6 +4,7 @@ import type { AuthResponse } from '@svc/framework';
 import { MemoryLockManager } from '@svc/locks';
 import { Barrier, createView, InmemPhysical, Keyring } from '@svc/storage';
 import { refusal } from '@svc/testing';
+import { namespaceIdentity, type IdentityStore } from '../identity/identity-store';
 import { ExpirationManager } from '../leases/expiration';
 import type { MountEntry } from '../mounts/mount-table';
 import type { Namespace } from '../namespaces/namespace';
@@ -24,6 +25,7 @@ describe('Logins (the core\'s login path)', () => {
   let tokens: TokenManager;
   let expiration: ExpirationManager;
   let logins: Logins;
+  let identity: IdentityStore;
   /** What the auth method answers to a renewal; records the messages it was sent. */
   let methodAnswer: (message: EngineRequest) => EngineReply;
   let sent: EngineRequest[];
@@ -34,6 +36,7 @@ describe('Logins (the core\'s login path)', () => {
     const namespaces = new NamespaceRegistry(barrier);
     await namespaces.load('1');
     namespace = namespaces.root;
+    identity = namespaceIdentity(barrier, namespace);
     mount = await namespace.authMounts.mount({ path: 'userpass', type: 'userpass' }, { default_lease_ttl: 0, max_lease_ttl: 0 });
     const store = new TokenStore(createView(barrier, 'sys/token/'));
     await store.load();
@@ -49,6 +52,7 @@ describe('Logins (the core\'s login path)', () => {
         sent.push(message);
         return methodAnswer(message);
       },
+      identity: (of) => namespaceIdentity(barrier, of),
     });
   });
 
@@ -99,6 +103,26 @@ describe('Logins (the core\'s login path)', () => {
     expect(await refusal(logins.complete(place(), { auth: auth({ policies: ['root'] }) }))).toEqual({ status: 400, message: 'auth methods cannot create root tokens' });
     expect(await refusal(logins.complete(place(), { auth: auth({ tokenType: 'batch', period: 60 }) }))).toMatchObject({ status: 400 });
     expect(await refusal(logins.complete({ ...place(), path: 'kv/login' }, { auth: auth() }))).toMatchObject({ status: 500 });
+  });
+
+  it('gives a login with an alias the entity of that alias, creating it on the first login', async () => {
+    const first = (await logins.complete(place(), { auth: auth({ alias: { name: 'alice', metadata: { username: 'alice' } } }) })).token!.auth;
+    const entity = (await identity.aliasByName(mount.accessor, 'alice'))!;
+    expect(first.entity_id).toBe(entity.canonical_id);
+    expect((await tokens.store.lookup(first.client_token))!.entityId).toBe(entity.canonical_id);
+    expect((await identity.entity(entity.canonical_id))!.name).toBe(`entity_${entity.canonical_id}`);
+
+    await identity.updateEntity(entity.canonical_id, { policies: ['ops'] });
+    const second = (await logins.complete(place(), { auth: auth({ alias: { name: 'alice', metadata: { username: 'alice', team: 'blue' } } }) })).token!.auth;
+    expect(second).toMatchObject({ entity_id: entity.canonical_id, policies: ['reader', 'default', 'ops'], token_policies: ['reader', 'default'], identity_policies: ['ops'] });
+    expect((await identity.aliasByName(mount.accessor, 'alice'))!.metadata).toEqual({ username: 'alice', team: 'blue' });
+    expect(await identity.entityIds()).toEqual([entity.canonical_id]);
+
+    // Without an alias there is no entity.
+    expect((await logins.complete(place(), { auth: auth() })).token!.auth.entity_id).toBe('');
+
+    await identity.updateEntity(entity.canonical_id, { disabled: true });
+    expect(await refusal(logins.complete(place(), { auth: auth({ alias: { name: 'alice' } }) }))).toEqual({ status: 403, message: `entity "${entity.canonical_id}" is disabled` });
   });
 
   it('renews by asking the method with the login\'s auth; takes its TTL and policies; a refusal is the answer', async () => {

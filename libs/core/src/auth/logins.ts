@@ -1,6 +1,7 @@
 import type { EngineReply, EngineRequest } from '@svc/engine-host';
 import type { AuthResponse, MountInfo, Response } from '@svc/framework';
 import { ServiceError } from '@svc/http';
+import type { IdentityStore } from '../identity/identity-store';
 import type { Namespace } from '../namespaces/namespace';
 import type { NamespaceRegistry } from '../namespaces/registry';
 import { TokenManager, type TokenLimits } from '../tokens/token-manager';
@@ -13,6 +14,8 @@ export interface LoginsDeps {
   limits(mount: MountInfo): TokenLimits;
   /** Sends a message to the engine owning a mount (Core.dispatch). */
   dispatch(message: EngineRequest): Promise<EngineReply>;
+  /** The identity store of a namespace, where a login finds or creates its entity. */
+  identity(namespace: Namespace): IdentityStore;
 }
 
 /** Where a login happened: the namespace, the auth mount, and the path inside the namespace ("auth/userpass/login/alice"). */
@@ -44,6 +47,9 @@ export class Logins {
     if (type === 'batch' && (period > 0 || numUses > 0)) throw ServiceError.badRequest('batch tokens cannot be periodic or limited-use');
     const explicitMaxTtl = auth.explicitMaxTtl ?? 0;
     const limits = this.limits(place.mount, auth);
+    // The method vouched for a name on its mount: that alias's entity (a new one on a first login) owns the token.
+    const entity = auth.alias ? await this.deps.identity(place.namespace).loginEntity(place.mount.accessor, auth.alias.name, auth.alias.metadata ?? {}) : undefined;
+    if (entity?.disabled) throw ServiceError.forbidden(`entity "${entity.id}" is disabled`);
     const { id, entry } = await this.deps.tokens.create({
       parent: null, // login tokens are orphans, as in Vault
       policies,
@@ -60,9 +66,14 @@ export class Logins {
       role: '',
       path: place.path,
       boundCidrs: auth.boundCidrs,
+      entityId: entity?.id,
       login: { mountAccessor: place.mount.accessor, auth: { ...auth, policies } },
     });
-    return { ...rest, token: TokenManager.issued(id, entry) };
+    const issued = TokenManager.issued(id, entry);
+    if (!entity?.policies.length) return { ...rest, token: issued };
+    // As in Vault, the login's answer shows the entity's policies beside the token's own.
+    const allPolicies = [...new Set([...policies, ...entity.policies])];
+    return { ...rest, token: { ...issued, auth: { ...issued.auth, policies: allPolicies, identity_policies: entity.policies } } };
   }
 
   /**

@@ -62,11 +62,17 @@ export class Namespace {
   async ensureBuiltins(defaultKvVersion?: '1' | '2'): Promise<void> {
     await this.secretMounts.ensure({ path: 'sys/', type: 'system', description: 'system endpoints used for control, policy and debugging' });
     await this.secretMounts.ensure({ path: 'cubbyhole/', type: 'cubbyhole', description: 'per-token private secret storage' });
+    await this.ensureIdentity();
     if (this.isRoot && defaultKvVersion) {
       await this.secretMounts.ensure({ path: 'secret/', type: 'kv', description: 'key/value secret storage', options: { version: defaultKvVersion } });
     }
     await this.authMounts.ensure({ path: 'token/', type: 'token', description: 'token based credentials' });
     await this.policies.ensureDefault();
+  }
+
+  /** The identity/ mount, which namespaces created before the identity store existed lack. */
+  async ensureIdentity(): Promise<void> {
+    await this.secretMounts.ensure({ path: 'identity/', type: 'identity', description: 'identity store: entities and their aliases' });
   }
 
   /** Longest-prefix match of a path (relative to this namespace) in its mount tables. */

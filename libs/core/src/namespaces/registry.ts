@@ -35,6 +35,7 @@ export class NamespaceRegistry {
     for (const record of [ROOT_NAMESPACE, ...records]) {
       const namespace = new Namespace(record, this.barrier);
       await namespace.load();
+      if (namespace.secretMounts.size > 0) await namespace.ensureIdentity();
       this.byPath.set(record.path, namespace);
     }
     if (this.root.secretMounts.size === 0) await this.root.ensureBuiltins(defaultKvVersion);

@@ -60,12 +60,25 @@ function openLoginBackend(): Backend {
       {
         pattern: 'token-login',
         synopsis: 'Logs in, answering the token to make.',
-        fields: { bound: { type: 'comma-string-list', default: [], description: 'CIDR blocks for the token.' } },
+        fields: {
+          bound: { type: 'comma-string-list', default: [], description: 'CIDR blocks for the token.' },
+          alias: { type: 'string', default: '', description: 'Name the method vouches for.' },
+        },
         operations: {
           update: {
             summary: 'Log in.',
             unauthenticated: true,
-            handler: async (_req, f) => ({ auth: { policies: ['reader'], displayName: 'tester', ttl: 60, renewable: true, metadata: { who: 'tester' }, boundCidrs: f.get('bound') } }),
+            handler: async (_req, f) => ({
+              auth: {
+                policies: ['reader'],
+                displayName: 'tester',
+                ttl: 60,
+                renewable: true,
+                metadata: { who: 'tester' },
+                boundCidrs: f.get('bound'),
+                ...(f.get<string>('alias') ? { alias: { name: f.get<string>('alias'), metadata: { who: 'tester' } } } : {}),
+              },
+            }),
           },
         },
       },
@@ -231,6 +244,26 @@ describe('RequestHandler', () => {
       expect(issued.auth).toMatchObject({ policies: ['reader', 'default'], metadata: { who: 'tester' }, lease_duration: 60, orphan: true, mfa_requirement: null });
       expect(responseOf(await call('read', 'secret/app', { token: issued.auth.client_token })).data).toEqual({ password: 'p4ss' });
       expect(responseOf(await call('read', 'auth/token/lookup-self', { token: issued.auth.client_token })).data).toMatchObject({ path: 'auth/open/token-login', display_name: 'open-tester' });
+    });
+
+    it("gives a login's token its alias's entity, whose policies apply at once and whose disabling stops the token", async () => {
+      const first = responseOf(await login({ data: { alias: 'tester' } })).token!.auth;
+      expect(first.entity_id).toMatch(/^[0-9a-f-]{36}$/);
+      expect(responseOf(await login({ data: { alias: 'tester' } })).token!.auth.entity_id).toBe(first.entity_id);
+      const token = first.client_token;
+      expect((await failure(call('update', 'secret/app', { token, data: { password: 'x' } }))).kind).toBe('permission-denied');
+
+      await call('update', 'sys/policies/acl/writer', { data: { policy: 'path "secret/*" { capabilities = ["update"] }' } });
+      await call('update', `identity/entity/id/${first.entity_id}`, { data: { policies: 'writer' } });
+      expect((await call('update', 'secret/app', { token, data: { password: 'x' } })).type).toBe('response');
+      expect(responseOf(await call('read', 'auth/token/lookup-self', { token })).data).toMatchObject({ entity_id: first.entity_id, policies: ['reader', 'default'], identity_policies: ['writer'] });
+
+      await call('update', `identity/entity/id/${first.entity_id}`, { data: { policies: '' } });
+      expect((await failure(call('update', 'secret/app', { token, data: { password: 'y' } }))).kind).toBe('permission-denied');
+
+      await call('update', `identity/entity/id/${first.entity_id}`, { data: { disabled: true } });
+      expect(await failure(call('read', 'secret/app', { token }))).toEqual({ kind: 'permission-denied', errors: [`entity "${first.entity_id}" is disabled`] });
+      expect(await failure(login({ data: { alias: 'tester' } }))).toEqual({ kind: 'permission-denied', errors: [`entity "${first.entity_id}" is disabled`] });
     });
 
     it('ignores a token sent with a login, even one that is not valid', async () => {

@@ -29,6 +29,8 @@ export type NewToken = Pick<
   | 'boundCidrs'
   | 'login'
 > & {
+  /** The entity a login's alias belongs to. */
+  entityId?: string;
   parent: TokenEntry | null;
   namespaceId: string;
   /** Chosen token value (root/sudo callers and dev mode). */
@@ -77,7 +79,7 @@ export class TokenManager {
         namespace: spec.namespace,
         role: spec.role,
         path: spec.path,
-        entityId: '',
+        entityId: spec.entityId ?? '',
         ...(spec.wrapping ? { wrapping: true } : {}),
         ...(spec.boundCidrs?.length ? { boundCidrs: spec.boundCidrs } : {}),
         ...(spec.login ? { login: spec.login } : {}),

@@ -17,7 +17,7 @@ const CREATE_FIELDS: FieldMap = {
   display_name: { type: 'string', default: '', description: 'Display name; prefixed with "token-".' },
   num_uses: { type: 'int', default: 0, description: 'Uses before the token is revoked; 0 = unlimited.' },
   period: { type: 'duration', default: 0, description: 'Periodic token: every renewal resets the TTL to this.' },
-  entity_alias: { type: 'string', description: 'Not supported without an identity store.' },
+  entity_alias: { type: 'string', description: 'Not supported: token roles do not create entity aliases.' },
 };
 
 const ROLE_FIELDS: FieldMap = {
@@ -35,7 +35,7 @@ const ROLE_FIELDS: FieldMap = {
   token_max_ttl: { type: 'duration', default: 0, description: 'Maximum TTL of tokens of this role.' },
   token_no_default_policy: { type: 'bool', default: false, description: 'Do not attach the default policy.' },
   token_num_uses: { type: 'int', default: 0, description: 'Uses of tokens of this role.' },
-  allowed_entity_aliases: { type: 'comma-string-list', default: [], description: 'Not used without an identity store.' },
+  allowed_entity_aliases: { type: 'comma-string-list', default: [], description: 'Not used: token roles do not create entity aliases.' },
 };
 
 const TOKEN_FIELD: FieldMap = { token: { type: 'string', sensitive: true, required: true, description: 'The token.' } };
@@ -77,6 +77,14 @@ export function createTokenBackend(core: Core): Backend {
     return found.entry;
   };
 
+  /** A token as lookups show it, with its entity's policies as `identity_policies` (read now: they may have changed). */
+  const described = async (entry: TokenEntry, id = ''): Promise<Response> => {
+    const data = TokenManager.describe(entry, id);
+    const namespace = entry.entityId ? core.namespaces.get(entry.namespace) : undefined;
+    const entity = namespace ? await core.identityStore(namespace).entity(entry.entityId) : null;
+    return { data: entity?.policies.length ? { ...data, identity_policies: entity.policies } : data };
+  };
+
   const authResponse = (id: string, entry: TokenEntry): Response => ({ token: TokenManager.issued(id, entry) });
 
   const limits = (req: Request) => core.tokenLimits(req.mount);
@@ -89,7 +97,7 @@ export function createTokenBackend(core: Core): Backend {
     const privileged = isPrivileged(parent, req);
     if (f.has('id') && !privileged) throw ServiceError.badRequest('root or sudo privileges required to specify token id');
     if (f.get('no_parent') && !privileged) throw ServiceError.badRequest('root or sudo privileges required to create orphan token');
-    if (f.has('entity_alias')) throw ServiceError.badRequest('entity_alias is not supported: there is no identity store');
+    if (f.has('entity_alias')) throw ServiceError.badRequest('entity_alias is not supported: token roles do not create entity aliases');
     const orphan = mode === 'orphan' || f.get<boolean>('no_parent') || (role?.orphan ?? false);
 
     let policies = f.has('policies') ? f.get<string[]>('policies') : defaultPolicies(parent, role);
@@ -148,14 +156,14 @@ export function createTokenBackend(core: Core): Backend {
       synopsis: 'Looks up a token.',
       fields: TOKEN_FIELD,
       operations: {
-        update: { summary: 'Look up a token.', handler: async (_req, f) => ({ data: TokenManager.describe(await byToken(f.get('token')), f.get('token')) }) },
+        update: { summary: 'Look up a token.', handler: async (_req, f) => described(await byToken(f.get('token')), f.get('token')) },
       },
     },
     {
       pattern: 'lookup-self',
       synopsis: 'Looks up the calling token.',
       operations: {
-        read: { summary: 'Look up the calling token.', handler: async (req) => ({ data: TokenManager.describe(await callerEntry(req), req.caller?.tokenId ?? '') }) },
+        read: { summary: 'Look up the calling token.', handler: async (req) => described(await callerEntry(req), req.caller?.tokenId ?? '') },
       },
     },
     {
@@ -163,7 +171,7 @@ export function createTokenBackend(core: Core): Backend {
       synopsis: 'Looks up a token by its accessor.',
       fields: ACCESSOR_FIELD,
       operations: {
-        update: { summary: 'Look up a token by accessor.', handler: async (_req, f) => ({ data: TokenManager.describe(await byAccessor(f.get('accessor'))) }) },
+        update: { summary: 'Look up a token by accessor.', handler: async (_req, f) => described(await byAccessor(f.get('accessor'))) },
       },
     },
   ];
