@@ -360,7 +360,8 @@ export class Core {
   /** sys/unseal: one share at a time; the last one unseals. */
   async submitUnsealKey(key: string | undefined, reset: boolean): Promise<void> {
     if (!this.initialized) throw ServiceError.uninitialized();
-    if (!this.barrier.sealed) return;
+    // An auto-unseal seal refuses every key, sealed or not: recovery keys must never look like unseal keys.
+    if (!this.barrier.sealed && !this.seal.recoverySeal) return;
     const outcome = await this.seal.submitUnsealKey(key ?? '', reset);
     if (outcome.keyring) await this.unsealWith(outcome.keyring);
   }
