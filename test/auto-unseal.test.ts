@@ -3,7 +3,7 @@
  * as the provider, in both topologies. A TCP relay between the cluster and the provider stands for
  * the network, so the provider can be made unreachable without losing its in-memory transit key.
  */
-import { PLAIN_LISTENER, TcpProxy, api, eventually, runCli, startServerProcess, startTopology, type ApiResponse, type ServerProcess, type Topology, type TopologyKind } from '@svc/testing';
+import { PLAIN_LISTENER, TcpProxy, api, assertingCalls, eventually, runCli, startServerProcess, startTopology, type ApiResponse, type ServerProcess, type Topology, type TopologyKind } from '@svc/testing';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Body = Record<string, any>;
@@ -37,16 +37,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('transit auto-unseal,
 
   const call = (method: string, where: string, body?: unknown, token?: string, url = topology.urls[0]): Promise<ApiResponse<Body>> =>
     api<Body>(url, method, `/v1/${where}`, { body, token });
-  const ok = async (method: string, where: string, body?: unknown, token?: string): Promise<Body> => {
-    const res = await call(method, where, body, token);
-    expect([where, res.status, res.text]).toEqual([where, res.status === 204 ? 204 : 200, expect.any(String)]);
-    return res.body ?? {};
-  };
-  const refused = async (method: string, where: string, body: unknown, status: number, problem: RegExp): Promise<void> => {
-    const res = await call(method, where, body);
-    expect([where, res.status]).toEqual([where, status]);
-    expect(res.body.errors.join('; ')).toMatch(problem);
-  };
+  const { ok, refused } = assertingCalls(call);
   const everyGateway = (sealed: boolean, urls = topology.urls) =>
     eventually(async () => (await Promise.all(urls.map((url) => api<Body>(url, 'GET', '/v1/sys/seal-status')))).every((res) => res.body.sealed === sealed), 20_000);
   const urlOf = (name: string) => `http://${topology.processes.find((p) => p.name === name)?.addresses[0]}`;

@@ -5,7 +5,7 @@ import { aeadDecrypt, aeadEncrypt } from './aead';
 import type { RootKeyWrapper } from './key-wrapper';
 import type { KeySplit, RekeyTarget } from './rekey';
 import { UNSEAL_KEY_BYTES, combineShares, shareLength, splitKey, validateShareConfig } from './shamir';
-import { handOutShares, parseShare, pgpFingerprints } from './shares';
+import { handOutShares, parseShare, pgpFingerprints, type HandedOutShares } from './shares';
 
 /** The only physical entries written outside the barrier: the config in clear, the rest ciphertext. */
 export const SEAL_STORAGE_KEYS = {
@@ -199,6 +199,28 @@ abstract class KeyringSeal {
     });
   }
 
+  /**
+   * Creates a root key, a keyring and a key split into shares (handed out, PGP-encrypted if asked);
+   * `store` writes them, and the key material is wiped afterwards whatever happens.
+   */
+  protected async createKeys(
+    split: KeySplit,
+    pgpKeys: string[] | undefined,
+    store: (splitKey: Buffer, rootKey: Buffer, keyring: Keyring) => Promise<void>,
+  ): Promise<{ handedOut: HandedOutShares; keyring: Keyring }> {
+    const key = randomBytes(UNSEAL_KEY_BYTES);
+    const rootKey = randomBytes(32);
+    const keyring = Keyring.generate();
+    const shares = await splitKey(key, split.shares, split.threshold);
+    try {
+      const handedOut = await handOutShares(shares, pgpKeys);
+      await store(key, rootKey, keyring);
+      return { handedOut, keyring };
+    } finally {
+      for (const secret of [key, rootKey, ...shares]) secret.fill(0);
+    }
+  }
+
   protected async refuseReinitialize(): Promise<void> {
     if (await readConfig(this.physical)) throw ServiceError.badRequest(ALREADY_INITIALIZED);
   }
@@ -261,17 +283,10 @@ export class ShamirSeal extends KeyringSeal implements Seal {
     const pgpKeys = request.pgp_keys ?? undefined;
     const config = shamirConfig({ shares, threshold }, await pgpFingerprints(pgpKeys, shares));
 
-    const unsealKey = randomBytes(UNSEAL_KEY_BYTES);
-    const rootKey = randomBytes(32);
-    const keyring = Keyring.generate();
-    const keyShares = await splitKey(unsealKey, shares, threshold);
-    try {
-      const handedOut = await handOutShares(keyShares, pgpKeys);
-      await this.store(config, aeadEncrypt(unsealKey, rootKey, SEAL_STORAGE_KEYS.rootKey), rootKey, keyring);
-      return { ...handedOut, keyring };
-    } finally {
-      for (const secret of [unsealKey, rootKey, ...keyShares]) secret.fill(0);
-    }
+    const { handedOut, keyring } = await this.createKeys({ shares, threshold }, pgpKeys, (unsealKey, rootKey, created) =>
+      this.store(config, aeadEncrypt(unsealKey, rootKey, SEAL_STORAGE_KEYS.rootKey), rootKey, created),
+    );
+    return { ...handedOut, keyring };
   }
 
   /**
@@ -417,18 +432,11 @@ export class AutoSeal extends KeyringSeal implements Seal {
     const pgpKeys = request.recovery_pgp_keys ?? undefined;
     const config = autoConfig(this.wrapper.type, { shares, threshold }, await pgpFingerprints(pgpKeys, shares, 'recovery'));
 
-    const recoveryKey = randomBytes(UNSEAL_KEY_BYTES);
-    const rootKey = randomBytes(32);
-    const keyring = Keyring.generate();
-    const recoveryShares = await splitKey(recoveryKey, shares, threshold);
-    try {
-      const handedOut = await handOutShares(recoveryShares, pgpKeys);
-      const sealedRootKey = await this.wrapper.wrap(rootKey);
-      await this.store(config, sealedRootKey, rootKey, keyring, [SEAL_STORAGE_KEYS.recoveryKey, aeadEncrypt(rootKey, recoveryKey, SEAL_STORAGE_KEYS.recoveryKey)]);
-      return { keys: [], keys_base64: [], recovery_keys: handedOut.keys, recovery_keys_base64: handedOut.keys_base64, keyring };
-    } finally {
-      for (const secret of [recoveryKey, rootKey, ...recoveryShares]) secret.fill(0);
-    }
+    const { handedOut, keyring } = await this.createKeys({ shares, threshold }, pgpKeys, async (recoveryKey, rootKey, created) => {
+      const recoveryEntry: [string, Buffer] = [SEAL_STORAGE_KEYS.recoveryKey, aeadEncrypt(rootKey, recoveryKey, SEAL_STORAGE_KEYS.recoveryKey)];
+      await this.store(config, await this.wrapper.wrap(rootKey), rootKey, created, recoveryEntry);
+    });
+    return { keys: [], keys_base64: [], recovery_keys: handedOut.keys, recovery_keys_base64: handedOut.keys_base64, keyring };
   }
 
   async submitUnsealKey(_key?: string): Promise<UnsealResult> {
