@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { decrypt, generateKey, readMessage, type PrivateKey } from 'openpgp';
-import { PLAIN_LISTENER, api, eventually, runCli, startTopology, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
+import { PLAIN_LISTENER, api, assertingCalls, eventually, runCli, startTopology, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Body = Record<string, any>;
@@ -45,16 +45,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('rekey and generate-r
   let turn = 0;
   const call = (method: string, where: string, body?: unknown, token?: string): Promise<ApiResponse<Body>> =>
     api<Body>(urls[turn++ % urls.length], method, `/v1/${where}`, { body, token });
-  const ok = async (method: string, where: string, body?: unknown, token?: string): Promise<Body> => {
-    const res = await call(method, where, body, token);
-    expect([where, res.status, res.text]).toEqual([where, res.status === 204 ? 204 : 200, expect.any(String)]);
-    return res.body ?? {};
-  };
-  const refused = async (method: string, where: string, body: unknown, status: number, problem: RegExp): Promise<void> => {
-    const res = await call(method, where, body);
-    expect([where, res.status]).toEqual([where, status]);
-    expect(res.body.errors.join('; ')).toMatch(problem);
-  };
+  const { ok, refused } = assertingCalls(call);
 
   /** Waits until every gateway reports the seal state (a replica follows its peers' seal and unseal). */
   const everyGateway = (sealed: boolean) =>

@@ -191,6 +191,13 @@ seal "shamir" {}
     expect(config.maxLeaseTtl).toBe(2764800);
   });
 
+  it('reads a transit seal with its defaults', async () => {
+    const text = 'listener "tcp" { tls_disable = 1 }\nstorage "inmem" {}\nseal "transit" {\n address = "https://seal:8200"\n token = "s.t"\n key_name = "autounseal"\n namespace = "ops/"\n}';
+    const config = await parseConfig(text, 'hcl', 'config.hcl', process.env, KNOWN_SERVICES);
+    expect(config.seal).toEqual({ type: 'transit', address: 'https://seal:8200', token: 's.t', keyName: 'autounseal', mountPath: 'transit', namespace: 'ops/', disableRenewal: false });
+    expect(config.warnings ?? []).toEqual([]);
+  });
+
   it('reads embedded storage, a bus address, a token and lease TTLs in seconds', async () => {
     const text = `
 listener "tcp" { tls_disable = 1 }
@@ -539,7 +546,9 @@ describe('validation errors', () => {
       'config.hcl: bus "nats": request_timeout must be a duration',
     ],
     ['redis without address', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nlocks "redis" {}', 'config.hcl: locks "redis": address is required'],
-    ['unknown seal', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "awskms" {}', 'config.hcl: unsupported seal type "awskms" (supported: shamir)'],
+    ['unknown seal', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "awskms" {}', 'config.hcl: unsupported seal type "awskms" (supported: shamir, transit)'],
+    ['transit seal without key_name', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "transit" {\n address = "http://seal:8200"\n token = "t"\n}', 'config.hcl: seal "transit": key_name is required'],
+    ['transit seal with a bad address', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "transit" {\n address = "seal:8200"\n token = "t"\n key_name = "k"\n}', 'config.hcl: seal "transit": address must be an http:// or https:// URL'],
     ['bad duration', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nmax_lease_ttl = "forever"', 'config.hcl: max_lease_ttl must be a duration'],
     [
       'default above max',

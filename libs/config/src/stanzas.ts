@@ -90,7 +90,22 @@ const locksParsers: TypeParsers<LocksConfig> = {
   },
 };
 
-const sealParsers: TypeParsers<ServerConfig['seal']> = { shamir: () => ({ type: 'shamir' }) };
+const sealParsers: TypeParsers<ServerConfig['seal']> = {
+  shamir: () => ({ type: 'shamir' }),
+  transit: (section) => {
+    const address = section.requiredString('address');
+    if (!/^https?:\/\//.test(address) || !URL.canParse(address)) throw section.error('address must be an http:// or https:// URL');
+    return withoutUndefined({
+      type: 'transit' as const,
+      address,
+      token: section.requiredString('token'),
+      keyName: section.requiredString('key_name'),
+      mountPath: section.string('mount_path') ?? 'transit',
+      namespace: section.string('namespace'),
+      disableRenewal: section.bool('disable_renewal', false),
+    });
+  },
+};
 
 export const parseStorage = stanzaParser('storage', storageParsers, 'unknown');
 export const parseBus = stanzaParser('bus', busParsers, 'unknown');

@@ -7,7 +7,7 @@ import { EngineHost, EngineRegistry, GATEWAY, mountRemovedSubject, mountStorageP
 import type { Backend, MountInfo, Operation, Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import type { LockManager } from '@svc/locks';
-import { GenerateRoot, KeyringDistributor, KeyringReceiver, Rekey, ShamirSeal, encryptRootToken } from '@svc/seal';
+import { GenerateRoot, KeyringDistributor, KeyringReceiver, Rekey, SealUnavailableError, TransitKeyWrapper, createSeal, encryptRootToken, type RootKeyWrapper, type Seal } from '@svc/seal';
 import { Barrier, CachedPhysical, createView, type Keyring, type Physical, type StorageView } from '@svc/storage';
 import { SYSTEM_MOUNT } from './mounts/system-mount';
 import { describeRequestError } from './http/request-errors';
@@ -57,6 +57,18 @@ function isCachedKey(key: string): boolean {
   );
 }
 
+/** How long a service whose seal provider could not be reached waits before asking again. */
+const AUTO_UNSEAL_RETRY_MS = 2_000;
+
+/** The body of `sys/init`: unseal shares (Shamir) or recovery shares (auto-unseal), and the root token. */
+export interface InitAnswer {
+  keys: string[];
+  keys_base64: string[];
+  recovery_keys?: string[];
+  recovery_keys_base64?: string[];
+  root_token: string;
+}
+
 export type CoreState = 'uninitialized' | 'sealed' | 'unsealed';
 
 export interface CoreOptions {
@@ -76,9 +88,12 @@ export interface CoreOptions {
 }
 
 export interface InitRequest {
-  secret_shares: number;
-  secret_threshold: number;
+  secret_shares?: number;
+  secret_threshold?: number;
   pgp_keys?: string[];
+  recovery_shares?: number;
+  recovery_threshold?: number;
+  recovery_pgp_keys?: string[];
   root_token_pgp_key?: string;
   /** Dev mode only: the root token's value (`-dev-root-token-id`). */
   rootTokenId?: string;
@@ -90,7 +105,7 @@ export interface InitRequest {
  * hands an operation to the engine owning the mount (in process or over the bus).
  */
 export class Core {
-  readonly seal: ShamirSeal;
+  readonly seal: Seal;
   readonly barrier: Barrier;
   private readonly storageCache?: CachedPhysical;
   readonly system: Backend;
@@ -103,8 +118,8 @@ export class Core {
   readonly authorizer: Authorizer;
   readonly wrapping: ResponseWrapper;
   readonly audit: AuditDevices;
-  /** sys/rekey/*: the unseal keys of the Shamir seal. */
-  readonly unsealRekey: Rekey;
+  /** sys/rekey/* on a Shamir seal, sys/rekey-recovery-key/* on an auto-unseal seal. */
+  private readonly keysRekey: Rekey;
   readonly generateRoot: GenerateRoot;
   /** Every mount type: where it runs, which table it belongs to, how its backend is built. */
   readonly engines: EngineRegistry;
@@ -127,9 +142,12 @@ export class Core {
   private peerTransitions: Promise<void> = Promise.resolve();
   /** The seal generation when this replica unsealed. */
   private unsealedInGeneration = 0;
+  /** Set while an auto-unseal seal's provider could not be reached at start and another try is due. */
+  private autoUnsealRetry?: NodeJS.Timeout;
+  private stopping = false;
 
   constructor(readonly options: CoreOptions) {
-    this.seal = new ShamirSeal(options.physical, { version: VERSION, buildDate: BUILD_DATE });
+    this.seal = createSeal(options.physical, { version: VERSION, buildDate: BUILD_DATE }, this.sealProvider());
     // Gateways cache storage reads (in memory there is nothing to save); replicas invalidate each
     // other's entries through ReplicaSync, which then has to carry every written key.
     this.storageCache = options.physical.kind === 'inmem' ? undefined : new CachedPhysical(options.physical);
@@ -160,8 +178,9 @@ export class Core {
     this.audit = new AuditDevices(createView(this.barrier, ''), options.logger);
     // Progress lives in the barrier, so a share sent to any gateway replica counts.
     const coreView = createView(this.barrier, 'core/');
-    this.unsealRekey = new Rekey(coreView, 'rekey/unseal-keys', 'unseal-keys-backup', this.seal.unsealKeys);
-    this.generateRoot = new GenerateRoot(coreView, 'generate-root', () => this.seal.unsealKeys, () => this.createRootToken(), SERVICE_TOKEN_LENGTH);
+    const keys = this.seal.recoverySeal ? 'recovery-keys' : 'unseal-keys';
+    this.keysRekey = new Rekey(coreView, `rekey/${keys}`, `${keys}-backup`, this.seal.authorityKeys);
+    this.generateRoot = new GenerateRoot(coreView, 'generate-root', () => this.seal.authorityKeys, () => this.createRootToken(), SERVICE_TOKEN_LENGTH);
     this.engines = new EngineRegistry([...this.ownEngineTypes(), ...options.engineTypes]);
     this.coreEngines = new EngineHost(GATEWAY, this.engines.factoriesFor(GATEWAY), this.barrier, { locks: options.locks, logger: options.logger }, false);
     const subjectPrefix = options.config.bus?.subjectPrefix;
@@ -179,6 +198,13 @@ export class Core {
     this.services = new ServiceWatch(options.bus, subjectPrefix);
     this.system = options.systemBackend(this);
     this.coreEngines.register(SYSTEM_MOUNT, this.system);
+  }
+
+  /** The auto-unseal provider the config's `seal` stanza names; none for the Shamir seal. */
+  private sealProvider(): RootKeyWrapper | undefined {
+    const { seal } = this.options.config;
+    if (seal.type === 'shamir') return undefined;
+    return new TransitKeyWrapper(seal, (err) => this.logger.warn({ err: err.message }, 'transit seal token renewal failed; retrying'));
   }
 
   /** The core's own mounts, present in every namespace and built over the core's state, as in Vault. */
@@ -231,6 +257,26 @@ export class Core {
     });
     await this.peers.start();
     this.replicas.start();
+    this.seal.start();
+    if (this.initialized && this.seal.recoverySeal) await this.unsealAutomatically();
+  }
+
+  /**
+   * Opens an auto-unseal seal through its provider. While the provider cannot be reached the
+   * service stays sealed (503) and tries again, so it recovers on its own when the provider returns.
+   */
+  private async unsealAutomatically(): Promise<void> {
+    this.autoUnsealRetry = undefined;
+    if (this.stopping || !this.barrier.sealed) return;
+    try {
+      await this.unsealWith(await this.seal.unsealAutomatically());
+    } catch (err) {
+      if (!(err instanceof SealUnavailableError)) throw err;
+      this.logger.error({ err: err.message, retryInMs: AUTO_UNSEAL_RETRY_MS }, 'the seal could not unseal the service; it stays sealed and tries again');
+      this.autoUnsealRetry = setTimeout(() => {
+        this.unsealAutomatically().catch((failure: unknown) => this.logger.error({ err: describeRequestError(failure) }, 'automatic unseal failed'));
+      }, AUTO_UNSEAL_RETRY_MS);
+    }
   }
 
   /**
@@ -294,6 +340,9 @@ export class Core {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
+    clearTimeout(this.autoUnsealRetry);
+    this.seal.close();
     clearInterval(this.periodic);
     await this.coreEngines.closeAll();
     await this.leases.stop();
@@ -316,8 +365,8 @@ export class Core {
     }
   }
 
-  /** sys/init: creates the seal, the keyring and the root token. */
-  async initialize(req: InitRequest): Promise<{ keys: string[]; keys_base64: string[]; root_token: string }> {
+  /** sys/init: creates the seal, the keyring and the root token; an auto-unseal seal then unseals. */
+  async initialize(req: InitRequest): Promise<InitAnswer> {
     if (this.initialized) throw ServiceError.badRequest('Service is already initialized');
     const result = await this.seal.initialize(req);
     this.initialized = true;
@@ -326,13 +375,16 @@ export class Core {
     const root = await this.createRootToken(req.rootTokenId);
     await this.sealLocally();
     const rootToken = req.root_token_pgp_key ? await encryptRootToken(req.root_token_pgp_key, root) : root;
-    return { keys: result.keys, keys_base64: result.keys_base64, root_token: rootToken };
+    if (this.seal.recoverySeal) await this.unsealAutomatically();
+    const { keyring: _keyring, ...keys } = result;
+    return { ...keys, root_token: rootToken };
   }
 
   /** sys/unseal: one share at a time; the last one unseals. */
   async submitUnsealKey(key: string | undefined, reset: boolean): Promise<void> {
     if (!this.initialized) throw ServiceError.uninitialized();
-    if (!this.barrier.sealed) return;
+    // An auto-unseal seal refuses every key, sealed or not: recovery keys must never look like unseal keys.
+    if (!this.barrier.sealed && !this.seal.recoverySeal) return;
     const outcome = await this.seal.submitUnsealKey(key ?? '', reset);
     if (outcome.keyring) await this.unsealWith(outcome.keyring);
   }
@@ -415,9 +467,16 @@ export class Core {
     return token;
   }
 
+  /** sys/rekey/*: only the Shamir seal has unseal keys. */
+  unsealRekey(): Rekey {
+    if (this.seal.recoverySeal) throw ServiceError.badRequest('an auto-unseal seal has no unseal keys: rekey the recovery keys with sys/rekey-recovery-key');
+    return this.keysRekey;
+  }
+
   /** sys/rekey-recovery-key/*: only a seal with recovery keys has them to rekey. */
   recoveryRekey(): Rekey {
-    throw ServiceError.badRequest('the shamir seal has no recovery keys: recovery-key rekey needs an auto-unseal seal; use sys/rekey for the unseal keys');
+    if (!this.seal.recoverySeal) throw ServiceError.badRequest('the shamir seal has no recovery keys: recovery-key rekey needs an auto-unseal seal; use sys/rekey for the unseal keys');
+    return this.keysRekey;
   }
 
   /** The namespace a request runs in (its mount's namespace). */

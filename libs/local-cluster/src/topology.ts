@@ -29,17 +29,21 @@ export interface TopologyOptions {
    * the gateways and for the services (credentials, TLS files).
    */
   nats?: { url: string; gateway?: string; service?: string };
+  /** More HCL for the gateways (all-in-one: the process), e.g. a `seal` stanza. */
+  gatewayConfig?: string;
 }
 
 export interface Topology {
   kind: TopologyKind;
-  /** Base URLs of the gateways, e.g. http://127.0.0.1:40123. */
-  urls: string[];
+  /** Base URLs of the gateways, e.g. http://127.0.0.1:40123 (a restarted gateway gets a new one). */
+  readonly urls: string[];
   processes: ServerProcess[];
   /** Distributed: the bus subject prefix and the cluster key file every process was given. */
   bus?: { subjectPrefix: string; clusterKeyFile: string };
   /** Stops one process (to test a service going away) without tearing down the rest. */
   stopProcess(name: string): Promise<void>;
+  /** Stops one process and starts it again with the same configuration (a new port for a gateway). */
+  restartProcess(name: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -58,6 +62,13 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
   const dir = mkdtempSync(path.join(tmpdir(), 'svc-topology-'));
   const id = randomBytes(4).toString('hex');
   const processes: ServerProcess[] = [];
+  /** How each process was started, so it can be started again. */
+  const argsOf = new Map<string, string[]>();
+  const start = (name: string, args: string[]) => {
+    argsOf.set(name, args);
+    return startServerProcess(name, args);
+  };
+  const gatewayConfig = options.gatewayConfig ?? '';
   const cleanups: (() => Promise<void>)[] = [async () => rmSync(dir, { recursive: true, force: true })];
   let bus: Topology['bus'];
   const stopAll = async () => {
@@ -68,8 +79,8 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
   try {
     if (kind === 'all-in-one') {
       const config = path.join(dir, 'server.hcl');
-      writeFileSync(config, `${listenerBlocks(options)}\nstorage "embedded" {\n  path = "${path.join(dir, 'data')}"\n}\nlog_level = "info"\n`);
-      processes.push(await startServerProcess('all-in-one', [`-config=${config}`]));
+      writeFileSync(config, `${listenerBlocks(options)}\nstorage "embedded" {\n  path = "${path.join(dir, 'data')}"\n}\nlog_level = "info"\n${gatewayConfig}\n`);
+      processes.push(await start('all-in-one', [`-config=${config}`]));
     } else {
       const table = `svc_e2e_${id}`;
       cleanups.push(() => dropTable(table));
@@ -89,7 +100,7 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
         );
         return `-config=${file}`;
       };
-      const startGateway = (name: string) => startServerProcess(name, [configFor(name, listenerBlocks(options), options.nats?.gateway), '-service=gateway']);
+      const startGateway = (name: string) => start(name, [configFor(name, `${listenerBlocks(options)}\n${gatewayConfig}`, options.nats?.gateway), '-service=gateway']);
       // The first gateway creates the schema; the others and the services then start in parallel.
       processes.push(await startGateway('gateway-0'));
       const rest = await Promise.all([
@@ -98,7 +109,7 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
         ...(options.services ?? []).map((service, i, all) => {
           const copy = all.slice(0, i).filter((s) => s === service).length;
           const name = copy === 0 ? service : `${service}-${copy}`;
-          return startServerProcess(name, [configFor(name, options.serviceListeners ? PLAIN_LISTENER : '', options.nats?.service), `-service=${service}`]);
+          return start(name, [configFor(name, options.serviceListeners ? PLAIN_LISTENER : '', options.nats?.service), `-service=${service}`]);
         }),
       ]);
       processes.push(...rest);
@@ -110,11 +121,20 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
 
   return {
     kind,
-    urls: processes.filter((p) => p.name.startsWith('gateway') || p.name === 'all-in-one').map((p) => `http://${p.addresses[0]}`),
+    get urls() {
+      return processes.filter((p) => p.name.startsWith('gateway') || p.name === 'all-in-one').map((p) => `http://${p.addresses[0]}`);
+    },
     processes,
     bus,
     stopProcess: async (name) => {
       await processes.find((p) => p.name === name)?.stop();
+    },
+    restartProcess: async (name) => {
+      const index = processes.findIndex((p) => p.name === name);
+      const args = argsOf.get(name);
+      if (index < 0 || !args) throw new Error(`no process named ${name}`);
+      await processes[index].stop();
+      processes[index] = await start(name, args);
     },
     stop: stopAll,
   };

@@ -5,3 +5,5 @@ export * from './transfer';
 export * from './keyring-bus';
 export * from './rekey';
 export * from './generate-root';
+export * from './key-wrapper';
+export * from './transit-seal';

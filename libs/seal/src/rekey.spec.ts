@@ -13,8 +13,8 @@ async function setUp(shares = 3, threshold = 2) {
   const seal = new ShamirSeal(physical, BUILD);
   const { keys } = await seal.initialize({ secret_shares: shares, secret_threshold: threshold });
   const store = createView(physical, 'test/');
-  const rekey = new Rekey(store, 'rekey', 'backup', seal.unsealKeys);
-  const generateRoot = new GenerateRoot(store, 'generate-root', () => seal.unsealKeys, async () => ROOT_TOKEN, ROOT_TOKEN.length);
+  const rekey = new Rekey(store, 'rekey', 'backup', seal.authorityKeys);
+  const generateRoot = new GenerateRoot(store, 'generate-root', () => seal.authorityKeys, async () => ROOT_TOKEN, ROOT_TOKEN.length);
   return { seal, keys, rekey, generateRoot, store };
 }
 

@@ -2,22 +2,27 @@ import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { ServiceError, UNINITIALIZED_MESSAGE } from '@svc/http';
 import { Keyring, type KeyValueStore, type Physical } from '@svc/storage';
 import { aeadDecrypt, aeadEncrypt } from './aead';
+import type { RootKeyWrapper } from './key-wrapper';
 import type { KeySplit, RekeyTarget } from './rekey';
 import { UNSEAL_KEY_BYTES, combineShares, shareLength, splitKey, validateShareConfig } from './shamir';
-import { handOutShares, parseShare, pgpFingerprints } from './shares';
+import { handOutShares, parseShare, pgpFingerprints, type HandedOutShares } from './shares';
 
 /** The only physical entries written outside the barrier: the config in clear, the rest ciphertext. */
 export const SEAL_STORAGE_KEYS = {
   config: 'core/seal-config',
   rootKey: 'core/root-key',
   keyring: 'core/keyring',
+  /** An auto-unseal seal's recovery key, under the root key. */
+  recoveryKey: 'core/recovery-key',
 } as const;
 
 /** Body of `sys/seal-status` (and of `sys/unseal` answers). */
 export interface SealStatus {
-  type: 'shamir';
+  /** `shamir`, or the auto-unseal seal's type. */
+  type: string;
   initialized: boolean;
   sealed: boolean;
+  /** Threshold and number of the unseal shares, or of the recovery shares with an auto-unseal seal. */
   t: number;
   n: number;
   progress: number;
@@ -30,16 +35,22 @@ export interface SealStatus {
 }
 
 export interface InitRequest {
-  secret_shares: number;
-  secret_threshold: number;
+  secret_shares?: number;
+  secret_threshold?: number;
   /** base64 PGP public keys, one per share, in share order. */
   pgp_keys?: string[] | null;
+  recovery_shares?: number;
+  recovery_threshold?: number;
+  recovery_pgp_keys?: string[] | null;
 }
 
 export interface InitResult {
   /** Hex of each share, or of each PGP-encrypted share when `pgp_keys` was given. */
   keys: string[];
   keys_base64: string[];
+  /** The recovery shares of an auto-unseal seal, handed out as `keys` are. */
+  recovery_keys?: string[];
+  recovery_keys_base64?: string[];
   /** The new keyring, so the caller can write initial data (root token, mounts) through the barrier. */
   keyring: Keyring;
 }
@@ -55,18 +66,55 @@ export interface BuildInfo {
   buildDate: string;
 }
 
-interface SealConfig {
+/**
+ * What the gateway's core needs of a seal, Shamir or auto-unseal. Key material lives only in the
+ * seal object's memory and only while unsealed; each process unseals on its own, as each Vault
+ * node does.
+ */
+export interface Seal {
+  readonly keyring: Keyring | undefined;
+  /** True for an auto-unseal seal: it unseals with `unsealAutomatically`, and recovery keys authorize. */
+  readonly recoverySeal: boolean;
+  status(): Promise<SealStatus>;
+  /** Creates the keys and stores them; the seal stays sealed afterwards. */
+  initialize(request: InitRequest): Promise<InitResult>;
+  /** One step of `sys/unseal`. */
+  submitUnsealKey(key: string | undefined, reset?: boolean): Promise<UnsealResult>;
+  /** Opens an auto-unseal seal through its provider; a Shamir seal refuses. */
+  unsealAutomatically(): Promise<Keyring>;
+  /** The keys whose shares authorize generate-root: the unseal keys, or the recovery keys. */
+  readonly authorityKeys: RekeyTarget;
+  seal(): Promise<void>;
+  persistKeyring(keyring: Keyring): Promise<void>;
+  reloadKeyring(): Promise<Keyring>;
+  /** Starts background work (an auto-unseal provider's token renewal). */
+  start(): void;
+  /** Stops background work. */
+  close(): void;
+}
+
+interface ShamirSealConfig {
   type: 'shamir';
   secret_shares: number;
   secret_threshold: number;
   pgp_fingerprints?: string[];
 }
 
-/** A rekey of the unseal key waiting for verification: what `install` will store. */
-interface PreparedUnsealKey {
-  config: SealConfig;
-  /** The root key encrypted under the new unseal key (base64). */
-  sealedRootKey: string;
+/** An auto-unseal seal's config: the split of its recovery key. */
+interface AutoSealConfig {
+  type: string;
+  recovery_shares: number;
+  recovery_threshold: number;
+  recovery_pgp_fingerprints?: string[];
+}
+
+type SealConfig = ShamirSealConfig | AutoSealConfig;
+
+/** A rekey waiting for verification: what `install` will store. */
+interface PreparedRekey<Config> {
+  config: Config;
+  /** The new key's protected form (base64): the root key under the unseal key, or the recovery key under the root key. */
+  sealedKey: string;
 }
 
 interface UnsealAttempt {
@@ -81,151 +129,27 @@ interface OpenSeal {
 
 const ALREADY_INITIALIZED = 'service is already initialized';
 
-/**
- * The Shamir seal: an unseal key split into shares decrypts the root key, which decrypts the
- * keyring. Key material lives only in this object's memory and only while unsealed; each process
- * unseals on its own, as each Vault node does.
- */
-export class ShamirSeal {
-  private attempt?: UnsealAttempt;
-  private open?: OpenSeal;
-  /** Serializes state changes so concurrent unseal calls cannot interleave. */
+/** What every seal does the same way once it holds the root key: the keyring and its storage. */
+abstract class KeyringSeal {
+  protected open?: OpenSeal;
+  /** Serializes state changes so concurrent calls cannot interleave. */
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(
-    private readonly physical: Physical,
-    private readonly build: BuildInfo,
+    protected readonly physical: Physical,
+    protected readonly build: BuildInfo,
   ) {}
 
   get keyring(): Keyring | undefined {
     return this.open?.keyring;
   }
 
-  async status(): Promise<SealStatus> {
-    const config = await readConfig(this.physical);
-    return {
-      type: 'shamir',
-      initialized: config !== null,
-      sealed: this.open === undefined,
-      t: config?.secret_threshold ?? 0,
-      n: config?.secret_shares ?? 0,
-      progress: this.attempt?.shares.length ?? 0,
-      nonce: this.attempt?.nonce ?? '',
-      version: this.build.version,
-      build_date: this.build.buildDate,
-      migration: false,
-      recovery_seal: false,
-      storage_type: this.physical.kind,
-    };
-  }
-
-  /** Creates the keys and stores them. The seal stays sealed afterwards, as in Vault. */
-  async initialize(request: InitRequest): Promise<InitResult> {
-    const { secret_shares: shares, secret_threshold: threshold } = request;
-    if (await readConfig(this.physical)) throw ServiceError.badRequest(ALREADY_INITIALIZED);
-    validateShareConfig(shares, threshold);
-    const pgpKeys = request.pgp_keys ?? undefined;
-    const config = sealConfig({ shares, threshold }, await pgpFingerprints(pgpKeys, shares));
-
-    const unsealKey = randomBytes(UNSEAL_KEY_BYTES);
-    const rootKey = randomBytes(32);
-    const keyring = Keyring.generate();
-    const keyShares = await splitKey(unsealKey, shares, threshold);
-    try {
-      const handedOut = await handOutShares(keyShares, pgpKeys);
-      await this.physical.transaction(async (tx) => {
-        await tx.lock(SEAL_STORAGE_KEYS.config);
-        if (await readConfig(tx)) throw ServiceError.badRequest(ALREADY_INITIALIZED);
-        await tx.put(SEAL_STORAGE_KEYS.config, Buffer.from(JSON.stringify(config), 'utf8'));
-        await tx.put(SEAL_STORAGE_KEYS.rootKey, aeadEncrypt(unsealKey, rootKey, SEAL_STORAGE_KEYS.rootKey));
-        await writeKeyring(tx, rootKey, keyring);
-      });
-      return { ...handedOut, keyring };
-    } finally {
-      for (const secret of [unsealKey, rootKey, ...keyShares]) secret.fill(0);
-    }
-  }
-
-  /**
-   * One step of `sys/unseal`. `key` is a share in hex or base64; `reset` discards the shares
-   * given so far (the key is then ignored). Wrong shares are detected when the reconstructed
-   * key fails to decrypt the root key; progress then starts over.
-   */
-  submitUnsealKey(key: string | undefined, reset = false): Promise<UnsealResult> {
-    return this.exclusive(async () => {
-      if (reset) {
-        this.clearAttempt();
-        return { status: await this.status() };
-      }
-      const config = await readConfig(this.physical);
-      if (!config) throw ServiceError.badRequest(UNINITIALIZED_MESSAGE);
-      if (this.open) return this.result();
-      if (!key) throw ServiceError.badRequest('key is required unless reset is true');
-
-      const share = parseShare(key, shareLength(config.secret_shares));
-      const attempt = (this.attempt ??= { nonce: randomUUID(), shares: [] });
-      if (attempt.shares.some((given) => timingSafeEqual(given, share))) {
-        share.fill(0);
-        throw ServiceError.badRequest('this key share was already submitted in the current unseal attempt');
-      }
-      attempt.shares.push(share);
-      if (attempt.shares.length < config.secret_threshold) return this.result();
-
-      const unsealKey = await combineShares(attempt.shares).catch(() => undefined);
-      this.clearAttempt();
-      try {
-        this.open = await this.unlock(unsealKey);
-      } finally {
-        unsealKey?.fill(0);
-      }
-      return this.result();
-    });
-  }
-
-  /**
-   * The unseal key as a rekey target: shares of the current key prove the right to replace it, and
-   * the root key is re-encrypted under the new one. The keyring is untouched.
-   */
-  readonly unsealKeys: RekeyTarget = {
-    split: async () => {
-      const config = await readConfig(this.physical);
-      if (!config) throw ServiceError.badRequest(UNINITIALIZED_MESSAGE);
-      return { shares: config.secret_shares, threshold: config.secret_threshold };
-    },
-    verify: (shares) =>
-      this.exclusive(async () => {
-        (await this.recoverRootKey(shares)).fill(0);
-      }),
-    prepare: (shares, newKey, split, fingerprints) =>
-      this.exclusive(async () => {
-        const rootKey = await this.recoverRootKey(shares);
-        try {
-          const prepared: PreparedUnsealKey = {
-            config: sealConfig(split, fingerprints),
-            sealedRootKey: aeadEncrypt(newKey, rootKey, SEAL_STORAGE_KEYS.rootKey).toString('base64'),
-          };
-          return JSON.stringify(prepared);
-        } finally {
-          rootKey.fill(0);
-        }
-      }),
-    install: (text) =>
-      this.exclusive(async () => {
-        const prepared = JSON.parse(text) as PreparedUnsealKey;
-        await this.physical.transaction(async (tx) => {
-          await tx.lock(SEAL_STORAGE_KEYS.config);
-          await tx.put(SEAL_STORAGE_KEYS.config, Buffer.from(JSON.stringify(prepared.config), 'utf8'));
-          await tx.put(SEAL_STORAGE_KEYS.rootKey, Buffer.from(prepared.sealedRootKey, 'base64'));
-        });
-      }),
-  };
-
   /** Drops all key material held in memory, and any unseal progress. */
   seal(): Promise<void> {
     return this.exclusive(async () => {
       this.open?.rootKey.fill(0);
       this.open = undefined;
-      this.clearAttempt();
+      this.dropProgress();
     });
   }
 
@@ -247,9 +171,205 @@ export class ShamirSeal {
     });
   }
 
-  private async unlock(unsealKey: Buffer | undefined): Promise<OpenSeal> {
-    const rootKey = await this.decryptRootKey(unsealKey);
+  protected abstract dropProgress(): void;
+
+  protected async statusFields(type: string, split: KeySplit | undefined, initialized: boolean): Promise<Omit<SealStatus, 'progress' | 'nonce' | 'recovery_seal'>> {
+    return {
+      type,
+      initialized,
+      sealed: this.open === undefined,
+      t: split?.threshold ?? 0,
+      n: split?.shares ?? 0,
+      version: this.build.version,
+      build_date: this.build.buildDate,
+      migration: false,
+      storage_type: this.physical.kind,
+    };
+  }
+
+  /** Stores a new seal's config, its protected root key and the keyring, once. */
+  protected async store(config: SealConfig, sealedRootKey: Buffer, rootKey: Buffer, keyring: Keyring, extra?: [string, Buffer]): Promise<void> {
+    await this.physical.transaction(async (tx) => {
+      await tx.lock(SEAL_STORAGE_KEYS.config);
+      if (await readConfig(tx)) throw ServiceError.badRequest(ALREADY_INITIALIZED);
+      await tx.put(SEAL_STORAGE_KEYS.config, Buffer.from(JSON.stringify(config), 'utf8'));
+      await tx.put(SEAL_STORAGE_KEYS.rootKey, sealedRootKey);
+      if (extra) await tx.put(...extra);
+      await writeKeyring(tx, rootKey, keyring);
+    });
+  }
+
+  /**
+   * Creates a root key, a keyring and a key split into shares (handed out, PGP-encrypted if asked);
+   * `store` writes them, and the key material is wiped afterwards whatever happens.
+   */
+  protected async createKeys(
+    split: KeySplit,
+    pgpKeys: string[] | undefined,
+    store: (splitKey: Buffer, rootKey: Buffer, keyring: Keyring) => Promise<void>,
+  ): Promise<{ handedOut: HandedOutShares; keyring: Keyring }> {
+    const key = randomBytes(UNSEAL_KEY_BYTES);
+    const rootKey = randomBytes(32);
+    const keyring = Keyring.generate();
+    const shares = await splitKey(key, split.shares, split.threshold);
+    try {
+      const handedOut = await handOutShares(shares, pgpKeys);
+      await store(key, rootKey, keyring);
+      return { handedOut, keyring };
+    } finally {
+      for (const secret of [key, rootKey, ...shares]) secret.fill(0);
+    }
+  }
+
+  protected async refuseReinitialize(): Promise<void> {
+    if (await readConfig(this.physical)) throw ServiceError.badRequest(ALREADY_INITIALIZED);
+  }
+
+  /** Stores a verified rekey: the new config and the new key's protected form, at `keyName`. */
+  protected installRekey(text: string, keyName: string): Promise<void> {
+    return this.exclusive(async () => {
+      const prepared = JSON.parse(text) as PreparedRekey<SealConfig>;
+      await this.physical.transaction(async (tx) => {
+        await tx.lock(SEAL_STORAGE_KEYS.config);
+        await tx.put(SEAL_STORAGE_KEYS.config, Buffer.from(JSON.stringify(prepared.config), 'utf8'));
+        await tx.put(keyName, Buffer.from(prepared.sealedKey, 'base64'));
+      });
+    });
+  }
+
+  protected async openWith(rootKey: Buffer): Promise<OpenSeal> {
     return { rootKey, keyring: await readKeyring(this.physical, rootKey) };
+  }
+
+  protected requireOpen(): OpenSeal {
+    if (!this.open) throw ServiceError.sealed();
+    return this.open;
+  }
+
+  protected exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(fn, fn);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+}
+
+/**
+ * The Shamir seal: an unseal key split into shares decrypts the root key, which decrypts the
+ * keyring.
+ */
+export class ShamirSeal extends KeyringSeal implements Seal {
+  readonly recoverySeal = false;
+  private attempt?: UnsealAttempt;
+
+  async status(): Promise<SealStatus> {
+    const config = await readShamirConfig(this.physical);
+    const split = config && { shares: config.secret_shares, threshold: config.secret_threshold };
+    return {
+      ...(await this.statusFields('shamir', split ?? undefined, config !== null)),
+      progress: this.attempt?.shares.length ?? 0,
+      nonce: this.attempt?.nonce ?? '',
+      recovery_seal: false,
+    };
+  }
+
+  async initialize(request: InitRequest): Promise<InitResult> {
+    await this.refuseReinitialize();
+    if (request.recovery_shares !== undefined || request.recovery_threshold !== undefined || request.recovery_pgp_keys) {
+      throw ServiceError.badRequest('recovery_shares, recovery_threshold and recovery_pgp_keys need an auto-unseal seal; the shamir seal has unseal keys only');
+    }
+    const shares = requireInteger(request.secret_shares, 'secret_shares');
+    const threshold = requireInteger(request.secret_threshold, 'secret_threshold');
+    validateShareConfig(shares, threshold);
+    const pgpKeys = request.pgp_keys ?? undefined;
+    const config = shamirConfig({ shares, threshold }, await pgpFingerprints(pgpKeys, shares));
+
+    const { handedOut, keyring } = await this.createKeys({ shares, threshold }, pgpKeys, (unsealKey, rootKey, created) =>
+      this.store(config, aeadEncrypt(unsealKey, rootKey, SEAL_STORAGE_KEYS.rootKey), rootKey, created),
+    );
+    return { ...handedOut, keyring };
+  }
+
+  /**
+   * `key` is a share in hex or base64; `reset` discards the shares given so far (the key is then
+   * ignored). Wrong shares are detected when the reconstructed key fails to decrypt the root key;
+   * progress then starts over.
+   */
+  submitUnsealKey(key: string | undefined, reset = false): Promise<UnsealResult> {
+    return this.exclusive(async () => {
+      if (reset) {
+        this.dropProgress();
+        return { status: await this.status() };
+      }
+      const config = await readShamirConfig(this.physical);
+      if (!config) throw ServiceError.badRequest(UNINITIALIZED_MESSAGE);
+      if (this.open) return this.result();
+      if (!key) throw ServiceError.badRequest('key is required unless reset is true');
+
+      const share = parseShare(key, shareLength(config.secret_shares));
+      const attempt = (this.attempt ??= { nonce: randomUUID(), shares: [] });
+      if (attempt.shares.some((given) => timingSafeEqual(given, share))) {
+        share.fill(0);
+        throw ServiceError.badRequest('this key share was already submitted in the current unseal attempt');
+      }
+      attempt.shares.push(share);
+      if (attempt.shares.length < config.secret_threshold) return this.result();
+
+      const unsealKey = await combineShares(attempt.shares).catch(() => undefined);
+      this.dropProgress();
+      try {
+        this.open = await this.openWith(await this.decryptRootKey(unsealKey));
+      } finally {
+        unsealKey?.fill(0);
+      }
+      return this.result();
+    });
+  }
+
+  unsealAutomatically(): Promise<Keyring> {
+    throw new Error('the shamir seal unseals with unseal keys only');
+  }
+
+  start(): void {
+    // Nothing runs in the background.
+  }
+
+  close(): void {
+    // Nothing runs in the background.
+  }
+
+  /**
+   * The unseal key as a rekey target: shares of the current key prove the right to replace it, and
+   * the root key is re-encrypted under the new one. The keyring is untouched.
+   */
+  readonly authorityKeys: RekeyTarget = {
+    split: async () => {
+      const config = await readShamirConfig(this.physical);
+      if (!config) throw ServiceError.badRequest(UNINITIALIZED_MESSAGE);
+      return { shares: config.secret_shares, threshold: config.secret_threshold };
+    },
+    verify: (shares) =>
+      this.exclusive(async () => {
+        (await this.recoverRootKey(shares)).fill(0);
+      }),
+    prepare: (shares, newKey, split, fingerprints) =>
+      this.exclusive(async () => {
+        const rootKey = await this.recoverRootKey(shares);
+        try {
+          const prepared: PreparedRekey<ShamirSealConfig> = {
+            config: shamirConfig(split, fingerprints),
+            sealedKey: aeadEncrypt(newKey, rootKey, SEAL_STORAGE_KEYS.rootKey).toString('base64'),
+          };
+          return JSON.stringify(prepared);
+        } finally {
+          rootKey.fill(0);
+        }
+      }),
+    install: (text) => this.installRekey(text, SEAL_STORAGE_KEYS.rootKey),
+  };
+
+  protected dropProgress(): void {
+    this.attempt?.shares.forEach((share) => share.fill(0));
+    this.attempt = undefined;
   }
 
   /** The root key, when `unsealKey` is this service's unseal key; a 400 otherwise. */
@@ -274,28 +394,144 @@ export class ShamirSeal {
     }
   }
 
-  private requireOpen(): OpenSeal {
-    if (!this.open) throw ServiceError.sealed();
-    return this.open;
-  }
-
   private async result(): Promise<UnsealResult> {
     return { status: await this.status(), ...(this.open && { keyring: this.open.keyring }) };
   }
+}
 
-  private clearAttempt(): void {
-    this.attempt?.shares.forEach((share) => share.fill(0));
-    this.attempt = undefined;
+/**
+ * An auto-unseal seal: a provider (`RootKeyWrapper`) protects the root key, so the service opens
+ * itself. A recovery key, split into shares like Vault's, is stored under the root key; its shares
+ * authorize generate-root and their own rekey, and never unseal.
+ */
+export class AutoSeal extends KeyringSeal implements Seal {
+  readonly recoverySeal = true;
+
+  constructor(
+    physical: Physical,
+    build: BuildInfo,
+    private readonly wrapper: RootKeyWrapper,
+  ) {
+    super(physical, build);
   }
 
-  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.queue.then(fn, fn);
-    this.queue = run.catch(() => undefined);
-    return run;
+  async status(): Promise<SealStatus> {
+    const config = await readConfig(this.physical);
+    const split = config && 'recovery_shares' in config ? { shares: config.recovery_shares, threshold: config.recovery_threshold } : undefined;
+    return { ...(await this.statusFields(this.wrapper.type, split, config !== null)), progress: 0, nonce: '', recovery_seal: true };
+  }
+
+  async initialize(request: InitRequest): Promise<InitResult> {
+    await this.refuseReinitialize();
+    if ((request.secret_shares ?? 1) !== 1 || (request.secret_threshold ?? 1) !== 1 || request.pgp_keys) {
+      throw ServiceError.badRequest(`the ${this.wrapper.type} seal protects the root key itself: give recovery_shares and recovery_threshold, not secret_shares, secret_threshold or pgp_keys`);
+    }
+    const shares = requireInteger(request.recovery_shares, 'recovery_shares');
+    const threshold = requireInteger(request.recovery_threshold, 'recovery_threshold');
+    validateShareConfig(shares, threshold, 'recovery');
+    const pgpKeys = request.recovery_pgp_keys ?? undefined;
+    const config = autoConfig(this.wrapper.type, { shares, threshold }, await pgpFingerprints(pgpKeys, shares, 'recovery'));
+
+    const { handedOut, keyring } = await this.createKeys({ shares, threshold }, pgpKeys, async (recoveryKey, rootKey, created) => {
+      const recoveryEntry: [string, Buffer] = [SEAL_STORAGE_KEYS.recoveryKey, aeadEncrypt(rootKey, recoveryKey, SEAL_STORAGE_KEYS.recoveryKey)];
+      await this.store(config, await this.wrapper.wrap(rootKey), rootKey, created, recoveryEntry);
+    });
+    return { keys: [], keys_base64: [], recovery_keys: handedOut.keys, recovery_keys_base64: handedOut.keys_base64, keyring };
+  }
+
+  async submitUnsealKey(_key?: string): Promise<UnsealResult> {
+    throw ServiceError.badRequest(`this service uses the ${this.wrapper.type} seal and unseals itself; recovery keys cannot unseal`);
+  }
+
+  /** Asks the provider for the root key and opens the keyring; a provider failure is a SealUnavailableError. */
+  unsealAutomatically(): Promise<Keyring> {
+    return this.exclusive(async () => {
+      if (this.open) return this.open.keyring;
+      const config = await readConfig(this.physical);
+      if (!config) throw ServiceError.badRequest(UNINITIALIZED_MESSAGE);
+      if (config.type !== this.wrapper.type) {
+        throw new Error(`storage was initialized with the ${config.type} seal but the configuration names the ${this.wrapper.type} seal; seal migration is not supported yet`);
+      }
+      const sealedRootKey = await this.physical.get(SEAL_STORAGE_KEYS.rootKey);
+      if (!sealedRootKey) throw new Error(`seal storage is incomplete: ${SEAL_STORAGE_KEYS.rootKey} is missing`);
+      this.open = await this.openWith(await this.wrapper.unwrap(sealedRootKey));
+      return this.open.keyring;
+    });
+  }
+
+  start(): void {
+    this.wrapper.start();
+  }
+
+  close(): void {
+    this.wrapper.close();
+  }
+
+  /**
+   * The recovery key as a rekey target: its shares are checked against the stored key (which needs
+   * the seal open, as these operations do), and a new one is stored under the root key.
+   */
+  readonly authorityKeys: RekeyTarget = {
+    split: async () => {
+      const config = await readConfig(this.physical);
+      if (!config || !('recovery_shares' in config)) throw ServiceError.badRequest(UNINITIALIZED_MESSAGE);
+      return { shares: config.recovery_shares, threshold: config.recovery_threshold };
+    },
+    verify: (shares) => this.exclusive(() => this.checkRecoveryShares(shares)),
+    prepare: (shares, newKey, split, fingerprints) =>
+      this.exclusive(async () => {
+        await this.checkRecoveryShares(shares);
+        const prepared: PreparedRekey<AutoSealConfig> = {
+          config: autoConfig(this.wrapper.type, split, fingerprints),
+          sealedKey: aeadEncrypt(this.requireOpen().rootKey, newKey, SEAL_STORAGE_KEYS.recoveryKey).toString('base64'),
+        };
+        return JSON.stringify(prepared);
+      }),
+    install: (text) => this.installRekey(text, SEAL_STORAGE_KEYS.recoveryKey),
+  };
+
+  protected dropProgress(): void {
+    // An auto-unseal seal takes no unseal shares.
+  }
+
+  /** A 400 unless the shares rebuild this service's recovery key. */
+  private async checkRecoveryShares(shares: Buffer[]): Promise<void> {
+    const { rootKey } = this.requireOpen();
+    const sealed = await this.physical.get(SEAL_STORAGE_KEYS.recoveryKey);
+    if (!sealed) throw new Error(`seal storage is incomplete: ${SEAL_STORAGE_KEYS.recoveryKey} is missing`);
+    const stored = aeadDecrypt(rootKey, sealed, SEAL_STORAGE_KEYS.recoveryKey);
+    const given = await combineShares(shares).catch(() => undefined);
+    try {
+      if (!given || given.length !== stored.length || !timingSafeEqual(given, stored)) {
+        throw ServiceError.badRequest('the submitted recovery key shares do not form this service\'s recovery key; progress has been reset');
+      }
+    } finally {
+      given?.fill(0);
+      stored.fill(0);
+    }
   }
 }
 
-function sealConfig(split: KeySplit, fingerprints: string[] | undefined): SealConfig {
+/** The seal a configuration names: `shamir`, or an auto-unseal seal around its provider. */
+export function createSeal(physical: Physical, build: BuildInfo, wrapper: RootKeyWrapper | undefined): Seal {
+  return wrapper ? new AutoSeal(physical, build, wrapper) : new ShamirSeal(physical, build);
+}
+
+function requireInteger(value: number | undefined, field: string): number {
+  if (value === undefined) throw ServiceError.badRequest(`missing required field "${field}"`);
+  return value;
+}
+
+function autoConfig(type: string, split: KeySplit, fingerprints: string[] | undefined): AutoSealConfig {
+  return {
+    type,
+    recovery_shares: split.shares,
+    recovery_threshold: split.threshold,
+    ...(fingerprints && { recovery_pgp_fingerprints: fingerprints }),
+  };
+}
+
+function shamirConfig(split: KeySplit, fingerprints: string[] | undefined): ShamirSealConfig {
   return {
     type: 'shamir',
     secret_shares: split.shares,
@@ -307,6 +543,15 @@ function sealConfig(split: KeySplit, fingerprints: string[] | undefined): SealCo
 async function readConfig(store: KeyValueStore): Promise<SealConfig | null> {
   const raw = await store.get(SEAL_STORAGE_KEYS.config);
   return raw ? (JSON.parse(raw.toString('utf8')) as SealConfig) : null;
+}
+
+/** The stored config when it is a Shamir seal's (a service initialized with another seal has no unseal keys). */
+async function readShamirConfig(store: KeyValueStore): Promise<ShamirSealConfig | null> {
+  const config = await readConfig(store);
+  if (config && config.type !== 'shamir') {
+    throw ServiceError.badRequest(`storage was initialized with the ${config.type} seal but the configuration names the shamir seal; seal migration is not supported yet`);
+  }
+  return config as ShamirSealConfig | null;
 }
 
 async function writeKeyring(store: KeyValueStore, rootKey: Buffer, keyring: Keyring): Promise<void> {

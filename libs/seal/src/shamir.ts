@@ -9,15 +9,16 @@ export const MAX_SHARES = 255;
  * itself (threshold 1); several shares need a threshold of at least 2, or any one share alone
  * would unseal and the split would add nothing.
  */
-export function validateShareConfig(shares: number, threshold: number): void {
+export function validateShareConfig(shares: number, threshold: number, fieldPrefix: 'secret' | 'recovery' = 'secret'): void {
+  const [sharesField, thresholdField] = [`${fieldPrefix}_shares`, `${fieldPrefix}_threshold`];
   if (!Number.isInteger(shares) || shares < 1 || shares > MAX_SHARES) {
-    throw ServiceError.badRequest(`secret_shares must be an integer between 1 and ${MAX_SHARES}`);
+    throw ServiceError.badRequest(`${sharesField} must be an integer between 1 and ${MAX_SHARES}`);
   }
   if (!Number.isInteger(threshold) || threshold < 1 || threshold > shares) {
-    throw ServiceError.badRequest(`secret_threshold must be an integer between 1 and secret_shares (${shares})`);
+    throw ServiceError.badRequest(`${thresholdField} must be an integer between 1 and ${sharesField} (${shares})`);
   }
   if (shares > 1 && threshold === 1) {
-    throw ServiceError.badRequest('secret_threshold must be at least 2 when secret_shares is greater than 1');
+    throw ServiceError.badRequest(`${thresholdField} must be at least 2 when ${sharesField} is greater than 1`);
   }
 }
 

@@ -38,10 +38,11 @@ export function parseShare(text: string, expectedBytes: number): Buffer {
  * Checks `pgp_keys` against the number of shares and returns their fingerprints, in order;
  * reading them validates every key before any secret exists.
  */
-export async function pgpFingerprints(pgpKeys: string[] | undefined, shares: number): Promise<string[] | undefined> {
+export async function pgpFingerprints(pgpKeys: string[] | undefined, shares: number, kind: 'secret' | 'recovery' = 'secret'): Promise<string[] | undefined> {
   if (!pgpKeys) return undefined;
+  const field = kind === 'secret' ? 'pgp_keys' : 'recovery_pgp_keys';
   if (pgpKeys.length !== shares) {
-    throw ServiceError.badRequest(`pgp_keys must have one entry per share: got ${pgpKeys.length}, secret_shares is ${shares}`);
+    throw ServiceError.badRequest(`${field} must have one entry per share: got ${pgpKeys.length}, ${kind}_shares is ${shares}`);
   }
-  return Promise.all(pgpKeys.map((key, i) => fingerprint(key, `pgp_keys[${i}]`)));
+  return Promise.all(pgpKeys.map((key, i) => fingerprint(key, `${field}[${i}]`)));
 }

@@ -83,3 +83,28 @@ export async function eventually(check: () => Promise<boolean>, timeoutMs = 10_0
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
+
+/** A test's way of sending one request: method, path under /v1/, body, token. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type ApiCall = (method: string, where: string, body?: unknown, token?: string) => Promise<ApiResponse<Record<string, any>>>;
+
+/**
+ * Asserting forms of `call`: `ok` expects 200 (204 for an empty answer) and returns the body;
+ * `refused` expects `status` and an error matching `problem`. The path is in each assertion so a
+ * failure says which call it was.
+ */
+export function assertingCalls(call: ApiCall) {
+  return {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    ok: async (method: string, where: string, body?: unknown, token?: string): Promise<Record<string, any>> => {
+      const res = await call(method, where, body, token);
+      expect([where, res.status, res.text]).toEqual([where, res.status === 204 ? 204 : 200, expect.any(String)]);
+      return res.body ?? {};
+    },
+    refused: async (method: string, where: string, body: unknown, status: number, problem: RegExp): Promise<void> => {
+      const res = await call(method, where, body);
+      expect([where, res.status]).toEqual([where, status]);
+      expect((res.body.errors as string[]).join('; ')).toMatch(problem);
+    },
+  };
+}

@@ -14,7 +14,7 @@ const SHARE_FIELDS: FieldMap = {
  */
 export function rekeyPaths(core: Core): PathDeclaration[] {
   return [
-    ...rekeyDeclarations('rekey', ['rekey/backup'], 'unseal', () => core.unsealRekey),
+    ...rekeyDeclarations('rekey', ['rekey/backup'], 'unseal', () => core.unsealRekey()),
     ...rekeyDeclarations('rekey-recovery-key', ['rekey/recovery-key-backup', 'rekey-recovery-key/backup'], 'recovery', () => core.recoveryRekey()),
   ];
 }

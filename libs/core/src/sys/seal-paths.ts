@@ -16,11 +16,14 @@ export function sealPaths(core: Core): PathDeclaration[] {
       synopsis: 'Initializes a new service: creates the unseal key shares and the root token.',
       description: 'Only possible once. With `pgp_keys`, each share is returned encrypted to the matching PGP key.',
       fields: {
-        secret_shares: { type: 'int', required: true, description: 'Number of key shares to split the unseal key into.' },
-        secret_threshold: { type: 'int', required: true, description: 'Number of shares required to unseal.' },
+        secret_shares: { type: 'int', description: 'Shamir seal (required there): number of key shares to split the unseal key into.' },
+        secret_threshold: { type: 'int', description: 'Shamir seal (required there): number of shares required to unseal.' },
         pgp_keys: { type: 'comma-string-list', description: 'Base64 PGP public keys, one per share, to encrypt the shares with.' },
+        recovery_shares: { type: 'int', description: 'Auto-unseal seal (required there): number of recovery key shares.' },
+        recovery_threshold: { type: 'int', description: 'Auto-unseal seal (required there): number of recovery shares that authorize an operation.' },
+        recovery_pgp_keys: { type: 'comma-string-list', description: 'Base64 PGP public keys, one per recovery share, to encrypt the recovery shares with.' },
         root_token_pgp_key: { type: 'string', description: 'Base64 PGP public key to encrypt the root token with.' },
-        stored_shares: { type: 'int', description: 'Must be 0 or absent: shares cannot be stored by a Shamir seal.' },
+        stored_shares: { type: 'int', description: 'The Shamir seal stores no shares (0 or absent); an auto-unseal seal stores the root key itself (1 or absent).' },
       },
       operations: {
         read: { summary: 'Whether the service is initialized.', unauthenticated: true, handler: async () => ({ raw: { initialized: core.state !== 'uninitialized' } }) },
@@ -28,11 +31,16 @@ export function sealPaths(core: Core): PathDeclaration[] {
           summary: 'Initialize the service.',
           unauthenticated: true,
           handler: async (_req, f) => {
-            if ((f.get<number>('stored_shares') ?? 0) > 0) throw ServiceError.badRequest('stored_shares is not supported by the shamir seal');
+            const storedShares = f.get<number>('stored_shares');
+            if (!core.seal.recoverySeal && (storedShares ?? 0) > 0) throw ServiceError.badRequest('stored_shares is not supported by the shamir seal');
+            if (core.seal.recoverySeal && storedShares !== undefined && storedShares !== 1) throw ServiceError.badRequest('stored_shares must be 1 with an auto-unseal seal');
             const result = await core.initialize({
               secret_shares: f.get('secret_shares'),
               secret_threshold: f.get('secret_threshold'),
               pgp_keys: f.has('pgp_keys') ? f.get('pgp_keys') : undefined,
+              recovery_shares: f.get('recovery_shares'),
+              recovery_threshold: f.get('recovery_threshold'),
+              recovery_pgp_keys: f.has('recovery_pgp_keys') ? f.get('recovery_pgp_keys') : undefined,
               root_token_pgp_key: f.get<string>('root_token_pgp_key') || undefined,
             });
             return { raw: result };
