@@ -46,16 +46,23 @@ export interface SealStatus {
   storage_type?: string;
 }
 
+/** Unseal key settings for a Shamir seal, or recovery key settings for an auto-unseal seal. */
 export interface InitRequest {
-  secret_shares: number;
-  secret_threshold: number;
+  secret_shares?: number;
+  secret_threshold?: number;
   pgp_keys?: string[];
+  recovery_shares?: number;
+  recovery_threshold?: number;
+  recovery_pgp_keys?: string[];
   root_token_pgp_key?: string;
 }
 
 export interface InitResponse {
   keys: string[];
   keys_base64: string[];
+  /** Auto-unseal seals: the recovery keys (no unseal keys). */
+  recovery_keys?: string[];
+  recovery_keys_base64?: string[];
   root_token: string;
 }
 

@@ -218,6 +218,28 @@ describe('svc operator init', () => {
     expect(api.requests).toHaveLength(0);
   });
 
+  it('sends recovery key settings for an auto-unseal seal and prints the recovery keys', async () => {
+    reply(() => ({ status: 200, body: { keys: [], keys_base64: [], recovery_keys: ['aa', 'bb'], recovery_keys_base64: ['qg==', 'uw=='], root_token: 's.root' } }));
+    const result = await svc(['operator', 'init', '-recovery-shares=2', '-recovery-threshold=2']);
+    expect(sentJson()).toEqual({ recovery_shares: 2, recovery_threshold: 2 });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('Recovery Key 1: qg==\nRecovery Key 2: uw==\n\nInitial Root Token: s.root\n');
+    expect(result.stdout).toContain('initialized with 2 recovery keys and a recovery key threshold of 2');
+    reply(() => ({ status: 200, body: { keys: [], keys_base64: [], recovery_keys: ['aa'], recovery_keys_base64: ['qg=='], root_token: 's.root' } }));
+    const json = await svc(['operator', 'init', '-recovery-shares=1', '-recovery-threshold=1', '-format=json']);
+    expect(JSON.parse(json.stdout)).toEqual({ recovery_keys_b64: ['qg=='], recovery_keys_hex: ['aa'], recovery_keys_shares: 1, recovery_keys_threshold: 1, root_token: 's.root' });
+  });
+
+  it('refuses unseal key and recovery key flags together, and a recovery PGP key count that differs, before calling the API', async () => {
+    const mixed = await svc(['operator', 'init', '-key-shares=3', '-recovery-shares=3']);
+    expect(mixed.code).toBe(1);
+    expect(mixed.stderr).toContain('not both');
+    const pgp = await svc(['operator', 'init', '-recovery-shares=2', '-recovery-pgp-keys=a.asc']);
+    expect(pgp.code).toBe(1);
+    expect(pgp.stderr).toContain('Error: -recovery-pgp-keys has 1 keys but -recovery-shares is 2');
+    expect(api.requests).toHaveLength(0);
+  });
+
   it('shows the API errors and exits 2', async () => {
     reply(() => ({ status: 400, body: { errors: ['service is already initialized'] } }));
     const result = await svc(['operator', 'init']);
