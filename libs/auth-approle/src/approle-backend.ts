@@ -3,7 +3,7 @@ import type { BackendFactory } from '@svc/engine-host';
 import {
   addressAllowed,
   Backend,
-  listResponse,
+  listPath, listResponse,
   renewedAuth,
   tokenAuth,
   validateCidrs,
@@ -69,11 +69,7 @@ export function approleDeclaration(storage: StorageView): BackendDeclaration {
   const existingRole = (f: FieldData) => stores.roles.require(roleName(f));
 
   const rolePaths: PathDeclaration[] = [
-    {
-      pattern: 'role/',
-      synopsis: 'Lists the roles.',
-      operations: { list: { summary: 'List the roles.', handler: async () => listResponse(await stores.roles.names()) } },
-    },
+    listPath({ pattern: 'role/', synopsis: 'Lists the roles.', summary: 'List the roles.', names: () => stores.roles.names() }),
     {
       pattern: 'role/:role_name',
       synopsis: 'Creates, reads, updates or deletes a role.',

@@ -3,7 +3,7 @@ import {
   addressAllowed,
   Backend,
   DEFAULT_TOKEN_SETTINGS,
-  listResponse,
+  listPath,
   readTokenSettings,
   renewedAuth,
   TOKEN_FIELDS,
@@ -82,11 +82,7 @@ export function userpassDeclaration(mount: MountInfo, context: EngineContext): B
     type: 'userpass',
     help: HELP,
     paths: [
-      {
-        pattern: 'users/',
-        synopsis: 'Lists the users.',
-        operations: { list: { summary: 'List the users.', handler: async () => listResponse((await context.storage.list(USERS)).filter((key: string) => !key.endsWith('/'))) } },
-      },
+      listPath({ pattern: 'users/', synopsis: 'Lists the users.', summary: 'List the users.', names: async () => (await context.storage.list(USERS)).filter((key) => !key.endsWith('/')) }),
       {
         pattern: 'users/:username',
         synopsis: 'Creates, reads, updates or deletes a user.',

@@ -1,6 +1,19 @@
-import type { Response } from './types';
+import type { OperationDeclaration, PathDeclaration, Response } from './types';
 
 /** The response of a LIST: `data.keys`, plus `data.key_info` when details are given. */
 export function listResponse(keys: string[], keyInfo?: Record<string, unknown>): Response {
   return { data: keyInfo === undefined ? { keys } : { keys, key_info: keyInfo } };
+}
+
+export interface ListPathOptions extends Pick<OperationDeclaration, 'summary' | 'sudo'> {
+  /** The collection's directory, ending in `/`. */
+  pattern: string;
+  synopsis: string;
+  /** The names the LIST answers. */
+  names: () => Promise<string[]>;
+}
+
+/** The declaration of a collection's LIST path, which answers the names it is given. */
+export function listPath({ pattern, synopsis, summary, sudo, names }: ListPathOptions): PathDeclaration {
+  return { pattern, synopsis, operations: { list: { summary, sudo, handler: async () => listResponse(await names()) } } };
 }

@@ -8,6 +8,10 @@ export class RecordStore<T> {
     return storage.getJSON<T>(this.prefix + name);
   }
 
+  async has(storage: StorageView, name: string): Promise<boolean> {
+    return (await this.get(storage, name)) !== null;
+  }
+
   put(storage: StorageView, name: string, record: T): Promise<void> {
     return storage.putJSON(this.prefix + name, record);
   }

@@ -1,4 +1,4 @@
-import { Backend, listResponse, type FieldData, type FieldMap, type PathDeclaration, type Request, type Response } from '@svc/framework';
+import { Backend, listPath, type FieldData, type FieldMap, type PathDeclaration, type Request, type Response } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import type { Core } from '../core';
 import { TokenManager, type NewToken } from './token-manager';
@@ -258,11 +258,7 @@ export function createTokenBackend(core: Core): Backend {
   ];
 
   const rolePaths: PathDeclaration[] = [
-    {
-      pattern: 'roles/',
-      synopsis: 'Lists token roles.',
-      operations: { list: { summary: 'List token roles.', handler: async () => listResponse(await tokens.store.roles()) } },
-    },
+    listPath({ pattern: 'roles/', synopsis: 'Lists token roles.', summary: 'List token roles.', names: () => tokens.store.roles() }),
     {
       pattern: 'roles/:role_name',
       synopsis: 'Manages a token role.',
@@ -327,11 +323,7 @@ export function createTokenBackend(core: Core): Backend {
   }
 
   const adminPaths: PathDeclaration[] = [
-    {
-      pattern: 'accessors/',
-      synopsis: 'Lists the accessors of every token.',
-      operations: { list: { summary: 'List token accessors.', sudo: true, handler: async () => listResponse(await tokens.store.allAccessors()) } },
-    },
+    listPath({ pattern: 'accessors/', synopsis: 'Lists the accessors of every token.', summary: 'List token accessors.', sudo: true, names: () => tokens.store.allAccessors() }),
     {
       pattern: 'tidy',
       synopsis: 'Removes dangling token index entries.',

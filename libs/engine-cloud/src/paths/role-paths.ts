@@ -1,5 +1,5 @@
 /** roles/:name: what credentials a role issues, with which policies. */
-import { listResponse, type FieldData, type FieldMap, type PathDeclaration, type Request } from '@svc/framework';
+import { listPath, type FieldData, type FieldMap, type PathDeclaration, type Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import type { StorageView } from '@svc/storage';
 import type { CloudEngine } from '../engine';
@@ -149,16 +149,12 @@ export function rolePaths(engine: CloudEngine): PathDeclaration[] {
     return undefined;
   };
   return [
-    {
-      pattern: 'roles/',
-      synopsis: 'Lists the roles.',
-      operations: { list: { summary: 'List the roles.', handler: async () => listResponse(await ROLES.list(engine.storage)) } },
-    },
+    listPath({ pattern: 'roles/', synopsis: 'Lists the roles.', summary: 'List the roles.', names: () => ROLES.list(engine.storage) }),
     {
       pattern: 'roles/:name',
       synopsis: 'Manages roles: which credentials they issue, with which policies.',
       fields: ROLE_FIELDS,
-      existenceCheck: async (_req, fields) => (await ROLES.get(engine.storage, fields.params.name)) !== null,
+      existenceCheck: (_req, fields) => ROLES.has(engine.storage, fields.params.name),
       operations: {
         read: {
           summary: 'Read a role.',

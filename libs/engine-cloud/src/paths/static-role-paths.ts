@@ -4,7 +4,7 @@
  * creates one; it runs when the role is created and whenever `rotation_period` has passed (the
  * core's periodic call, under the role's lock so one replica rotates each due time).
  */
-import { listResponse, type FieldData, type FieldMap, type PathDeclaration } from '@svc/framework';
+import { listPath, type FieldData, type FieldMap, type PathDeclaration } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import type { StorageView } from '@svc/storage';
 import type { CloudEngine } from '../engine';
@@ -92,16 +92,12 @@ export async function rotateDueStaticRoles(engine: CloudEngine, storage: Storage
 
 export function staticRolePaths(engine: CloudEngine): PathDeclaration[] {
   return [
-    {
-      pattern: 'static-roles/',
-      synopsis: 'Lists the static roles.',
-      operations: { list: { summary: 'List the static roles.', handler: async () => listResponse(await STATIC_ROLES.list(engine.storage)) } },
-    },
+    listPath({ pattern: 'static-roles/', synopsis: 'Lists the static roles.', summary: 'List the static roles.', names: () => STATIC_ROLES.list(engine.storage) }),
     {
       pattern: 'static-roles/:name',
       synopsis: 'Manages static roles: existing IAM users whose access key the engine rotates.',
       fields: STATIC_ROLE_FIELDS,
-      existenceCheck: async (_req, fields) => (await STATIC_ROLES.get(engine.storage, fields.params.name)) !== null,
+      existenceCheck: (_req, fields) => STATIC_ROLES.has(engine.storage, fields.params.name),
       operations: {
         read: {
           summary: 'Read a static role.',

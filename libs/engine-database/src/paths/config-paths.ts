@@ -1,5 +1,5 @@
 /** config/:name, reset/:name and rotate-root/:name: the database connections. */
-import { listResponse, type FieldData, type FieldMap, type PathDeclaration, type Request } from '@svc/framework';
+import { listPath, type FieldData, type FieldMap, type PathDeclaration, type Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import { openPlugin } from '../connections';
 import { merged, statements, type DatabaseEngine } from '../engine';
@@ -111,17 +111,13 @@ export function configPaths(engine: DatabaseEngine): PathDeclaration[] {
   };
 
   return [
-    {
-      pattern: 'config/',
-      synopsis: 'Lists the database connections.',
-      operations: { list: { summary: 'List the connections.', handler: async () => listResponse(await CONNECTIONS.list(engine.storage)) } },
-    },
+    listPath({ pattern: 'config/', synopsis: 'Lists the database connections.', summary: 'List the connections.', names: () => CONNECTIONS.list(engine.storage) }),
     {
       pattern: 'config/:name',
       synopsis: 'Configures a connection to a database.',
       description: 'The root credentials given here create, update and delete the managed users. The password is never returned.',
       fields: CONNECTION_FIELDS,
-      existenceCheck: async (_req, fields) => (await CONNECTIONS.get(engine.storage, fields.params.name)) !== null,
+      existenceCheck: (_req, fields) => CONNECTIONS.has(engine.storage, fields.params.name),
       operations: {
         read: {
           summary: 'Read a connection (without its password).',

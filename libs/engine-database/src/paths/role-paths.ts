@@ -1,5 +1,5 @@
 /** roles/:name and creds/:name: dynamic roles and the short-lived users they create. */
-import { listResponse, type FieldData, type FieldMap, type PathDeclaration, type Request, type SecretType } from '@svc/framework';
+import { listPath, type FieldData, type FieldMap, type PathDeclaration, type Request, type SecretType } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import { checkRoleAllowed } from '../connections';
 import { issueCredential } from '../credentials';
@@ -56,16 +56,12 @@ export function rolePaths(engine: DatabaseEngine): PathDeclaration[] {
   };
 
   return [
-    {
-      pattern: 'roles/',
-      synopsis: 'Lists the dynamic roles.',
-      operations: { list: { summary: 'List the roles.', handler: async () => listResponse(await ROLES.list(engine.storage)) } },
-    },
+    listPath({ pattern: 'roles/', synopsis: 'Lists the dynamic roles.', summary: 'List the roles.', names: () => ROLES.list(engine.storage) }),
     {
       pattern: 'roles/:name',
       synopsis: 'Manages roles that create short-lived database users.',
       fields: ROLE_FIELDS,
-      existenceCheck: async (_req, fields) => (await ROLES.get(engine.storage, fields.params.name)) !== null,
+      existenceCheck: (_req, fields) => ROLES.has(engine.storage, fields.params.name),
       operations: {
         read: {
           summary: 'Read a role.',

@@ -1,5 +1,5 @@
 /** static-roles/:name, static-creds/:name and rotate-role/:name: existing users whose passwords the engine rotates. */
-import { listResponse, type FieldData, type FieldMap, type PathDeclaration, type Request } from '@svc/framework';
+import { listPath, type FieldData, type FieldMap, type PathDeclaration, type Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import { checkRoleAllowed } from '../connections';
 import { merged, statements, type DatabaseEngine } from '../engine';
@@ -106,17 +106,13 @@ async function requireStaticRole(engine: DatabaseEngine, name: string): Promise<
 export function staticRolePaths(engine: DatabaseEngine): PathDeclaration[] {
   const write = (_req: Request, fields: FieldData) => writeStaticRole(engine, fields);
   return [
-    {
-      pattern: 'static-roles/',
-      synopsis: 'Lists the static roles.',
-      operations: { list: { summary: 'List the static roles.', handler: async () => listResponse(await STATIC_ROLES.list(engine.storage)) } },
-    },
+    listPath({ pattern: 'static-roles/', synopsis: 'Lists the static roles.', summary: 'List the static roles.', names: () => STATIC_ROLES.list(engine.storage) }),
     {
       pattern: 'static-roles/:name',
       synopsis: 'Manages static roles: one existing database user whose password the engine rotates.',
       description: 'The password is rotated when the role is created. Deleting the role leaves the database user in place.',
       fields: STATIC_ROLE_FIELDS,
-      existenceCheck: async (_req, fields) => (await STATIC_ROLES.get(engine.storage, fields.params.name)) !== null,
+      existenceCheck: (_req, fields) => STATIC_ROLES.has(engine.storage, fields.params.name),
       operations: {
         read: {
           summary: 'Read a static role.',

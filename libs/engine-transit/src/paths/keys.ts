@@ -1,4 +1,4 @@
-import { listResponse, type FieldData, type FieldMap, type PathDeclaration, type Request } from '@svc/framework';
+import { listPath, type FieldData, type FieldMap, type PathDeclaration, type Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import { describeKey } from '../describe-key';
 import { DEFAULT_KEY_TYPE, KEY_TYPE_NAMES } from '../key-types';
@@ -72,11 +72,7 @@ export function keyPaths({ keys, storage }: TransitServices): PathDeclaration[] 
   };
 
   return [
-    {
-      pattern: 'keys/',
-      synopsis: 'Lists the named keys.',
-      operations: { list: { summary: 'List key names.', handler: async () => listResponse(await keys.list(storage)) } },
-    },
+    listPath({ pattern: 'keys/', synopsis: 'Lists the named keys.', summary: 'List key names.', names: () => keys.list(storage) }),
     {
       pattern: 'keys/:name',
       synopsis: 'Creates, reads or deletes a named key.',
