@@ -113,6 +113,10 @@ export function Form(props: { label: string; onSubmit: (values: Record<string, s
   );
 }
 
+/**
+ * Form fields are uncontrolled: `value` is what they start with (a re-render, say when a list
+ * loads, never overwrites what the user typed); the form reads them when submitted.
+ */
 interface FieldProps {
   label: string;
   name: string;
@@ -126,9 +130,9 @@ export function Field(props: FieldProps) {
   return (
     <label>
       <span>{props.label}</span>
-      {props.type === 'password' && <input name={props.name} type="password" value={props.value} required={props.required} autoComplete="off" />}
-      {props.type === 'number' && <input name={props.name} type="number" value={props.value} required={props.required} />}
-      {(props.type ?? 'text') === 'text' && <input name={props.name} type="text" value={props.value} required={props.required} placeholder={props.placeholder} autoComplete="off" />}
+      {props.type === 'password' && <input name={props.name} type="password" defaultValue={props.value} required={props.required} autoComplete="off" />}
+      {props.type === 'number' && <input name={props.name} type="number" defaultValue={props.value} required={props.required} />}
+      {(props.type ?? 'text') === 'text' && <input name={props.name} type="text" defaultValue={props.value} required={props.required} placeholder={props.placeholder} autoComplete="off" />}
     </label>
   );
 }
@@ -137,16 +141,16 @@ export function TextArea(props: FieldProps & { rows?: number }) {
   return (
     <label>
       <span>{props.label}</span>
-      <textarea name={props.name} rows={props.rows ?? 6} value={props.value} required={props.required} placeholder={props.placeholder} spellcheck={false} />
+      <textarea name={props.name} rows={props.rows ?? 6} defaultValue={props.value} required={props.required} placeholder={props.placeholder} spellcheck={false} />
     </label>
   );
 }
 
-export function Select(props: { label: string; name: string; options: string[]; value?: string }) {
+export function Select(props: { label: string; name: string; options: string[] }) {
   return (
     <label>
       <span>{props.label}</span>
-      <select name={props.name} value={props.value}>
+      <select name={props.name}>
         {props.options.map((option) => (
           <option value={option}>{option}</option>
         ))}
@@ -158,7 +162,7 @@ export function Select(props: { label: string; name: string; options: string[]; 
 export function Checkbox(props: { label: string; name: string; checked?: boolean }) {
   return (
     <label class="check">
-      <input type="checkbox" name={props.name} value="true" checked={props.checked} />
+      <input type="checkbox" name={props.name} value="true" defaultChecked={props.checked} />
       <span>{props.label}</span>
     </label>
   );
@@ -196,4 +200,29 @@ export function commaList(text: string | undefined): string[] {
     .split(',')
     .map((item) => item.trim())
     .filter(Boolean);
+}
+
+/** A button on each item of an ItemList; `label` names it for the item ("Delete role app"). */
+export interface ItemAction {
+  text: string;
+  label: (item: string) => string;
+  run: (item: string) => void;
+}
+
+/** A labelled list of names, each a link (`link`) or plain text, with buttons acting on it. */
+export function ItemList(props: { label: string; items?: string[]; link?: (item: string) => string; actions?: ItemAction[] }) {
+  return (
+    <ul aria-label={props.label}>
+      {(props.items ?? []).map((item) => (
+        <li>
+          {props.link ? <Link to={props.link(item)}>{item}</Link> : item}
+          {(props.actions ?? []).map((action) => (
+            <button type="button" class="inline" onClick={() => action.run(item)} aria-label={action.label(item)}>
+              {action.text}
+            </button>
+          ))}
+        </li>
+      ))}
+    </ul>
+  );
 }

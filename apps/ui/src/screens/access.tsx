@@ -1,5 +1,5 @@
 import { call, listKeys, type Session } from '../api';
-import { commaList, ErrorMessage, Field, Form, JsonView, Section, Select, useAction, useLoad } from '../components';
+import { commaList, ErrorMessage, Field, Form, ItemList, JsonView, Section, Select, useAction, useLoad } from '../components';
 import { visibleMounts } from './secrets';
 
 /** Auth methods: those the token can see, and a form to enable one. */
@@ -13,11 +13,7 @@ export function AuthMethodsScreen({ session }: { session: Session }) {
     <>
       <Section title="Auth methods">
         <ErrorMessage error={methods.error} />
-        <ul aria-label="Auth methods">
-          {(methods.value ?? []).map(([path, mount]) => (
-            <li>{`${path} (${mount.type})`}</li>
-          ))}
-        </ul>
+        <ItemList label="Auth methods" items={methods.value?.map(([path, mount]) => `${path} (${mount.type})`)} />
       </Section>
       <Section title="Enable an auth method">
         <Form label="Enable an auth method" submit="Enable method" onSubmit={(v) => void enable.run(v)} busy={enable.busy} error={enable.error}>
@@ -114,16 +110,7 @@ export function NamespacesScreen({ session }: { session: Session }) {
   return (
     <Section title="Namespaces">
       <ErrorMessage error={children.error ?? remove.error} />
-      <ul aria-label="Namespaces">
-        {(children.value ?? []).map((name) => (
-          <li>
-            {name}{' '}
-            <button type="button" onClick={() => void remove.run(name)} aria-label={`Delete namespace ${name}`}>
-              Delete
-            </button>
-          </li>
-        ))}
-      </ul>
+      <ItemList label="Namespaces" items={children.value} actions={[{ text: 'Delete', label: (name) => `Delete namespace ${name}`, run: (name) => void remove.run(name) }]} />
       <Form label="Create a namespace" submit="Create namespace" onSubmit={(v) => void create.run(v)} busy={create.busy} error={create.error}>
         <Field label="Namespace name" name="name" required />
       </Form>

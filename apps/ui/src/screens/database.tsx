@@ -1,5 +1,5 @@
 import { call, listKeys, type Session } from '../api';
-import { commaList, ErrorMessage, Field, Form, JsonView, lines, Section, Select, TextArea, useAction, useLoad } from '../components';
+import { commaList, ErrorMessage, Field, Form, ItemList, JsonView, lines, Section, Select, TextArea, useAction, useLoad } from '../components';
 
 const PLUGINS = ['postgresql-database-plugin', 'mysql-database-plugin', 'redis-database-plugin'];
 
@@ -37,19 +37,14 @@ export function DatabaseScreen({ session, mount }: { session: Session; mount: st
     <>
       <Section title={`${mount} connections`}>
         <ErrorMessage error={connections.error} />
-        <ul aria-label="Connections">
-          {(connections.value ?? []).map((name) => (
-            <li>
-              {name}{' '}
-              <button type="button" onClick={() => void inspect.run('config', name)} aria-label={`Read connection ${name}`}>
-                Read
-              </button>
-              <button type="button" onClick={() => void remove.run('config', name)} aria-label={`Delete connection ${name}`}>
-                Delete
-              </button>
-            </li>
-          ))}
-        </ul>
+        <ItemList
+          label="Connections"
+          items={connections.value}
+          actions={[
+            { text: 'Read', label: (name) => `Read connection ${name}`, run: (name) => void inspect.run('config', name) },
+            { text: 'Delete', label: (name) => `Delete connection ${name}`, run: (name) => void remove.run('config', name) },
+          ]}
+        />
         <Form label="Write a connection" submit="Save connection" onSubmit={(v) => void writeConnection.run(v)} busy={writeConnection.busy} error={writeConnection.error}>
           <Field label="Connection name" name="name" required />
           <Select label="Plugin" name="plugin_name" options={PLUGINS} />
@@ -61,22 +56,15 @@ export function DatabaseScreen({ session, mount }: { session: Session; mount: st
       </Section>
       <Section title={`${mount} roles`}>
         <ErrorMessage error={roles.error} />
-        <ul aria-label="Roles">
-          {(roles.value ?? []).map((name) => (
-            <li>
-              {name}{' '}
-              <button type="button" onClick={() => void inspect.run('roles', name)} aria-label={`Read role ${name}`}>
-                Read
-              </button>
-              <button type="button" onClick={() => void inspect.run('creds', name)} aria-label={`Generate credentials for ${name}`}>
-                Generate credentials
-              </button>
-              <button type="button" onClick={() => void remove.run('roles', name)} aria-label={`Delete role ${name}`}>
-                Delete
-              </button>
-            </li>
-          ))}
-        </ul>
+        <ItemList
+          label="Roles"
+          items={roles.value}
+          actions={[
+            { text: 'Read', label: (name) => `Read role ${name}`, run: (name) => void inspect.run('roles', name) },
+            { text: 'Generate credentials', label: (name) => `Generate credentials for ${name}`, run: (name) => void inspect.run('creds', name) },
+            { text: 'Delete', label: (name) => `Delete role ${name}`, run: (name) => void remove.run('roles', name) },
+          ]}
+        />
         <Form label="Write a role" submit="Save role" onSubmit={(v) => void writeRole.run(v)} busy={writeRole.busy} error={writeRole.error}>
           <Field label="Role name" name="name" required />
           <Field label="Connection" name="db_name" required />

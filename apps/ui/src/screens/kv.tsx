@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { call, listKeys, type Session } from '../api';
-import { ErrorMessage, Field, Form, JsonView, Link, navigate, Section, TextArea, useAction, useLoad } from '../components';
+import { ErrorMessage, Field, Form, ItemList, JsonView, Link, navigate, Section, TextArea, useAction, useLoad } from '../components';
 
 interface Props {
   session: Session;
@@ -46,13 +46,7 @@ function KvDirectory({ session, mount, rest }: Props) {
         </nav>
         <ErrorMessage error={keys.error} />
         {keys.value?.length === 0 && <p>No secrets here yet.</p>}
-        <ul aria-label="Secrets">
-          {(keys.value ?? []).map((key) => (
-            <li>
-              <Link to={`secrets/${mount}${rest}${key}`}>{key}</Link>
-            </li>
-          ))}
-        </ul>
+        <ItemList label="Secrets" items={keys.value} link={(key) => `secrets/${mount}${rest}${key}`} />
       </Section>
       <Section title="Create a secret">
         <Form label="Create a secret" submit="Save secret" onSubmit={(v) => void create.run(v)} busy={create.busy} error={create.error}>
@@ -164,7 +158,7 @@ function KvSecret({ session, mount, rest }: Props) {
           <Form label="Metadata" submit="Save metadata" onSubmit={(v) => void saveMetadata.run(v)} busy={saveMetadata.busy} error={saveMetadata.error}>
             <Field label="Maximum versions (0: the mount's setting)" name="max_versions" type="number" value={String(meta.max_versions)} />
             <label class="check">
-              <input type="checkbox" name="cas_required" value="true" checked={meta.cas_required} />
+              <input type="checkbox" name="cas_required" value="true" defaultChecked={meta.cas_required} />
               <span>Require check-and-set</span>
             </label>
             <Field label="Delete versions after (duration, 0s: never)" name="delete_version_after" value={meta.delete_version_after} />

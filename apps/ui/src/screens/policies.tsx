@@ -1,5 +1,5 @@
 import { call, listKeys, type Session } from '../api';
-import { commaList, ErrorMessage, Field, Form, JsonView, Link, navigate, Section, TextArea, useAction, useLoad } from '../components';
+import { commaList, ErrorMessage, Field, Form, ItemList, JsonView, Link, navigate, Section, TextArea, useAction, useLoad } from '../components';
 
 /** ACL policies: list, create, and the capabilities check of the current token. */
 export function PoliciesScreen({ session }: { session: Session }) {
@@ -17,13 +17,7 @@ export function PoliciesScreen({ session }: { session: Session }) {
     <>
       <Section title="ACL policies">
         <ErrorMessage error={policies.error} />
-        <ul aria-label="Policies">
-          {(policies.value ?? []).map((name) => (
-            <li>
-              <Link to={`policies/${name}`}>{name}</Link>
-            </li>
-          ))}
-        </ul>
+        <ItemList label="Policies" items={policies.value} link={(name) => `policies/${name}`} />
       </Section>
       <Section title="Create a policy">
         <Form label="Create a policy" submit="Create policy" onSubmit={(v) => void create.run(v)} busy={create.busy} error={create.error}>

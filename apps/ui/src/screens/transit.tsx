@@ -1,5 +1,5 @@
 import { call, listKeys, type Session } from '../api';
-import { Checkbox, ErrorMessage, Field, Form, JsonView, Link, navigate, Section, Select, TextArea, useAction, useLoad } from '../components';
+import { Checkbox, ErrorMessage, Field, Form, ItemList, JsonView, Link, navigate, Section, Select, TextArea, useAction, useLoad } from '../components';
 
 const KEY_TYPES = ['aes256-gcm96', 'aes128-gcm96', 'chacha20-poly1305', 'ed25519', 'ecdsa-p256', 'ecdsa-p384', 'ecdsa-p521', 'rsa-2048', 'rsa-3072', 'rsa-4096', 'hmac'];
 const EXPORT_TYPES = ['encryption-key', 'signing-key', 'hmac-key', 'public-key'];
@@ -29,13 +29,7 @@ function TransitKeys({ session, mount }: { session: Session; mount: string }) {
     <>
       <Section title={`${mount} keys`}>
         <ErrorMessage error={keys.error} />
-        <ul aria-label="Keys">
-          {(keys.value ?? []).map((key) => (
-            <li>
-              <Link to={`secrets/${mount}keys/${key}`}>{key}</Link>
-            </li>
-          ))}
-        </ul>
+        <ItemList label="Keys" items={keys.value} link={(key) => `secrets/${mount}keys/${key}`} />
       </Section>
       <Section title="Create a key">
         <Form label="Create a key" submit="Create key" onSubmit={(v) => void create.run(v)} busy={create.busy} error={create.error}>
