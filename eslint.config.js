@@ -26,19 +26,32 @@ function moduleBoundaries(withTests) {
   ];
 }
 
+const UI_FILES = 'apps/ui/src/**/*.{ts,tsx}';
+
 /** Test code: unit specs, test-only helpers of a lib (src/testing/), libs/testing, e2e tests and the bench. */
 const TEST_FILES = ['**/*.spec.ts', '**/testing/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts'];
 
 module.exports = tseslint.config(
   { ignores: ['**/dist/**', 'dist-bench/**', '**/node_modules/**', 'coverage/**', '.nx/**', 'bench/**/*.js', 'bin/**'] },
-  ...tseslint.configs.recommended.map((config) => ({ ...config, files: ['**/*.ts'] })),
+  ...tseslint.configs.recommended.map((config) => ({ ...config, files: ['**/*.ts', '**/*.tsx'] })),
   {
     files: ['**/*.ts'],
+    ignores: [UI_FILES],
     plugins: { '@nx': nx },
     // Type information for the promise rules: one program over tsconfig.json, which includes every TS file.
     languageOptions: { parserOptions: { project: './tsconfig.json', tsconfigRootDir: __dirname } },
     rules: {
       '@nx/enforce-module-boundaries': moduleBoundaries(false),
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+    },
+  },
+  {
+    // The web UI is browser code with its own compiler settings (DOM, JSX); it imports no lib.
+    files: [UI_FILES],
+    languageOptions: { parserOptions: { project: './apps/ui/tsconfig.json', tsconfigRootDir: __dirname } },
+    rules: {
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],

@@ -23,7 +23,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('platform, %s', (kind
   let keys: string[];
 
   beforeAll(async () => {
-    topology = await startTopology(kind, { listeners: [CUSTOM_HEADERS_LISTENER], gateways: kind === 'distributed' ? 2 : 1 });
+    topology = await startTopology(kind, { listeners: [CUSTOM_HEADERS_LISTENER], gateways: kind === 'distributed' ? 2 : 1, gatewayConfig: 'ui = true\n' });
     url = topology.urls[0];
   }, 120_000);
 

@@ -197,3 +197,33 @@ describe('the default policy', () => {
     expect(acl.authorize('sys/leases/revoke', 'update').allowed).toBe(false);
   });
 });
+
+describe('Acl: what a token reaches under a prefix (UI listings)', () => {
+  it.each([
+    ['exact path under the mount', grant('kv/data/app', 'read'), 'kv/', true],
+    ['exact path naming the mount itself', grant('kv', 'read'), 'kv/', true],
+    ['prefix glob inside the mount', grant('kv/data/*', 'read'), 'kv/', true],
+    ['prefix glob above the mount', grant('k*', 'list'), 'kv/', true],
+    ['segment wildcard for the mount', grant('+/data/app', 'read'), 'kv/', true],
+    ['segment wildcard further in', grant('kv/+/app', 'read'), 'kv/', true],
+    ['another mount', grant('kv2/data/*', 'read'), 'kv/', false],
+    ['a mount whose name only starts the same', grant('kvx', 'read'), 'kv/', false],
+    ['segment pattern of another mount', grant('other/+/app', 'read'), 'kv/', false],
+    ['a deny rule', grant('kv/*', 'deny'), 'kv/', false],
+  ])('%s', (_case, policy, prefix, expected) => {
+    expect(aclOf(policy).grantsUnder(prefix)).toBe(expected);
+  });
+
+  it('the root ACL reaches everything; its rules are none', () => {
+    expect(Acl.root().grantsUnder('anything/')).toBe(true);
+    expect(Acl.root().rules).toEqual([]);
+  });
+
+  it('lists the merged rules, one per pattern', () => {
+    const acl = aclOf(grant('kv/*', 'read'), grant('kv/*', 'list'), grant('sys/mounts', 'read'));
+    expect(acl.rules.map((rule) => [rule.pattern, sorted(rule.capabilities)])).toEqual([
+      ['kv/*', ['list', 'read']],
+      ['sys/mounts', ['read']],
+    ]);
+  });
+});

@@ -1,5 +1,6 @@
 import type { Capability } from '@svc/framework';
 import { parameterViolation } from './parameters';
+import { compilePattern } from './pattern';
 import { RuleIndex } from './rule-index';
 import type { AclOperation, PathRule, Policy } from './types';
 
@@ -56,6 +57,20 @@ export class Acl {
     return this.index.lookup(path, true)?.capabilities ?? NO_CAPABILITIES;
   }
 
+  /** Every rule of the ACL, one per pattern (merged across policies); none for the root ACL. */
+  get rules(): readonly PathRule[] {
+    return this.index.rules;
+  }
+
+  /**
+   * Whether some rule grants a capability (other than deny) on `prefix` or on a path under it: what
+   * makes a mount or namespace visible to a token in the UI listings, as Vault decides it.
+   */
+  grantsUnder(prefix: string): boolean {
+    if (this.grantsEverything) return true;
+    return this.index.rules.some((rule) => !rule.capabilities.has('deny') && rule.capabilities.size > 0 && reachesUnder(rule.pattern, prefix));
+  }
+
   /** The rule governing `path` for `operation` (its wrapping TTL bounds included), if any. */
   rule(path: string, operation: AclOperation): PathRule | undefined {
     return this.grantsEverything ? undefined : this.index.lookup(path, operation === 'list');
@@ -78,4 +93,22 @@ export class Acl {
     if (violation) return denied(violation);
     return { allowed: true, capabilities: rule.capabilities, rule };
   }
+}
+
+/** Whether a rule's pattern matches `prefix` itself or some path that begins with it. */
+function reachesUnder(patternText: string, prefix: string): boolean {
+  const pattern = compilePattern(patternText);
+  if (pattern.kind === 'exact') return pattern.stem.startsWith(prefix) || `${pattern.stem}/` === prefix;
+  if (pattern.kind === 'prefix') return pattern.stem.startsWith(prefix) || prefix.startsWith(pattern.stem);
+  // Segment patterns: every segment both have must agree ('+' agrees with anything).
+  const wanted = prefix.split('/');
+  const last = wanted.length - 1;
+  for (let i = 0; i < Math.min(pattern.segments.length, wanted.length); i++) {
+    const expected = pattern.segments[i];
+    const actual = wanted[i];
+    if (expected === '+' || actual === '') continue;
+    // The prefix's last segment may be partial ("secret/da" reaches "secret/data").
+    if (i === last ? !expected.startsWith(actual) : expected !== actual) return false;
+  }
+  return pattern.isGlob || pattern.segments.length >= wanted.length - (wanted[last] === '' ? 1 : 0);
 }

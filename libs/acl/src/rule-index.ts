@@ -19,12 +19,15 @@ export class RuleIndex {
   private readonly prefixes = new Map<string, WildcardRule>();
   /** Distinct prefix lengths, longest first. */
   private readonly prefixLengths: number[];
+  /** Every merged rule, for callers that look at the whole ACL (what the UI shows). */
+  readonly rules: readonly PathRule[];
   /** Highest priority first, so the first match is the best segment rule. */
   private readonly segmentRules: WildcardRule[];
 
   constructor(policies: readonly Policy[]) {
     const segmentRules: WildcardRule[] = [];
-    for (const rule of mergeByPattern(policies)) {
+    this.rules = mergeByPattern(policies);
+    for (const rule of this.rules) {
       const pattern = compilePattern(rule.pattern);
       if (pattern.kind === 'exact') this.exact.set(pattern.text, rule);
       else if (pattern.kind === 'prefix') this.prefixes.set(pattern.stem, { pattern, rule });

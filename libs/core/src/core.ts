@@ -541,6 +541,10 @@ export class Core {
     return operation !== 'help' && this.isCoreEngine(mount.type) && this.coreEngines.isUnauthenticated(mount, path, operation);
   }
 
+  isUnauthenticatedSystem(path: string, operation: Operation): boolean {
+    return operation !== 'help' && this.system.operationInfo(path, operation)?.unauthenticated === true;
+  }
+
   /** The request path of this core, given the parts of it each step uses. */
   requestHandler(): RequestHandler {
     return new RequestHandler({

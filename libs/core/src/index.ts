@@ -1,6 +1,7 @@
 export { Core, type CoreOptions, type CoreState, type InitRequest } from './core';
 export type { Route } from './namespaces/namespace';
 export { RequestPipeline, type HttpRequest, type HttpResult, type RequestLine } from './http/pipeline';
+export { UiAssets, DEFAULT_UI_DIRECTORY, UI_CONTENT_SECURITY_POLICY } from './http/ui-assets';
 export { RequestHandler, type RequestHandlerDeps } from './request/request-handler';
 export type { LogicalRequest, LogicalResult } from './request/logical';
 export { startHttpFrontend, type HttpFrontend } from './http/frontend';

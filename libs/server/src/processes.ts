@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { createBus, type Bus } from '@svc/bus';
 import type { ServerConfig } from '@svc/config';
-import { Core, RequestPipeline, createSystemBackend, serviceHealthHandler, startHttpFrontend, type HttpFrontend } from '@svc/core';
+import { Core, DEFAULT_UI_DIRECTORY, RequestPipeline, UiAssets, createSystemBackend, serviceHealthHandler, startHttpFrontend, type HttpFrontend } from '@svc/core';
 import { EngineHost } from '@svc/engine-host';
 import { createLockManager, type LockManager } from '@svc/locks';
 import { KeyringReceiver } from '@svc/seal';
@@ -61,7 +61,8 @@ export async function runGateway(config: ServerConfig, options: GatewayOptions, 
   }
   await core.start();
   await options.beforeListen?.(core);
-  const frontend: HttpFrontend = await startHttpFrontend(new RequestPipeline(core.requestHandler(), logger, logRequest), config.listeners);
+  const ui = config.ui ? new UiAssets(DEFAULT_UI_DIRECTORY) : undefined;
+  const frontend: HttpFrontend = await startHttpFrontend(new RequestPipeline(core.requestHandler(), logger, logRequest, ui), config.listeners);
   const addresses = frontend.listeners.map((l) => l.address);
   logger.info({ addresses, storage: physical.kind, bus: shared.bus.kind, locks: shared.locks.kind }, 'gateway started');
   flush();

@@ -6,6 +6,7 @@ import { envelope, envelopeJson, errorOf, httpStatus, jsonBody, ServiceError, UN
 import { responseEnvelope, type LogicalRequest, type LogicalResult } from '../request/logical';
 import type { RequestHandler } from '../request/request-handler';
 import { describeRequestError } from './request-errors';
+import type { UiAssets } from './ui-assets';
 import { decodePath, header, joinNamespace, operationFor, requestData, tokenFrom, wrapTtlFrom } from './request-parsing';
 
 export interface HttpRequest {
@@ -48,10 +49,6 @@ const UNAUTHED_GENERATE_ROOT = /^sys\/generate-root\/(?:attempt|update)$/;
 
 const NO_QUERY = new URLSearchParams();
 
-const UI_PAGE =
-  '<!doctype html><html><head><meta charset="utf-8"><title>Secrets Service</title></head>' +
-  '<body><h1>Secrets Service</h1><p>The web UI is not built yet. Use the HTTP API under <code>/v1/</code> or the <code>svc</code> CLI.</p></body></html>';
-
 /**
  * The HTTP side of the gateway's request path, independent of the HTTP framework: the listener's
  * checks, then the HTTP request as a logical request for the core's `RequestHandler`, then its
@@ -62,6 +59,8 @@ export class RequestPipeline {
     private readonly handler: RequestHandler,
     private readonly logger: Logger,
     private readonly logRequest: (line: RequestLine) => void,
+    /** The web UI's files; absent when the configuration says `ui = false`. */
+    private readonly ui?: UiAssets,
   ) {}
 
   async handle(req: HttpRequest): Promise<HttpResult> {
@@ -89,9 +88,7 @@ export class RequestPipeline {
     const urlPath = queryStart < 0 ? req.url : req.url.slice(0, queryStart);
     const query = queryStart < 0 ? NO_QUERY : new URLSearchParams(req.url.slice(queryStart + 1));
 
-    if (urlPath === '/' || urlPath === '/ui') return { status: 307, headers: { location: '/ui/' } };
-    if (urlPath.startsWith('/ui/')) return { status: 200, body: UI_PAGE, contentType: 'text/html; charset=utf-8' };
-    if (!urlPath.startsWith('/v1/')) return unknownPath();
+    if (!urlPath.startsWith('/v1/')) return this.uiResult(urlPath);
 
     if (req.requireRequestHeader && header(req, 'x-service-request') !== 'true') {
       throw ServiceError.precondition('missing required header "X-Service-Request: true"');
@@ -99,6 +96,14 @@ export class RequestPipeline {
     const logical = logicalRequest(req, requestId, urlPath, query);
     refuseUnauthedIfDisabled(req, logical.path);
     return httpResult(logical, await this.handler.handle(logical));
+  }
+
+  /** `/` and `/ui` lead to the UI, whose files are under `/ui/`; without the UI, nothing is there. */
+  private uiResult(urlPath: string): HttpResult {
+    if (!this.ui) return unknownPath();
+    if (urlPath === '/' || urlPath === '/ui') return { status: 307, headers: { location: '/ui/' } };
+    if (urlPath.startsWith('/ui/')) return this.ui.serve(urlPath.slice('/ui/'.length) || 'index.html');
+    return unknownPath();
   }
 
   private errorResult(err: unknown, requestId: string): HttpResult {

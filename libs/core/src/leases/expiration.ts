@@ -11,6 +11,8 @@ const BY_TOKEN = 'token/';
 const TICK_MS = 1_000;
 const LOCK_NAME = 'expiration';
 const LOCK_TTL_MS = 10_000;
+/** After a step-down, how long this replica leaves the expiry lock to the others. */
+const STEP_DOWN_MS = 10_000;
 const MAX_RETRY_DELAY_S = 300;
 
 /** Full barrier key prefix of lease entries, for the replicas' cache sync. */
@@ -31,6 +33,8 @@ export class ExpirationManager {
   /** Due times (unix seconds) by storage key, loaded while this replica holds the lock. */
   private due?: Map<string, number>;
   private running = false;
+  /** Until when (ms since epoch) this replica does not seek the expiry lock (sys/step-down). */
+  private standingDownUntil = 0;
 
   constructor(
     private readonly storage: StorageView,
@@ -46,6 +50,16 @@ export class ExpirationManager {
   async stop(): Promise<void> {
     clearInterval(this.timer);
     this.timer = undefined;
+    await this.releaseLock();
+  }
+
+  /** Hands the expiry loop to another replica: the lock is released and not sought for a while. */
+  async stepDown(): Promise<void> {
+    this.standingDownUntil = Date.now() + STEP_DOWN_MS;
+    await this.releaseLock();
+  }
+
+  private async releaseLock(): Promise<void> {
     this.due = undefined;
     await this.lock?.release().catch(() => undefined);
     this.lock = undefined;
@@ -199,6 +213,7 @@ export class ExpirationManager {
 
   /** Takes or keeps the expiry lock; losing it drops the in-memory schedule. */
   private async holdLock(): Promise<boolean> {
+    if (Date.now() < this.standingDownUntil) return false;
     if (this.lock && (await this.lock.renew(LOCK_TTL_MS))) return true;
     this.lock = (await this.locks.tryAcquire(LOCK_NAME, LOCK_TTL_MS)) ?? undefined;
     if (!this.lock) this.due = undefined;

@@ -36,6 +36,8 @@ export interface RequestRouter {
   isCoreEngine(type: string): boolean;
   /** Whether an operation is a login to an auth method of this process (outside the ACL). */
   isLogin(mount: MountInfo, path: string, operation: Operation): boolean;
+  /** Whether a sys/ operation is declared unauthenticated (outside the ACL; a token sent still names the caller). */
+  isUnauthenticatedSystem(path: string, operation: Operation): boolean;
 }
 
 export interface Dispatcher {
@@ -68,6 +70,7 @@ const SEALED_PATHS = new Set([...UNINITIALIZED_PATHS, 'sys/unseal', 'sys/leader'
 
 const NO_HEADERS: RequestHeaders = Object.freeze({});
 const NO_META: Record<string, string> = Object.freeze({}) as Record<string, string>;
+const NO_CAPABILITIES: ReadonlySet<Capability> = new Set();
 
 /** Capability sets belong to policy rules and live as long as them: each is listed once. */
 const capabilityLists = new WeakMap<ReadonlySet<Capability>, Capability[]>();
@@ -87,6 +90,8 @@ interface Context {
   /** Path inside the namespace. */
   path: string;
   token: TokenEntry | null;
+  /** An unauthenticated sys/ operation: the token's policies are not consulted. */
+  outsideAcl?: boolean;
   /** Filled as the answer is made, for the audit log. */
   auditResponse?: AuditResponse;
 }
@@ -125,7 +130,11 @@ export class RequestHandler {
     if (token?.boundCidrs && !addressAllowed(token.boundCidrs, req.remoteAddress)) throw ServiceError.forbidden();
     const ctx: Context = { req: tokenValue === req.token ? req : { ...req, token: undefined }, namespace, path, token };
 
-    if (path === 'sys' || path.startsWith('sys/')) return this.serve(ctx, this.systemMount(namespace), path.slice('sys/'.length), true);
+    if (path === 'sys' || path.startsWith('sys/')) {
+      const systemPath = path.slice('sys/'.length);
+      ctx.outsideAcl = token !== null && router.isUnauthenticatedSystem(systemPath, req.operation);
+      return this.serve(ctx, this.systemMount(namespace), systemPath, true);
+    }
     if (!route) throw ServiceError.unsupportedPath();
     // Only auth paths (logins) are reached without a token.
     if (!token && !path.startsWith('auth/')) throw ServiceError.forbidden();
@@ -175,6 +184,7 @@ export class RequestHandler {
   private authorize(ctx: Context): Promise<ReadonlySet<Capability>> {
     const { token, namespace, path, req } = ctx;
     if (!token && req.operation === 'help') throw ServiceError.forbidden();
+    if (ctx.outsideAcl) return Promise.resolve(NO_CAPABILITIES);
     return this.deps.authorizer.capabilities({ token, namespace, path, operation: req.operation, data: req.data, wrapTtl: req.wrapTtl });
   }
 

@@ -13,10 +13,12 @@ import { passwordPolicyPaths } from './password-policy-paths';
 import { auditPaths } from './audit-paths';
 import { hostInfoPaths } from './host-info-paths';
 import { counterPaths } from './counter-paths';
+import { internalUiPaths } from './internal-ui-paths';
+import { toolPaths } from '@svc/engine-transit';
 
 const SYSTEM_HELP = `The system backend: initialization and seal management, rekey and root token
 generation, mounts of secrets engines and auth methods, policies, namespaces, leases, response
-wrapping, host information, token counts, and the API description of this server.`;
+wrapping, tools (random bytes, hashes), host information, token counts, the API description of this server and what the web UI asks.`;
 
 export function createSystemBackend(core: Core): Backend {
   return new Backend({
@@ -36,6 +38,8 @@ export function createSystemBackend(core: Core): Backend {
       ...hostInfoPaths(),
       ...counterPaths(core),
       ...openApiPaths(core),
+      ...internalUiPaths(core),
+      ...toolPaths('tools/'),
     ],
   });
 }

@@ -6,7 +6,7 @@ import type { MountEntry, MountTable } from '../mounts/mount-table';
 const MOUNT_FIELDS: FieldMap = {
   type: { type: 'string', required: true, description: 'Type of the engine or auth method, e.g. "kv" or "transit".' },
   description: { type: 'string', default: '', description: 'Human-friendly description of the mount.' },
-  config: { type: 'map', default: {}, description: 'Mount configuration: default_lease_ttl, max_lease_ttl (durations).' },
+  config: { type: 'map', default: {}, description: 'Mount configuration: default_lease_ttl, max_lease_ttl (durations), listing_visibility ("unauth" or "hidden").' },
   options: { type: 'kv-pairs', default: {}, description: 'Engine options, e.g. {"version": "2"} for kv.' },
   local: { type: 'bool', default: false, description: 'Mount is local to this cluster (not replicated).' },
   seal_wrap: { type: 'bool', default: false, description: 'Seal-wrap the mount (accepted for compatibility).' },
@@ -18,7 +18,18 @@ const TUNE_FIELDS: FieldMap = {
   max_lease_ttl: { type: 'duration', description: 'Maximum lease TTL of the mount.' },
   description: { type: 'string', description: 'Human-friendly description of the mount.' },
   options: { type: 'kv-pairs', description: 'Engine options to merge, e.g. {"version": "2"}.' },
+  listing_visibility: { type: 'string', description: 'Whether the UI lists the mount to callers without a token: "unauth", or "hidden" (the default).' },
 };
+
+/** Values of `listing_visibility`; empty resets it to the default (hidden). */
+const LISTING_VISIBILITIES = ['unauth', 'hidden', ''];
+
+function listingVisibility(name: string, value: unknown): string {
+  if (typeof value !== 'string' || !LISTING_VISIBILITIES.includes(value)) {
+    throw ServiceError.badRequest(`field "${name}": must be "unauth" or "hidden"`);
+  }
+  return value;
+}
 
 /** How a mount is shown by sys/mounts and sys/auth. */
 export function describeMount(entry: MountEntry): Record<string, unknown> {
@@ -27,7 +38,12 @@ export function describeMount(entry: MountEntry): Record<string, unknown> {
     description: entry.description,
     accessor: entry.accessor,
     uuid: entry.uuid,
-    config: { default_lease_ttl: entry.config.default_lease_ttl, max_lease_ttl: entry.config.max_lease_ttl, force_no_cache: false },
+    config: {
+      default_lease_ttl: entry.config.default_lease_ttl,
+      max_lease_ttl: entry.config.max_lease_ttl,
+      force_no_cache: false,
+      ...(entry.config.listing_visibility ? { listing_visibility: entry.config.listing_visibility } : {}),
+    },
     options: Object.keys(entry.options).length ? entry.options : null,
     local: entry.local,
     seal_wrap: entry.seal_wrap,
@@ -53,6 +69,7 @@ function mountConfig(f: FieldData): Partial<MountEntry['config']> {
   for (const name of ['default_lease_ttl', 'max_lease_ttl'] as const) {
     if (config[name] !== undefined && config[name] !== '') out[name] = durationField(`config.${name}`, config[name]);
   }
+  if (config.listing_visibility !== undefined) out.listing_visibility = listingVisibility('config.listing_visibility', config.listing_visibility);
   return out;
 }
 
@@ -76,6 +93,7 @@ function tablePaths(core: Core, prefix: 'mounts' | 'auth'): PathDeclaration[] {
       force_no_cache: false,
       description: entry.description,
       options: Object.keys(entry.options).length ? entry.options : null,
+      ...(entry.config.listing_visibility ? { listing_visibility: entry.config.listing_visibility } : {}),
     },
   });
 
@@ -104,6 +122,7 @@ function tablePaths(core: Core, prefix: 'mounts' | 'auth'): PathDeclaration[] {
             const config: Partial<MountEntry['config']> = {};
             if (f.has('default_lease_ttl')) config.default_lease_ttl = f.get('default_lease_ttl');
             if (f.has('max_lease_ttl')) config.max_lease_ttl = f.get('max_lease_ttl');
+            if (f.has('listing_visibility')) config.listing_visibility = listingVisibility('listing_visibility', f.get('listing_visibility'));
             const entry = find(req, f.params.path);
             await table(req).tune(entry.path, { config, description: f.get('description'), options: f.has('options') ? f.get('options') : undefined }, systemTtls());
             return undefined;

@@ -161,6 +161,21 @@ export function sealPaths(core: Core): PathDeclaration[] {
       },
     },
     {
+      pattern: 'step-down',
+      synopsis: "Hands this node's active duty (running lease expiry) to another node.",
+      operations: {
+        update: {
+          summary: 'Step down from active duty.',
+          sudo: true,
+          rootNamespace: true,
+          handler: async () => {
+            await core.leases.stepDown();
+            return undefined;
+          },
+        },
+      },
+    },
+    {
       pattern: 'key-status',
       dataAtTopLevel: true,
       synopsis: 'The active encryption key term of the barrier.',

@@ -18,9 +18,13 @@ const RANDOM_FIELDS = {
   format: { type: 'string', default: 'base64', allowed: OUTPUT_FORMATS, description: 'Output encoding.' },
 } as const;
 
-export function generatePaths({ keys, storage }: TransitServices): PathDeclaration[] {
+/**
+ * Random bytes and hashes, which Vault serves both here and as sys/tools/ (`prefix` "tools/"):
+ * one declaration for both.
+ */
+export function toolPaths(prefix = ''): PathDeclaration[] {
   const randomDeclaration = (pattern: string): PathDeclaration => ({
-    pattern,
+    pattern: prefix + pattern,
     synopsis: 'Returns random bytes.',
     fields: RANDOM_FIELDS,
     operations: {
@@ -46,7 +50,7 @@ export function generatePaths({ keys, storage }: TransitServices): PathDeclarati
     randomDeclaration('random/:source/:urlbytes'),
     randomDeclaration('random/:urlbytes?'),
     {
-      pattern: 'hash/:urlalgorithm?',
+      pattern: `${prefix}hash/:urlalgorithm?`,
       synopsis: 'Hashes base64 input.',
       fields: {
         urlalgorithm: { type: 'string', allowed: HASH_ALGORITHMS, description: 'Hash algorithm (in the URL).' },
@@ -67,6 +71,12 @@ export function generatePaths({ keys, storage }: TransitServices): PathDeclarati
         },
       },
     },
+  ];
+}
+
+export function generatePaths({ keys, storage }: TransitServices): PathDeclaration[] {
+  return [
+    ...toolPaths(),
     {
       pattern: 'datakey/:type/:name',
       synopsis: 'Generates a data key encrypted with a named key; `plaintext` also returns it in the clear.',
