@@ -3,6 +3,7 @@ import type { ServerConfig } from './types';
 import type { Block } from './blocks';
 import { ConfigError } from './errors';
 import { Section } from './section';
+import { parseAwsKmsSeal } from './awskms-stanza';
 
 type BusConfig = NonNullable<ServerConfig['bus']>;
 type LocksConfig = NonNullable<ServerConfig['locks']>;
@@ -92,6 +93,7 @@ const locksParsers: TypeParsers<LocksConfig> = {
 
 const sealParsers: TypeParsers<ServerConfig['seal']> = {
   shamir: () => ({ type: 'shamir' }),
+  awskms: parseAwsKmsSeal,
   transit: (section) => {
     const address = section.requiredString('address');
     if (!/^https?:\/\//.test(address) || !URL.canParse(address)) throw section.error('address must be an http:// or https:// URL');

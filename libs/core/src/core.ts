@@ -7,7 +7,7 @@ import { EngineHost, EngineRegistry, GATEWAY, mountRemovedSubject, mountStorageP
 import type { Backend, MountInfo, Operation, Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import type { LockManager } from '@svc/locks';
-import { GenerateRoot, KeyringDistributor, KeyringReceiver, Rekey, SealUnavailableError, TransitKeyWrapper, createSeal, encryptRootToken, type RootKeyWrapper, type Seal } from '@svc/seal';
+import { AwsKmsKeyWrapper, GenerateRoot, KeyringDistributor, KeyringReceiver, Rekey, SealUnavailableError, TransitKeyWrapper, createSeal, encryptRootToken, type RootKeyWrapper, type Seal } from '@svc/seal';
 import { Barrier, CachedPhysical, createView, type Keyring, type Physical, type StorageView } from '@svc/storage';
 import { SYSTEM_MOUNT } from './mounts/system-mount';
 import { describeRequestError } from './http/request-errors';
@@ -203,8 +203,14 @@ export class Core {
   /** The auto-unseal provider the config's `seal` stanza names; none for the Shamir seal. */
   private sealProvider(): RootKeyWrapper | undefined {
     const { seal } = this.options.config;
-    if (seal.type === 'shamir') return undefined;
-    return new TransitKeyWrapper(seal, (err) => this.logger.warn({ err: err.message }, 'transit seal token renewal failed; retrying'));
+    switch (seal.type) {
+      case 'shamir':
+        return undefined;
+      case 'awskms':
+        return new AwsKmsKeyWrapper(seal);
+      case 'transit':
+        return new TransitKeyWrapper(seal, (err) => this.logger.warn({ err: err.message }, 'transit seal token renewal failed; retrying'));
+    }
   }
 
   /** The core's own mounts, present in every namespace and built over the core's state, as in Vault. */
