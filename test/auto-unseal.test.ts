@@ -5,14 +5,13 @@
  * in-memory transit key; and the awskms seal with the KMS emulator, which checks SigV4 and can be
  * taken down and brought back.
  */
-import { PLAIN_LISTENER, TcpProxy, api, assertingCalls, eventually, runCli, startServerProcess, startTopology, type ApiResponse, type ServerProcess, type Topology, type TopologyKind } from '@svc/testing';
+import { PLAIN_LISTENER, TcpProxy, api, assertingCalls, eventually, prepareTransitSealProvider, runCli, startServerProcess, startTopology, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
 import { startKmsEmulator, type KmsEmulator } from './emulators/aws/kms';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Body = Record<string, any>;
 
 const PROVIDER_ROOT = 'provider-root';
-const SEAL_POLICY = 'path "transit/encrypt/autounseal" { capabilities = ["update"] }\npath "transit/decrypt/autounseal" { capabilities = ["update"] }\n';
 
 /** A seal's provider as the tests drive it: its `seal` stanza, and the network to it cut and restored. */
 interface SealProvider {
@@ -25,7 +24,8 @@ interface SealProvider {
 
 /** The transit provider: a dev server with a transit key and a renewable token allowed only to use it. */
 async function startTransitProvider(): Promise<SealProvider> {
-  const { provider, token } = await startTransitServer();
+  const provider = await startServerProcess('seal-provider', ['-dev', `-dev-root-token-id=${PROVIDER_ROOT}`, '-dev-listen-address=127.0.0.1:0']);
+  const token = await prepareTransitSealProvider(`http://${provider.addresses[0]}`, PROVIDER_ROOT);
   const relay = await TcpProxy.start(`http://${provider.addresses[0]}`);
   return {
     type: 'transit',
@@ -59,21 +59,6 @@ async function startKmsProvider(): Promise<SealProvider & { kms: KmsEmulator; ac
     reachable: () => kms.restore(),
     stop: () => kms.close(),
   };
-}
-
-async function startTransitServer(): Promise<{ provider: ServerProcess; token: string }> {
-  const provider = await startServerProcess('seal-provider', ['-dev', `-dev-root-token-id=${PROVIDER_ROOT}`, '-dev-listen-address=127.0.0.1:0']);
-  const url = `http://${provider.addresses[0]}`;
-  const call = async (method: string, where: string, body: unknown) => {
-    const res = await api<Body>(url, method, `/v1/${where}`, { body, token: PROVIDER_ROOT });
-    if (res.status >= 300) throw new Error(`${where}: ${res.status} ${res.text}`);
-    return res.body;
-  };
-  await call('POST', 'sys/mounts/transit', { type: 'transit' });
-  await call('POST', 'transit/keys/autounseal', {});
-  await call('PUT', 'sys/policies/acl/autounseal', { policy: SEAL_POLICY });
-  const created = await call('POST', 'auth/token/create', { policies: ['autounseal'], ttl: '1h', no_default_policy: true });
-  return { provider, token: created.auth.client_token as string };
 }
 
 const PROVIDERS = { transit: startTransitProvider, awskms: startKmsProvider };

@@ -8,3 +8,5 @@ export * from './tcp-proxy';
 export * from './stub-api';
 export * from './cli';
 export * from './ports';
+export * from './certificates';
+export * from './transit-seal-provider';
