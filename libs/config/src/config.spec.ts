@@ -205,6 +205,15 @@ seal "shamir" {}
     expect((await parseConfig(keyOnlyInEnvironment, 'hcl', 'config.hcl', { SVC_AWSKMS_SEAL_KEY_ID: 'k-1' }, KNOWN_SERVICES)).seal).toEqual({ type: 'awskms', kmsKeyId: 'k-1' });
   });
 
+  it('reads the transit seal\'s TLS options, checking the files now', async () => {
+    const seal = (tls: string) => `listener "tcp" { tls_disable = 1 }\nstorage "inmem" {}\nseal "transit" {\n address = "https://seal:8200"\n token = "t"\n key_name = "k"\n${tls}}`;
+    const config = await parseConfig(seal(` tls_ca_cert = "${cert}"\n tls_client_cert = "${cert}"\n tls_client_key = "${key}"\n tls_server_name = "seal.internal"\n tls_skip_verify = false\n`), 'hcl', 'config.hcl', {}, KNOWN_SERVICES);
+    expect(config.seal).toMatchObject({ type: 'transit', tls: { caCert: cert, clientCert: cert, clientKey: key, serverName: 'seal.internal' } });
+    expect(config.warnings ?? []).toEqual([]);
+    await expectConfigError(parseConfig(seal(` tls_ca_cert = "${join(dir, 'missing.pem')}"\n`), 'hcl', 'config.hcl', {}, KNOWN_SERVICES), `config.hcl: seal "transit": tls_ca_cert "${join(dir, 'missing.pem')}" cannot be read (ENOENT)`);
+    await expectConfigError(parseConfig(seal(` tls_client_cert = "${cert}"\n`), 'hcl', 'config.hcl', {}, KNOWN_SERVICES), 'config.hcl: seal "transit": tls_client_cert and tls_client_key must be given together');
+  });
+
   it('reads a transit seal with its defaults', async () => {
     const text = 'listener "tcp" { tls_disable = 1 }\nstorage "inmem" {}\nseal "transit" {\n address = "https://seal:8200"\n token = "s.t"\n key_name = "autounseal"\n namespace = "ops/"\n}';
     const config = await parseConfig(text, 'hcl', 'config.hcl', process.env, KNOWN_SERVICES);
