@@ -1,35 +1,71 @@
 /**
- * Issue 15, auto-unseal: the transit seal, with a second Secrets Service (a dev server started here)
- * as the provider, in both topologies. A TCP relay between the cluster and the provider stands for
- * the network, so the provider can be made unreachable without losing its in-memory transit key.
+ * Issue 15, auto-unseal, in both topologies, with each provider: the transit seal with a second
+ * Secrets Service (a dev server started here), where a TCP relay between the cluster and the
+ * provider stands for the network, so the provider can be made unreachable without losing its
+ * in-memory transit key; and the awskms seal with the KMS emulator, which checks SigV4 and can be
+ * taken down and brought back.
  */
-import { PLAIN_LISTENER, TcpProxy, api, assertingCalls, eventually, runCli, startServerProcess, startTopology, type ApiResponse, type ServerProcess, type Topology, type TopologyKind } from '@svc/testing';
+import { PLAIN_LISTENER, TcpProxy, api, assertingCalls, eventually, prepareTransitSealProvider, runCli, startServerProcess, startTopology, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
+import { startKmsEmulator, type KmsEmulator } from './emulators/aws/kms';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Body = Record<string, any>;
 
 const PROVIDER_ROOT = 'provider-root';
-const SEAL_POLICY = 'path "transit/encrypt/autounseal" { capabilities = ["update"] }\npath "transit/decrypt/autounseal" { capabilities = ["update"] }\n';
 
-/** The provider: a dev server with a transit key and a renewable token allowed only to use it. */
-async function startProvider(): Promise<{ provider: ServerProcess; token: string }> {
-  const provider = await startServerProcess('seal-provider', ['-dev', `-dev-root-token-id=${PROVIDER_ROOT}`, '-dev-listen-address=127.0.0.1:0']);
-  const url = `http://${provider.addresses[0]}`;
-  const call = async (method: string, where: string, body: unknown) => {
-    const res = await api<Body>(url, method, `/v1/${where}`, { body, token: PROVIDER_ROOT });
-    if (res.status >= 300) throw new Error(`${where}: ${res.status} ${res.text}`);
-    return res.body;
-  };
-  await call('POST', 'sys/mounts/transit', { type: 'transit' });
-  await call('POST', 'transit/keys/autounseal', {});
-  await call('PUT', 'sys/policies/acl/autounseal', { policy: SEAL_POLICY });
-  const created = await call('POST', 'auth/token/create', { policies: ['autounseal'], ttl: '1h', no_default_policy: true });
-  return { provider, token: created.auth.client_token as string };
+/** A seal's provider as the tests drive it: its `seal` stanza, and the network to it cut and restored. */
+interface SealProvider {
+  type: string;
+  gatewayConfig: string;
+  unreachable(): Promise<void>;
+  reachable(): Promise<void>;
+  stop(): Promise<void>;
 }
 
-describe.each<TopologyKind>(['all-in-one', 'distributed'])('transit auto-unseal, %s', (kind) => {
-  let provider: ServerProcess;
-  let relay: TcpProxy;
+/** The transit provider: a dev server with a transit key and a renewable token allowed only to use it. */
+async function startTransitProvider(): Promise<SealProvider> {
+  const provider = await startServerProcess('seal-provider', ['-dev', `-dev-root-token-id=${PROVIDER_ROOT}`, '-dev-listen-address=127.0.0.1:0']);
+  const token = await prepareTransitSealProvider(`http://${provider.addresses[0]}`, PROVIDER_ROOT);
+  const relay = await TcpProxy.start(`http://${provider.addresses[0]}`);
+  return {
+    type: 'transit',
+    gatewayConfig: `seal "transit" {\n  address = "${relay.url}"\n  token = "${token}"\n  key_name = "autounseal"\n}\n`,
+    unreachable: async () => relay.partition('closed'),
+    reachable: async () => relay.heal(),
+    stop: async () => {
+      await relay.stop();
+      await provider.stop();
+    },
+  };
+}
+
+const KMS_REGION = 'eu-west-1';
+const KMS_ALIAS = 'alias/svc-seal';
+
+/** The awskms provider: the KMS emulator with a key under an alias and credentials for the service. */
+async function startKmsProvider(): Promise<SealProvider & { kms: KmsEmulator; accessKeyId: string; secretAccessKey: string }> {
+  const kms = await startKmsEmulator({ region: KMS_REGION });
+  const { accessKeyId, secretAccessKey } = kms.state.createCredentials();
+  kms.state.createAlias(KMS_ALIAS, kms.state.createKey('svc seal').id);
+  return {
+    type: 'awskms',
+    kms,
+    accessKeyId,
+    secretAccessKey,
+    gatewayConfig:
+      `seal "awskms" {\n  region = "${KMS_REGION}"\n  access_key = "${accessKeyId}"\n  secret_key = "${secretAccessKey}"\n` +
+      `  kms_key_id = "${KMS_ALIAS}"\n  endpoint = "${kms.url}"\n}\n`,
+    unreachable: () => kms.outage('refuse-connections'),
+    reachable: () => kms.restore(),
+    stop: () => kms.close(),
+  };
+}
+
+const PROVIDERS = { transit: startTransitProvider, awskms: startKmsProvider };
+const CASES = (['transit', 'awskms'] as const).flatMap((seal) => (['all-in-one', 'distributed'] as TopologyKind[]).map((kind) => [seal, kind] as const));
+
+describe.each(CASES)('%s auto-unseal, %s', (sealType, kind) => {
+  let provider: SealProvider;
   let topology: Topology;
   let root: string;
   let recoveryKeys: string[];
@@ -60,24 +96,16 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('transit auto-unseal,
   };
 
   beforeAll(async () => {
-    ({ provider } = await startProvider().then(async (started) => {
-      relay = await TcpProxy.start(`http://${started.provider.addresses[0]}`);
-      topology = await startTopology(kind, {
-        gateways: gateways.length,
-        listeners: [PLAIN_LISTENER],
-        gatewayConfig: `seal "transit" {\n  address = "${relay.url}"\n  token = "${started.token}"\n  key_name = "autounseal"\n}\n`,
-      });
-      return started;
-    }));
+    provider = await PROVIDERS[sealType]();
+    topology = await startTopology(kind, { gateways: gateways.length, listeners: [PLAIN_LISTENER], gatewayConfig: provider.gatewayConfig });
   }, 120_000);
 
   afterAll(async () => {
     await topology?.stop();
-    await relay?.stop();
     await provider?.stop();
   });
 
-  it('initializes with recovery keys and unseals itself; seal status names the transit seal', async () => {
+  it('initializes with recovery keys and unseals itself; seal status names the seal', async () => {
     const init = await ok('PUT', 'sys/init', { recovery_shares: 3, recovery_threshold: 2 });
     expect(init).toMatchObject({ keys: [], keys_base64: [], recovery_keys: [expect.any(String), expect.any(String), expect.any(String)] });
     expect(init.recovery_keys_base64).toHaveLength(3);
@@ -85,14 +113,14 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('transit auto-unseal,
     recoveryKeys = init.recovery_keys;
     await everyGateway(false);
     for (const url of topology.urls) {
-      expect((await call('GET', 'sys/seal-status', undefined, undefined, url)).body).toMatchObject({ type: 'transit', initialized: true, sealed: false, t: 2, n: 3, recovery_seal: true });
+      expect((await call('GET', 'sys/seal-status', undefined, undefined, url)).body).toMatchObject({ type: sealType, initialized: true, sealed: false, t: 2, n: 3, recovery_seal: true });
     }
     await ok('PUT', 'secret/kept', { value: 'still here' }, root);
   });
 
-  it('never unseals with recovery keys, refuses unseal-key fields and sys/rekey', async () => {
+  it('never unseals with recovery keys; sys/rekey (the root key) refuses what needs unseal key shares', async () => {
     await refused('PUT', 'sys/unseal', { key: recoveryKeys[0] }, 400, /recovery keys cannot unseal/);
-    await refused('PUT', 'sys/rekey/init', { secret_shares: 1, secret_threshold: 1 }, 400, /no unseal keys.*sys\/rekey-recovery-key/);
+    await refused('PUT', 'sys/rekey/init', { require_verification: true }, 400, /requiring verification not supported when rekeying the root key with recovery keys/);
   });
 
   it('after a seal, each gateway restarted alone unseals itself', async () => {
@@ -127,10 +155,67 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('transit auto-unseal,
     const { token } = await generateRoot(done.keys);
     expect((await ok('GET', 'auth/token/lookup-self', undefined, token)).data.policies).toEqual(['root']);
     await refused('PUT', 'sys/unseal', { key: done.keys[0] }, 400, /recovery keys cannot unseal/);
+    recoveryKeys = done.keys;
   });
 
+  it('sys/rekey with recovery shares rotates the root key: nothing handed out, every gateway follows, restarts unseal', async () => {
+    const started = await ok('PUT', 'sys/rekey/init', {});
+    expect(started).toMatchObject({ started: true, t: 1, n: 1, required: 2, progress: 0 });
+    const urls = topology.urls;
+    // Each share to another gateway: the progress is shared.
+    expect(await ok('PUT', 'sys/rekey/update', { key: recoveryKeys[0], nonce: started.nonce }, undefined)).toMatchObject({ progress: 1 });
+    const done = await api<Body>(urls[urls.length - 1], 'PUT', '/v1/sys/rekey/update', { body: { key: recoveryKeys[1], nonce: started.nonce } });
+    expect(done.body).toMatchObject({ complete: true, keys: [], keys_base64: [] });
+    // The other gateway opened with the old root key; its keyring rotation is stored under the new one.
+    expect((await api(urls[urls.length - 1], 'PUT', '/v1/sys/rotate', { token: root })).status).toBe(204);
+    for (const url of urls) expect((await call('GET', 'secret/kept', undefined, root, url)).body.data).toEqual({ value: 'still here' });
+    await Promise.all(gateways.map((name) => topology.restartProcess(name)));
+    await everyGateway(false);
+    expect((await ok('GET', 'secret/kept', undefined, root)).data).toEqual({ value: 'still here' });
+    // The recovery key moved to the new root key with everything else.
+    expect((await generateRoot(recoveryKeys)).token).toEqual(expect.any(String));
+  }, 120_000);
+
+  if (sealType === 'awskms') {
+    const kmsProvider = () => provider as Awaited<ReturnType<typeof startKmsProvider>>;
+
+    it('after the KMS key is rotated, a restart still unseals; KMS answering 500 keeps it sealed until it recovers', async () => {
+      const { kms } = kmsProvider();
+      const key = kms.state.key(KMS_ALIAS);
+      kms.state.rotate(key.id);
+      await Promise.all(gateways.map((name) => topology.restartProcess(name)));
+      await everyGateway(false);
+      expect(kms.state.calls).toContain('Decrypt');
+
+      await kms.outage('internal-error');
+      await Promise.all(gateways.map((name) => topology.restartProcess(name)));
+      for (const url of topology.urls) expect((await call('GET', 'secret/kept', undefined, root, url)).status).toBe(503);
+      for (const process of topology.processes.filter((p) => gateways.includes(p.name))) {
+        expect(process.logs.join('\n')).toMatch(/"err":"awskms seal \(key alias\/svc-seal at [^"]*\): Decrypt failed: KMSInternalException \(500\)[^\n]*"msg":"the seal could not unseal the service; it stays sealed and tries again"/);
+      }
+      await kms.restore();
+      await everyGateway(false);
+    }, 120_000);
+
+    it('with a secret KMS does not accept: sealed, the signature error in the log and no key material; unseals once it matches', async () => {
+      const { kms, accessKeyId, secretAccessKey } = kmsProvider();
+      // The key pair was rotated at AWS but not in this configuration.
+      kms.state.credentials.set(accessKeyId, { secretAccessKey: 'rotated-at-aws' });
+      await Promise.all(gateways.map((name) => topology.restartProcess(name)));
+      for (const url of topology.urls) expect((await call('GET', 'sys/seal-status', undefined, undefined, url)).body).toMatchObject({ initialized: true, sealed: true });
+      for (const process of topology.processes.filter((p) => gateways.includes(p.name))) {
+        const logs = process.logs.join('\n');
+        expect(logs).toMatch(/Decrypt failed: InvalidSignatureException \(400\): The request signature we calculated does not match[^\n]*"msg":"the seal could not unseal the service; it stays sealed and tries again"/);
+        for (const secret of [secretAccessKey, 'rotated-at-aws']) expect(logs).not.toContain(secret);
+      }
+      kms.state.credentials.set(accessKeyId, { secretAccessKey });
+      await everyGateway(false);
+      expect((await ok('GET', 'secret/kept', undefined, root)).data).toEqual({ value: 'still here' });
+    }, 120_000);
+  }
+
   it('with the provider unreachable at start: sealed, 503 and a log line; unseals once it returns', async () => {
-    relay.partition('closed');
+    await provider.unreachable();
     await Promise.all(gateways.map((name) => topology.restartProcess(name)));
     for (const url of topology.urls) {
       expect((await call('GET', 'sys/seal-status', undefined, undefined, url)).body).toMatchObject({ initialized: true, sealed: true });
@@ -140,7 +225,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('transit auto-unseal,
     for (const process of topology.processes.filter((p) => gateways.includes(p.name))) {
       expect(process.logs.join('\n')).toMatch(/the seal could not unseal the service; it stays sealed and tries again/);
     }
-    relay.heal();
+    await provider.reachable();
     await everyGateway(false);
     expect((await ok('GET', 'secret/kept', undefined, root)).data).toEqual({ value: 'still here' });
   }, 120_000);

@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { api, initAndUnseal, startServerProcess, startTopology, type Topology } from '@svc/testing';
+import { api, createTestCa, initAndUnseal, startServerProcess, startTopology, type Topology } from '@svc/testing';
 
 describe('listeners', () => {
   let dir: string;
@@ -19,10 +19,9 @@ describe('listeners', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'svc-listeners-'));
-    const cert = path.join(dir, 'cert.pem');
-    const key = path.join(dir, 'key.pem');
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
-    ca = readFileSync(cert, 'utf8');
+    const testCa = createTestCa(dir, 'svc listeners test CA');
+    const { cert, key } = testCa.issue('listener', ['127.0.0.1']);
+    ca = readFileSync(testCa.caCert, 'utf8');
     topology = await startTopology('all-in-one', {
       listeners: [
         'listener "tcp" {\n address = "127.0.0.1:0"\n tls_disable = true\n}',

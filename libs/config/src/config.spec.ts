@@ -191,6 +191,29 @@ seal "shamir" {}
     expect(config.maxLeaseTtl).toBe(2764800);
   });
 
+  it('reads an awskms seal with Vault\'s fields; SVC_AWSKMS_SEAL_KEY_ID and AWS_KMS_ENDPOINT beat the file', async () => {
+    const text =
+      'listener "tcp" { tls_disable = 1 }\nstorage "inmem" {}\nseal "awskms" {\n region = "eu-west-1"\n access_key = "AKIAEXAMPLE"\n secret_key = "s3cret"\n session_token = "tok"\n kms_key_id = "alias/seal"\n endpoint = "https://kms.internal:4443"\n}';
+    const config = await parseConfig(text, 'hcl', 'config.hcl', {}, KNOWN_SERVICES);
+    expect(config.seal).toEqual({ type: 'awskms', region: 'eu-west-1', accessKey: 'AKIAEXAMPLE', secretKey: 's3cret', sessionToken: 'tok', kmsKeyId: 'alias/seal', endpoint: 'https://kms.internal:4443' });
+    expect(config.warnings ?? []).toEqual([]);
+
+    const minimal = 'listener "tcp" { tls_disable = 1 }\nstorage "inmem" {}\nseal "awskms" {\n kms_key_id = "alias/seal"\n}';
+    const fromEnvironment = await parseConfig(minimal, 'hcl', 'config.hcl', { SVC_AWSKMS_SEAL_KEY_ID: 'alias/other', AWS_KMS_ENDPOINT: 'http://127.0.0.1:4566' }, KNOWN_SERVICES);
+    expect(fromEnvironment.seal).toEqual({ type: 'awskms', kmsKeyId: 'alias/other', endpoint: 'http://127.0.0.1:4566' });
+    const keyOnlyInEnvironment = 'listener "tcp" { tls_disable = 1 }\nstorage "inmem" {}\nseal "awskms" {}';
+    expect((await parseConfig(keyOnlyInEnvironment, 'hcl', 'config.hcl', { SVC_AWSKMS_SEAL_KEY_ID: 'k-1' }, KNOWN_SERVICES)).seal).toEqual({ type: 'awskms', kmsKeyId: 'k-1' });
+  });
+
+  it('reads the transit seal\'s TLS options, checking the files now', async () => {
+    const seal = (tls: string) => `listener "tcp" { tls_disable = 1 }\nstorage "inmem" {}\nseal "transit" {\n address = "https://seal:8200"\n token = "t"\n key_name = "k"\n${tls}}`;
+    const config = await parseConfig(seal(` tls_ca_cert = "${cert}"\n tls_client_cert = "${cert}"\n tls_client_key = "${key}"\n tls_server_name = "seal.internal"\n tls_skip_verify = false\n`), 'hcl', 'config.hcl', {}, KNOWN_SERVICES);
+    expect(config.seal).toMatchObject({ type: 'transit', tls: { caCert: cert, clientCert: cert, clientKey: key, serverName: 'seal.internal' } });
+    expect(config.warnings ?? []).toEqual([]);
+    await expectConfigError(parseConfig(seal(` tls_ca_cert = "${join(dir, 'missing.pem')}"\n`), 'hcl', 'config.hcl', {}, KNOWN_SERVICES), `config.hcl: seal "transit": tls_ca_cert "${join(dir, 'missing.pem')}" cannot be read (ENOENT)`);
+    await expectConfigError(parseConfig(seal(` tls_client_cert = "${cert}"\n`), 'hcl', 'config.hcl', {}, KNOWN_SERVICES), 'config.hcl: seal "transit": tls_client_cert and tls_client_key must be given together');
+  });
+
   it('reads a transit seal with its defaults', async () => {
     const text = 'listener "tcp" { tls_disable = 1 }\nstorage "inmem" {}\nseal "transit" {\n address = "https://seal:8200"\n token = "s.t"\n key_name = "autounseal"\n namespace = "ops/"\n}';
     const config = await parseConfig(text, 'hcl', 'config.hcl', process.env, KNOWN_SERVICES);
@@ -546,7 +569,12 @@ describe('validation errors', () => {
       'config.hcl: bus "nats": request_timeout must be a duration',
     ],
     ['redis without address', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nlocks "redis" {}', 'config.hcl: locks "redis": address is required'],
-    ['unknown seal', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "awskms" {}', 'config.hcl: unsupported seal type "awskms" (supported: shamir, transit)'],
+    ['unknown seal', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "gcpckms" {}', 'config.hcl: unsupported seal type "gcpckms" (supported: shamir, awskms, transit)'],
+    ['awskms seal without kms_key_id', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "awskms" {\n}', 'config.hcl: seal "awskms": kms_key_id is required (or set SVC_AWSKMS_SEAL_KEY_ID): the id, ARN or alias (alias/...) of the KMS key'],
+    ['awskms seal with a bad region', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "awskms" {\n kms_key_id = "k"\n region = "Frankfurt"\n}', 'config.hcl: seal "awskms": region must be an AWS region such as us-east-1, not "Frankfurt"'],
+    ['awskms seal with a bad endpoint', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "awskms" {\n kms_key_id = "k"\n endpoint = "kms.local"\n}', 'config.hcl: seal "awskms": endpoint must be an http:// or https:// URL (or set AWS_KMS_ENDPOINT)'],
+    ['awskms seal with access_key alone', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "awskms" {\n kms_key_id = "k"\n access_key = "AKIA"\n}', 'config.hcl: seal "awskms": access_key and secret_key must be given together (or neither, to use the AWS_* variables, profile or instance role)'],
+    ['awskms seal with a session_token alone', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "awskms" {\n kms_key_id = "k"\n session_token = "t"\n}', 'config.hcl: seal "awskms": session_token needs access_key and secret_key (the temporary credentials it belongs to)'],
     ['transit seal without key_name', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "transit" {\n address = "http://seal:8200"\n token = "t"\n}', 'config.hcl: seal "transit": key_name is required'],
     ['transit seal with a bad address', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "transit" {\n address = "seal:8200"\n token = "t"\n key_name = "k"\n}', 'config.hcl: seal "transit": address must be an http:// or https:// URL'],
     ['bad duration', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nmax_lease_ttl = "forever"', 'config.hcl: max_lease_ttl must be a duration'],

@@ -1,14 +1,17 @@
 import type { Block } from './blocks';
 
 /**
- * Environment variables that set the secret-bearing fields, as Vault's PostgreSQL storage reads
- * VAULT_PG_CONNECTION_URL: a deployment passes passwords from its secret store without writing
- * them into configuration files. A variable beats the file; an empty one counts as unset.
+ * Environment variables that set fields of a stanza, as Vault's PostgreSQL storage reads
+ * VAULT_PG_CONNECTION_URL: a deployment passes passwords from its secret store (or a seal's key id)
+ * without writing them into configuration files. A variable beats the file; an empty one counts as unset.
  */
 const SECRET_ENVIRONMENT_VARIABLES = [
   { variable: 'SVC_PG_CONNECTION_URL', stanza: 'storage', type: 'postgresql', field: 'connection_url' },
   { variable: 'SVC_NATS_PASSWORD', stanza: 'bus', type: 'nats', field: 'password' },
   { variable: 'SVC_REDIS_PASSWORD', stanza: 'locks', type: 'redis', field: 'password' },
+  // Vault's awskms seal reads these two before its configuration (VAULT_AWSKMS_SEAL_KEY_ID there).
+  { variable: 'SVC_AWSKMS_SEAL_KEY_ID', stanza: 'seal', type: 'awskms', field: 'kms_key_id' },
+  { variable: 'AWS_KMS_ENDPOINT', stanza: 'seal', type: 'awskms', field: 'endpoint' },
 ] as const;
 
 /**

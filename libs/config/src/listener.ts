@@ -91,7 +91,8 @@ function isTlsVersion(value: string): value is ListenerConfig['tlsMinVersion'] {
   return (TLS_VERSIONS as readonly string[]).includes(value);
 }
 
-async function requireReadableFile(section: Section, key: string, path: string | undefined): Promise<void> {
+/** A 400-style config error unless `path` names a readable file. */
+export async function requireReadableFile(section: Section, key: string, path: string | undefined): Promise<void> {
   if (path === undefined || path === '') throw section.error(`${key} is required unless tls_disable is set`);
   let isFile: boolean;
   try {

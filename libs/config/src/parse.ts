@@ -80,11 +80,11 @@ async function buildConfig(top: Section, sourceName: string, environment: NodeJS
     listeners.push(await parseListener(block, `${sourceName}: listener "${block.type}" [${index}]`, warnings));
   }
 
-  const storage = parseStorage(stanza('storage'), sourceName, warnings);
+  const storage = await parseStorage(stanza('storage'), sourceName, warnings);
   if (!storage) throw top.error('a storage stanza is required, e.g. storage "embedded" { path = "./data" }');
-  const bus = parseBus(stanza('bus'), sourceName, warnings);
-  const locks = parseLocks(stanza('locks'), sourceName, warnings);
-  const seal = parseSeal(stanza('seal'), sourceName, warnings) ?? { type: 'shamir' };
+  const bus = await parseBus(stanza('bus'), sourceName, warnings);
+  const locks = await parseLocks(stanza('locks'), sourceName, warnings);
+  const seal = await parseSeal(stanza('seal'), sourceName, warnings) ?? { type: 'shamir' };
 
   // 0 means the system default, as in Vault.
   const defaultLeaseTtl = top.durationSeconds('default_lease_ttl') || DEFAULT_LEASE_TTL_SECONDS;

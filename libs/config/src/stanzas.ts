@@ -1,14 +1,17 @@
 import type { StorageConfig } from '@svc/storage';
+import type { TransitSealTls } from '@svc/seal';
 import type { ServerConfig } from './types';
 import type { Block } from './blocks';
 import { ConfigError } from './errors';
 import { Section } from './section';
+import { parseAwsKmsSeal } from './awskms-stanza';
+import { requireReadableFile } from './listener';
 
 type BusConfig = NonNullable<ServerConfig['bus']>;
 type LocksConfig = NonNullable<ServerConfig['locks']>;
 
 /** Parsers of one stanza kind, keyed by block type; each reads its fields from a Section. */
-type TypeParsers<T> = Record<string, (section: Section) => T>;
+type TypeParsers<T> = Record<string, (section: Section) => T | Promise<T>>;
 
 const SQL_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$/;
 // One subject token: a dot or a wildcard would let one cluster's subjects overlap another's.
@@ -92,9 +95,11 @@ const locksParsers: TypeParsers<LocksConfig> = {
 
 const sealParsers: TypeParsers<ServerConfig['seal']> = {
   shamir: () => ({ type: 'shamir' }),
-  transit: (section) => {
+  awskms: parseAwsKmsSeal,
+  transit: async (section) => {
     const address = section.requiredString('address');
     if (!/^https?:\/\//.test(address) || !URL.canParse(address)) throw section.error('address must be an http:// or https:// URL');
+    const tls = await transitSealTls(section);
     return withoutUndefined({
       type: 'transit' as const,
       address,
@@ -103,9 +108,27 @@ const sealParsers: TypeParsers<ServerConfig['seal']> = {
       mountPath: section.string('mount_path') ?? 'transit',
       namespace: section.string('namespace'),
       disableRenewal: section.bool('disable_renewal', false),
+      tls,
     });
   },
 };
+
+/** The transit seal's `tls_*` fields (Vault's): files checked readable now, so a typo fails at start and not at the first unseal. */
+async function transitSealTls(section: Section): Promise<TransitSealTls | undefined> {
+  const files = { caCert: 'tls_ca_cert', clientCert: 'tls_client_cert', clientKey: 'tls_client_key' } as const;
+  const tls: TransitSealTls = {};
+  for (const [name, field] of Object.entries(files) as [keyof typeof files, string][]) {
+    const file = section.string(field);
+    if (file === undefined) continue;
+    await requireReadableFile(section, field, file);
+    tls[name] = file;
+  }
+  if ((tls.clientCert === undefined) !== (tls.clientKey === undefined)) throw section.error('tls_client_cert and tls_client_key must be given together');
+  const serverName = section.string('tls_server_name');
+  if (serverName !== undefined) tls.serverName = serverName;
+  if (section.bool('tls_skip_verify', false)) tls.skipVerify = true;
+  return Object.keys(tls).length > 0 ? tls : undefined;
+}
 
 export const parseStorage = stanzaParser('storage', storageParsers, 'unknown');
 export const parseBus = stanzaParser('bus', busParsers, 'unknown');
@@ -114,7 +137,7 @@ export const parseSeal = stanzaParser('seal', sealParsers, 'unsupported');
 
 /** Reads the single block of a stanza (undefined when absent) with the parser for its type. */
 function stanzaParser<T>(stanza: string, parsers: TypeParsers<T>, unknownWord: string) {
-  return (blocks: Block[], sourceName: string, warnings: string[]): T | undefined => {
+  return async (blocks: Block[], sourceName: string, warnings: string[]): Promise<T | undefined> => {
     if (blocks.length > 1) {
       const types = blocks.map((block) => `"${block.type}"`).join(', ');
       throw new ConfigError(`${sourceName}: only one ${stanza} stanza is allowed (found ${types})`);
@@ -127,7 +150,7 @@ function stanzaParser<T>(stanza: string, parsers: TypeParsers<T>, unknownWord: s
       const supported = Object.keys(parsers).join(', ');
       throw new ConfigError(`${sourceName}: ${unknownWord} ${stanza} type "${block.type}" (supported: ${supported})`);
     }
-    const result = parse(section);
+    const result = await parse(section);
     section.warnUnknown(warnings);
     return result;
   };

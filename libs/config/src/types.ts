@@ -1,6 +1,6 @@
 /** The server configuration after parsing (HCL or JSON) and validation. Durations are seconds. */
 import type { StorageConfig } from '@svc/storage';
-import type { TransitSealConfig } from '@svc/seal';
+import type { AwsKmsSealConfig, TransitSealConfig } from '@svc/seal';
 import type { NatsBusConfig } from '@svc/bus';
 import type { RedisLockConfig } from '@svc/locks';
 
@@ -54,7 +54,7 @@ export interface ServerConfig {
   bus?: { type: 'nats' } & NatsBusConfig;
   /** Absent: in-memory locks (all-in-one). */
   locks?: { type: 'redis' } & RedisLockConfig;
-  seal: { type: 'shamir' } | TransitSealConfig;
+  seal: { type: 'shamir' } | TransitSealConfig | AwsKmsSealConfig;
   ui: boolean;
   apiAddr?: string;
   clusterAddr?: string;

@@ -7,7 +7,7 @@ import { EngineHost, EngineRegistry, GATEWAY, mountRemovedSubject, mountStorageP
 import type { Backend, MountInfo, Operation, Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import type { LockManager } from '@svc/locks';
-import { GenerateRoot, KeyringDistributor, KeyringReceiver, Rekey, SealUnavailableError, TransitKeyWrapper, createSeal, encryptRootToken, type RootKeyWrapper, type Seal } from '@svc/seal';
+import { AwsKmsKeyWrapper, GenerateRoot, KeyringDistributor, KeyringReceiver, Rekey, SealUnavailableError, TransitKeyWrapper, createSeal, encryptRootToken, type RootKeyWrapper, type Seal } from '@svc/seal';
 import { Barrier, CachedPhysical, createView, type Keyring, type Physical, type StorageView } from '@svc/storage';
 import { SYSTEM_MOUNT } from './mounts/system-mount';
 import { describeRequestError } from './http/request-errors';
@@ -120,6 +120,8 @@ export class Core {
   readonly audit: AuditDevices;
   /** sys/rekey/* on a Shamir seal, sys/rekey-recovery-key/* on an auto-unseal seal. */
   private readonly keysRekey: Rekey;
+  /** sys/rekey/* on an auto-unseal seal: recovery shares rotate the root key. */
+  private readonly rootKeyRekey?: Rekey;
   readonly generateRoot: GenerateRoot;
   /** Every mount type: where it runs, which table it belongs to, how its backend is built. */
   readonly engines: EngineRegistry;
@@ -180,6 +182,7 @@ export class Core {
     const coreView = createView(this.barrier, 'core/');
     const keys = this.seal.recoverySeal ? 'recovery-keys' : 'unseal-keys';
     this.keysRekey = new Rekey(coreView, `rekey/${keys}`, `${keys}-backup`, this.seal.authorityKeys);
+    if (this.seal.rootKeyRotation) this.rootKeyRekey = new Rekey(coreView, 'rekey/root-key', 'unseal-keys-backup', this.seal.rootKeyRotation);
     this.generateRoot = new GenerateRoot(coreView, 'generate-root', () => this.seal.authorityKeys, () => this.createRootToken(), SERVICE_TOKEN_LENGTH);
     this.engines = new EngineRegistry([...this.ownEngineTypes(), ...options.engineTypes]);
     this.coreEngines = new EngineHost(GATEWAY, this.engines.factoriesFor(GATEWAY), this.barrier, { locks: options.locks, logger: options.logger }, false);
@@ -203,8 +206,14 @@ export class Core {
   /** The auto-unseal provider the config's `seal` stanza names; none for the Shamir seal. */
   private sealProvider(): RootKeyWrapper | undefined {
     const { seal } = this.options.config;
-    if (seal.type === 'shamir') return undefined;
-    return new TransitKeyWrapper(seal, (err) => this.logger.warn({ err: err.message }, 'transit seal token renewal failed; retrying'));
+    switch (seal.type) {
+      case 'shamir':
+        return undefined;
+      case 'awskms':
+        return new AwsKmsKeyWrapper(seal);
+      case 'transit':
+        return new TransitKeyWrapper(seal, (err) => this.logger.warn({ err: err.message }, 'transit seal token renewal failed; retrying'));
+    }
   }
 
   /** The core's own mounts, present in every namespace and built over the core's state, as in Vault. */
@@ -467,10 +476,9 @@ export class Core {
     return token;
   }
 
-  /** sys/rekey/*: only the Shamir seal has unseal keys. */
+  /** sys/rekey/*: the unseal keys of the Shamir seal; with an auto-unseal seal, as in Vault, the root key (recovery shares authorize). */
   unsealRekey(): Rekey {
-    if (this.seal.recoverySeal) throw ServiceError.badRequest('an auto-unseal seal has no unseal keys: rekey the recovery keys with sys/rekey-recovery-key');
-    return this.keysRekey;
+    return this.rootKeyRekey ?? this.keysRekey;
   }
 
   /** sys/rekey-recovery-key/*: only a seal with recovery keys has them to rekey. */

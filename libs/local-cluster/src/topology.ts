@@ -140,7 +140,8 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
   };
 }
 
-async function dropTable(table: string): Promise<void> {
+/** Drops a storage table made for one test run (and its migrations table). */
+export async function dropTable(table: string): Promise<void> {
   const client = new Client({ connectionString: POSTGRES_URL });
   await client.connect();
   try {

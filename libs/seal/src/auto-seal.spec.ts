@@ -124,6 +124,35 @@ describe('AutoSeal', () => {
     await rekey.update(done.keys[0], next.nonce);
     expect(await rekey.update(done.keys[1], next.nonce)).toMatchObject({ complete: true });
   });
+
+  it('sys/rekey rotates the root key with recovery shares: nothing handed out, the keyring kept, a peer follows', async () => {
+    const { seal, physical, provider, recoveryKeys } = await setUp();
+    const keyring = await seal.unsealAutomatically();
+    const peer = new AutoSeal(physical, BUILD, provider);
+    await peer.unsealAutomatically();
+    const before = await physical.get(SEAL_STORAGE_KEYS.rootKey);
+    const rekey = new Rekey(physical, 'rekey/root-key', 'unseal-keys-backup', seal.rootKeyRotation ?? seal.authorityKeys);
+    for (const refused of [{ pgp_keys: ['a2V5'] }, { backup: true }, { require_verification: true }]) {
+      expect(await refusal(rekey.start(refused))).toMatch(/not supported when rekeying the root key with recovery keys/);
+    }
+    const started = await rekey.start({ secret_shares: 5, secret_threshold: 3 });
+    expect(started).toMatchObject({ t: 1, n: 1, required: 2 });
+    await rekey.update(recoveryKeys[0], started.nonce);
+    expect(await rekey.update(recoveryKeys[2], started.nonce)).toMatchObject({ complete: true, keys: [], keys_base64: [] });
+
+    const after = await physical.get(SEAL_STORAGE_KEYS.rootKey);
+    expect(after?.equals(before ?? Buffer.alloc(0))).toBe(false);
+    const rootKey = await provider.unwrap(after ?? Buffer.alloc(0));
+    expect(aeadDecrypt(rootKey, (await physical.get(SEAL_STORAGE_KEYS.keyring)) ?? Buffer.alloc(0), SEAL_STORAGE_KEYS.keyring).equals(keyring.serialize())).toBe(true);
+    // The peer opened with the old root key; what it writes now is under the new one.
+    await peer.persistKeyring(keyring);
+    expect((await new AutoSeal(physical, BUILD, provider).unsealAutomatically()).serialize().equals(keyring.serialize())).toBe(true);
+    // The recovery key moved with it: the same shares still authorize, on either process.
+    const again = await rekey.start({});
+    await rekey.update(recoveryKeys[1], again.nonce);
+    expect(await rekey.update(recoveryKeys[2], again.nonce)).toMatchObject({ complete: true });
+    await expect(peer.authorityKeys.verify(recoveryKeys.slice(0, 2).map((key) => Buffer.from(key, 'hex')))).resolves.toBeUndefined();
+  });
 });
 
 describe('a seal over storage initialized by the other kind', () => {

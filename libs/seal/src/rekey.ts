@@ -22,11 +22,17 @@ export interface RekeyTarget extends ShareAuthority {
   /** Checks the old shares (400 when wrong) and returns what `install` will store, as text. */
   prepare(shares: Buffer[], newKey: Buffer, split: KeySplit, pgpFingerprints: string[] | undefined): Promise<string>;
   install(prepared: string): Promise<void>;
+  /**
+   * Set when the seal keeps the new key itself (an auto-unseal seal's root key, rotated through its
+   * provider): no shares of it exist, so none are handed out, encrypted, backed up or verified.
+   */
+  readonly storesNewKey?: boolean;
 }
 
 export interface RekeyStart {
-  secret_shares: number;
-  secret_threshold: number;
+  /** Required unless the seal stores the new key (`RekeyTarget.storesNewKey`). */
+  secret_shares?: number;
+  secret_threshold?: number;
   pgp_keys?: string[];
   backup?: boolean;
   require_verification?: boolean;
@@ -113,7 +119,7 @@ export class Rekey {
   }
 
   async start(request: RekeyStart): Promise<RekeyStatus> {
-    const split = { shares: request.secret_shares, threshold: request.secret_threshold };
+    const split = this.target.storesNewKey ? storedKeySplit(request) : { shares: request.secret_shares ?? 0, threshold: request.secret_threshold ?? 0 };
     validateShareConfig(split.shares, split.threshold);
     const pgpKeys = request.pgp_keys?.length ? request.pgp_keys : undefined;
     if (request.backup && !pgpKeys) throw ServiceError.badRequest('backup requires pgp_keys: only PGP-encrypted shares are backed up');
@@ -161,7 +167,7 @@ export class Rekey {
     const newKey = randomBytes(UNSEAL_KEY_BYTES);
     try {
       const prepared = await this.target.prepare(taken.shares, newKey, state.split, state.pgpFingerprints);
-      const handedOut = await handOutShares(await splitKey(newKey, state.split.shares, state.split.threshold), state.pgpKeys);
+      const handedOut = this.target.storesNewKey ? { keys: [], keys_base64: [] } : await handOutShares(await splitKey(newKey, state.split.shares, state.split.threshold), state.pgpKeys);
       const finished = { ...statusOf({ ...state, progress: [] }, current.threshold), ...handedOut, complete: true as const };
       if (!state.requireVerification) {
         await this.operation.step((now) => (now?.nonce === state.nonce ? { next: null, result: undefined } : cancelledMeanwhile(now)));
@@ -233,6 +239,16 @@ export class Rekey {
     const record: BackupRecord = { nonce: state.nonce, keys };
     await this.store.put(this.backupKey, Buffer.from(JSON.stringify(record), 'utf8'));
   }
+}
+
+/**
+ * The split of a key the seal stores (Vault: "secret shares, secret threshold and stored shares
+ * must be 1"): one, whatever was asked, and no PGP keys, backup or verification, which need shares.
+ */
+function storedKeySplit(request: RekeyStart): KeySplit {
+  const refusal = request.pgp_keys?.length ? 'PGP key encryption' : request.backup ? 'key backup' : request.require_verification ? 'requiring verification' : undefined;
+  if (refusal) throw ServiceError.badRequest(`${refusal} not supported when rekeying the root key with recovery keys: the seal stores the new root key and no unseal key shares are created`);
+  return { shares: 1, threshold: 1 };
 }
 
 function statusOf(state: RekeyState | null, required: number): RekeyStatus {

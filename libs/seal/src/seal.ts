@@ -84,6 +84,8 @@ export interface Seal {
   unsealAutomatically(): Promise<Keyring>;
   /** The keys whose shares authorize generate-root: the unseal keys, or the recovery keys. */
   readonly authorityKeys: RekeyTarget;
+  /** An auto-unseal seal's `sys/rekey`: recovery shares authorize a new root key, kept by the provider. */
+  readonly rootKeyRotation: RekeyTarget | undefined;
   seal(): Promise<void>;
   persistKeyring(keyring: Keyring): Promise<void>;
   reloadKeyring(): Promise<Keyring>;
@@ -156,7 +158,7 @@ abstract class KeyringSeal {
   /** Stores a changed keyring (after `sys/rotate`) under the root key and makes it current. */
   persistKeyring(keyring: Keyring): Promise<void> {
     return this.exclusive(async () => {
-      const open = this.requireOpen();
+      const open = await this.inForce();
       await writeKeyring(this.physical, open.rootKey, keyring);
       open.keyring = keyring;
     });
@@ -165,7 +167,7 @@ abstract class KeyringSeal {
   /** Re-reads the stored keyring, for a process whose peer rotated it. */
   reloadKeyring(): Promise<Keyring> {
     return this.exclusive(async () => {
-      const open = this.requireOpen();
+      const open = await this.inForce();
       open.keyring = await readKeyring(this.physical, open.rootKey);
       return open.keyring;
     });
@@ -246,6 +248,11 @@ abstract class KeyringSeal {
     return this.open;
   }
 
+  /** The open seal with the root key now in force (a seal whose root key a peer can rotate re-reads it). */
+  protected inForce(): Promise<OpenSeal> {
+    return Promise.resolve(this.requireOpen());
+  }
+
   protected exclusive<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.queue.then(fn, fn);
     this.queue = run.catch(() => undefined);
@@ -259,6 +266,7 @@ abstract class KeyringSeal {
  */
 export class ShamirSeal extends KeyringSeal implements Seal {
   readonly recoverySeal = false;
+  readonly rootKeyRotation = undefined;
   private attempt?: UnsealAttempt;
 
   async status(): Promise<SealStatus> {
@@ -374,8 +382,7 @@ export class ShamirSeal extends KeyringSeal implements Seal {
 
   /** The root key, when `unsealKey` is this service's unseal key; a 400 otherwise. */
   private async decryptRootKey(unsealKey: Buffer | undefined): Promise<Buffer> {
-    const sealedRootKey = await this.physical.get(SEAL_STORAGE_KEYS.rootKey);
-    if (!sealedRootKey) throw new Error(`seal storage is incomplete: ${SEAL_STORAGE_KEYS.rootKey} is missing`);
+    const sealedRootKey = await readSealedRootKey(this.physical);
     try {
       if (!unsealKey) throw new Error('shares could not be combined');
       return aeadDecrypt(unsealKey, sealedRootKey, SEAL_STORAGE_KEYS.rootKey);
@@ -406,6 +413,8 @@ export class ShamirSeal extends KeyringSeal implements Seal {
  */
 export class AutoSeal extends KeyringSeal implements Seal {
   readonly recoverySeal = true;
+  /** The stored (provider-encrypted) root key that `open.rootKey` came from. */
+  private openedFrom?: Buffer;
 
   constructor(
     physical: Physical,
@@ -452,9 +461,9 @@ export class AutoSeal extends KeyringSeal implements Seal {
       if (config.type !== this.wrapper.type) {
         throw new Error(`storage was initialized with the ${config.type} seal but the configuration names the ${this.wrapper.type} seal; seal migration is not supported yet`);
       }
-      const sealedRootKey = await this.physical.get(SEAL_STORAGE_KEYS.rootKey);
-      if (!sealedRootKey) throw new Error(`seal storage is incomplete: ${SEAL_STORAGE_KEYS.rootKey} is missing`);
+      const sealedRootKey = await readSealedRootKey(this.physical);
       this.open = await this.openWith(await this.wrapper.unwrap(sealedRootKey));
+      this.openedFrom = sealedRootKey;
       return this.open.keyring;
     });
   }
@@ -483,20 +492,69 @@ export class AutoSeal extends KeyringSeal implements Seal {
         await this.checkRecoveryShares(shares);
         const prepared: PreparedRekey<AutoSealConfig> = {
           config: autoConfig(this.wrapper.type, split, fingerprints),
-          sealedKey: aeadEncrypt(this.requireOpen().rootKey, newKey, SEAL_STORAGE_KEYS.recoveryKey).toString('base64'),
+          sealedKey: aeadEncrypt((await this.inForce()).rootKey, newKey, SEAL_STORAGE_KEYS.recoveryKey).toString('base64'),
         };
         return JSON.stringify(prepared);
       }),
     install: (text) => this.installRekey(text, SEAL_STORAGE_KEYS.recoveryKey),
   };
 
+  /**
+   * Vault's `sys/rekey` with an auto-unseal seal: a threshold of recovery shares authorizes a new
+   * root key, which the provider encrypts; the keyring and the recovery key are stored again under
+   * it. Nothing is handed out, and the keyring (the data's keys) stays.
+   */
+  readonly rootKeyRotation: RekeyTarget = {
+    split: this.authorityKeys.split,
+    verify: this.authorityKeys.verify,
+    storesNewKey: true,
+    prepare: (shares) => this.exclusive(async () => this.checkRecoveryShares(shares)).then(() => ''),
+    install: () => this.exclusive(() => this.rotateRootKey()),
+  };
+
   protected dropProgress(): void {
-    // An auto-unseal seal takes no unseal shares.
+    this.openedFrom = undefined;
+  }
+
+  /** A peer may have rotated the root key: when the stored one is not the one this process opened with, ask the provider for it. */
+  protected override async inForce(): Promise<OpenSeal> {
+    const open = this.requireOpen();
+    const stored = await readSealedRootKey(this.physical);
+    if (this.openedFrom && !stored.equals(this.openedFrom)) {
+      const rootKey = await this.wrapper.unwrap(stored);
+      open.rootKey.fill(0);
+      open.rootKey = rootKey;
+      this.openedFrom = stored;
+    }
+    return open;
+  }
+
+  private async rotateRootKey(): Promise<void> {
+    const open = await this.inForce();
+    const sealedRecoveryKey = await this.physical.get(SEAL_STORAGE_KEYS.recoveryKey);
+    if (!sealedRecoveryKey) throw new Error(`seal storage is incomplete: ${SEAL_STORAGE_KEYS.recoveryKey} is missing`);
+    const recoveryKey = aeadDecrypt(open.rootKey, sealedRecoveryKey, SEAL_STORAGE_KEYS.recoveryKey);
+    const rootKey = randomBytes(32);
+    try {
+      const sealedRootKey = await this.wrapper.wrap(rootKey);
+      await this.physical.transaction(async (tx) => {
+        await tx.lock(SEAL_STORAGE_KEYS.config);
+        await tx.put(SEAL_STORAGE_KEYS.rootKey, sealedRootKey);
+        await tx.put(SEAL_STORAGE_KEYS.recoveryKey, aeadEncrypt(rootKey, recoveryKey, SEAL_STORAGE_KEYS.recoveryKey));
+        await writeKeyring(tx, rootKey, open.keyring);
+      });
+      open.rootKey.fill(0);
+      open.rootKey = Buffer.from(rootKey);
+      this.openedFrom = sealedRootKey;
+    } finally {
+      rootKey.fill(0);
+      recoveryKey.fill(0);
+    }
   }
 
   /** A 400 unless the shares rebuild this service's recovery key. */
   private async checkRecoveryShares(shares: Buffer[]): Promise<void> {
-    const { rootKey } = this.requireOpen();
+    const { rootKey } = await this.inForce();
     const sealed = await this.physical.get(SEAL_STORAGE_KEYS.recoveryKey);
     if (!sealed) throw new Error(`seal storage is incomplete: ${SEAL_STORAGE_KEYS.recoveryKey} is missing`);
     const stored = aeadDecrypt(rootKey, sealed, SEAL_STORAGE_KEYS.recoveryKey);
@@ -552,6 +610,12 @@ async function readShamirConfig(store: KeyValueStore): Promise<ShamirSealConfig 
     throw ServiceError.badRequest(`storage was initialized with the ${config.type} seal but the configuration names the shamir seal; seal migration is not supported yet`);
   }
   return config as ShamirSealConfig | null;
+}
+
+async function readSealedRootKey(store: KeyValueStore): Promise<Buffer> {
+  const sealed = await store.get(SEAL_STORAGE_KEYS.rootKey);
+  if (!sealed) throw new Error(`seal storage is incomplete: ${SEAL_STORAGE_KEYS.rootKey} is missing`);
+  return sealed;
 }
 
 async function writeKeyring(store: KeyValueStore, rootKey: Buffer, keyring: Keyring): Promise<void> {

@@ -1,4 +1,20 @@
+import { readFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { type RootKeyWrapper, SealUnavailableError } from './key-wrapper';
+
+/** How the seal reaches an https:// address, Vault's `tls_*` fields (files in PEM). */
+export interface TransitSealTls {
+  /** CA certificate(s) to trust instead of the system's. */
+  caCert?: string;
+  /** Certificate and key presented to a server that asks for one (mutual TLS). */
+  clientCert?: string;
+  clientKey?: string;
+  /** Name to verify the server's certificate against (and send as SNI), instead of the address's host. */
+  serverName?: string;
+  /** Accepts any certificate: for tests only. */
+  skipVerify?: boolean;
+}
 
 /** `seal "transit"`: another Secrets Service's transit engine holds the key that wraps the root key. */
 export interface TransitSealConfig {
@@ -12,6 +28,7 @@ export interface TransitSealConfig {
   namespace?: string;
   /** The token is renewed at half its TTL unless this is set (a periodic or root token needs none). */
   disableRenewal: boolean;
+  tls?: TransitSealTls;
 }
 
 const REQUEST_TIMEOUT_MS = 10_000;
@@ -29,12 +46,24 @@ export class TransitKeyWrapper implements RootKeyWrapper {
   readonly type = 'transit';
   private renewalTimer?: NodeJS.Timeout;
   private closed = false;
+  /** Certificates and options for an https:// address, read once. */
+  private readonly tlsOptions: RequestOptions;
 
   constructor(
     private readonly config: TransitSealConfig,
     /** Told when a renewal fails; the wrapper keeps trying. */
     private readonly onRenewalError: (err: Error) => void = () => undefined,
-  ) {}
+  ) {
+    const tls = config.tls ?? {};
+    const read = (file: string | undefined) => (file === undefined ? undefined : readFileSync(file));
+    this.tlsOptions = {
+      ca: read(tls.caCert),
+      cert: read(tls.clientCert),
+      key: read(tls.clientKey),
+      servername: tls.serverName,
+      rejectUnauthorized: !tls.skipVerify,
+    };
+  }
 
   /** Starts renewing the token (unless disabled): the first renewal tells how long it lives. */
   start(): void {
@@ -85,27 +114,55 @@ export class TransitKeyWrapper implements RootKeyWrapper {
 
   private async send(method: string, path: string, body: Record<string, string>): Promise<TransitAnswer> {
     const where = `transit seal at ${this.config.address} (${path})`;
-    let response: Response;
+    let response: { status: number; text: string };
     try {
-      response = await fetch(`${this.config.address.replace(/\/+$/, '')}/v1/${path}`, {
-        method,
-        headers: {
-          'Content-Type': 'application/json',
-          'X-Service-Request': 'true',
-          'X-Service-Token': this.config.token,
-          ...(this.config.namespace && { 'X-Service-Namespace': this.config.namespace }),
-        },
-        body: JSON.stringify(body),
-        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-      });
+      response = await this.request(method, `${this.config.address.replace(/\/+$/, '')}/v1/${path}`, JSON.stringify(body));
     } catch (err) {
-      throw new SealUnavailableError(`${where}: unreachable: ${(err as Error).message}`, { cause: err });
+      // Node names TLS failures by code (UNABLE_TO_VERIFY_LEAF_SIGNATURE, ERR_TLS_CERT_ALTNAME_INVALID, ...).
+      const { code, message } = err as NodeJS.ErrnoException;
+      throw new SealUnavailableError(`${where}: unreachable: ${message}${code && !message.includes(code) ? ` (${code})` : ''}`, { cause: err });
     }
-    const answer = (await response.json().catch(() => ({}))) as TransitAnswer;
-    if (!response.ok) {
+    let answer: TransitAnswer = {};
+    try {
+      answer = JSON.parse(response.text) as TransitAnswer;
+    } catch {
+      // Not JSON (a proxy's error page): the status says enough.
+    }
+    if (response.status < 200 || response.status >= 300) {
       const reason = answer.errors?.join('; ') || 'no error message';
       throw new SealUnavailableError(`${where}: answered ${response.status}: ${reason}`);
     }
     return answer;
+  }
+
+  /** One HTTP(S) request with the seal's TLS options; node:https because fetch takes no per-request CA or client certificate. */
+  private request(method: string, url: string, body: string): Promise<{ status: number; text: string }> {
+    const send = url.startsWith('https:') ? httpsRequest : httpRequest;
+    return new Promise((resolve, reject) => {
+      const req = send(
+        url,
+        {
+          method,
+          headers: {
+            'Content-Type': 'application/json',
+            'Content-Length': Buffer.byteLength(body),
+            'X-Service-Request': 'true',
+            'X-Service-Token': this.config.token,
+            ...(this.config.namespace && { 'X-Service-Namespace': this.config.namespace }),
+          },
+          timeout: REQUEST_TIMEOUT_MS,
+          ...(url.startsWith('https:') && this.tlsOptions),
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+          res.on('error', reject);
+        },
+      );
+      req.on('timeout', () => req.destroy(new Error(`no answer within ${REQUEST_TIMEOUT_MS} ms`)));
+      req.on('error', reject);
+      req.end(body);
+    });
   }
 }

@@ -9,3 +9,5 @@ export * from './stub-api';
 export * from './cli';
 export * from './ports';
 export * from './browser';
+export * from './certificates';
+export * from './transit-seal-provider';

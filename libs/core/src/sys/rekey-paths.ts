@@ -26,8 +26,9 @@ function rekeyDeclarations(prefix: string, [backup, ...backupAliases]: string[],
       synopsis: `Starts, reads or cancels a rekey of the ${keys} keys.`,
       description: `One rekey at a time; a new one gets a new nonce. With \`pgp_keys\` the new shares are returned encrypted, one key per share; with \`backup\` they are also kept for \`sys/${backup}\`. With \`require_verification\` the ${keys} key changes only once a threshold of the new shares was submitted to \`sys/${prefix}/verify\`.`,
       fields: {
-        secret_shares: { type: 'int', required: true, description: 'Number of new shares.' },
-        secret_threshold: { type: 'int', required: true, description: 'Shares needed to rebuild the new key; at most secret_shares.' },
+        // Not required by the route: sys/rekey on an auto-unseal seal rotates the root key and takes none (Vault forces them to 1).
+        secret_shares: { type: 'int', description: 'Number of new shares (required, except for sys/rekey on an auto-unseal seal, where it is 1).' },
+        secret_threshold: { type: 'int', description: 'Shares needed to rebuild the new key; at most secret_shares (1 for sys/rekey on an auto-unseal seal).' },
         pgp_keys: { type: 'comma-string-list', description: 'Base64 PGP public keys, one per new share, to encrypt the new shares with.' },
         backup: { type: 'bool', default: false, description: 'With pgp_keys: also store the encrypted shares for retrieval through the backup endpoint.' },
         require_verification: { type: 'bool', default: false, description: 'Rotate only after a threshold of the new shares was submitted to the verify endpoint.' },
