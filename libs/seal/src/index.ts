@@ -7,3 +7,4 @@ export * from './rekey';
 export * from './generate-root';
 export * from './key-wrapper';
 export * from './transit-seal';
+export * from './pkcs11-seal';

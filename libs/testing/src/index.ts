@@ -8,3 +8,4 @@ export * from './tcp-proxy';
 export * from './stub-api';
 export * from './cli';
 export * from './ports';
+export * from './softhsm';
