@@ -1,14 +1,20 @@
 import type { Block } from './blocks';
 
 /**
- * Environment variables that set the secret-bearing fields, as Vault's PostgreSQL storage reads
- * VAULT_PG_CONNECTION_URL: a deployment passes passwords from its secret store without writing
- * them into configuration files. A variable beats the file; an empty one counts as unset.
+ * Environment variables that set fields, as Vault's PostgreSQL storage reads VAULT_PG_CONNECTION_URL
+ * and its pkcs11 seal VAULT_HSM_*: a deployment passes passwords and PINs from its secret store
+ * without writing them into configuration files. A variable beats the file; an empty one counts as unset.
  */
 const SECRET_ENVIRONMENT_VARIABLES = [
   { variable: 'SVC_PG_CONNECTION_URL', stanza: 'storage', type: 'postgresql', field: 'connection_url' },
   { variable: 'SVC_NATS_PASSWORD', stanza: 'bus', type: 'nats', field: 'password' },
   { variable: 'SVC_REDIS_PASSWORD', stanza: 'locks', type: 'redis', field: 'password' },
+  ...(['lib', 'slot', 'token_label', 'pin', 'key_label', 'key_id', 'mechanism', 'generate_key', 'rsa_oaep_hash'] as const).map((field) => ({
+    variable: `SVC_HSM_${field.toUpperCase()}`,
+    stanza: 'seal',
+    type: 'pkcs11',
+    field,
+  })),
 ] as const;
 
 /**

@@ -8,3 +8,4 @@ export * from './generate-root';
 export * from './key-wrapper';
 export * from './transit-seal';
 export * from './pkcs11-seal';
+export * from './migration';

@@ -93,7 +93,7 @@ export interface Seal {
   close(): void;
 }
 
-interface ShamirSealConfig {
+export interface ShamirSealConfig {
   type: 'shamir';
   secret_shares: number;
   secret_threshold: number;
@@ -101,14 +101,15 @@ interface ShamirSealConfig {
 }
 
 /** An auto-unseal seal's config: the split of its recovery key. */
-interface AutoSealConfig {
+export interface AutoSealConfig {
   type: string;
   recovery_shares: number;
   recovery_threshold: number;
   recovery_pgp_fingerprints?: string[];
 }
 
-type SealConfig = ShamirSealConfig | AutoSealConfig;
+/** What `core/seal-config` holds. */
+export type SealConfig = ShamirSealConfig | AutoSealConfig;
 
 /** A rekey waiting for verification: what `install` will store. */
 interface PreparedRekey<Config> {
@@ -450,7 +451,7 @@ export class AutoSeal extends KeyringSeal implements Seal {
       const config = await readConfig(this.physical);
       if (!config) throw ServiceError.badRequest(UNINITIALIZED_MESSAGE);
       if (config.type !== this.wrapper.type) {
-        throw new Error(`storage was initialized with the ${config.type} seal but the configuration names the ${this.wrapper.type} seal; seal migration is not supported yet`);
+        throw new Error(`storage was initialized with the ${config.type} seal but the configuration names the ${this.wrapper.type} seal; to migrate, add the ${config.type} seal's stanza marked disabled = "true"`);
       }
       const sealedRootKey = await this.physical.get(SEAL_STORAGE_KEYS.rootKey);
       if (!sealedRootKey) throw new Error(`seal storage is incomplete: ${SEAL_STORAGE_KEYS.rootKey} is missing`);
@@ -522,7 +523,7 @@ function requireInteger(value: number | undefined, field: string): number {
   return value;
 }
 
-function autoConfig(type: string, split: KeySplit, fingerprints: string[] | undefined): AutoSealConfig {
+export function autoConfig(type: string, split: KeySplit, fingerprints: string[] | undefined): AutoSealConfig {
   return {
     type,
     recovery_shares: split.shares,
@@ -531,7 +532,7 @@ function autoConfig(type: string, split: KeySplit, fingerprints: string[] | unde
   };
 }
 
-function shamirConfig(split: KeySplit, fingerprints: string[] | undefined): ShamirSealConfig {
+export function shamirConfig(split: KeySplit, fingerprints: string[] | undefined): ShamirSealConfig {
   return {
     type: 'shamir',
     secret_shares: split.shares,
@@ -540,7 +541,7 @@ function shamirConfig(split: KeySplit, fingerprints: string[] | undefined): Sham
   };
 }
 
-async function readConfig(store: KeyValueStore): Promise<SealConfig | null> {
+export async function readConfig(store: KeyValueStore): Promise<SealConfig | null> {
   const raw = await store.get(SEAL_STORAGE_KEYS.config);
   return raw ? (JSON.parse(raw.toString('utf8')) as SealConfig) : null;
 }
@@ -549,7 +550,7 @@ async function readConfig(store: KeyValueStore): Promise<SealConfig | null> {
 async function readShamirConfig(store: KeyValueStore): Promise<ShamirSealConfig | null> {
   const config = await readConfig(store);
   if (config && config.type !== 'shamir') {
-    throw ServiceError.badRequest(`storage was initialized with the ${config.type} seal but the configuration names the shamir seal; seal migration is not supported yet`);
+    throw ServiceError.badRequest(`storage was initialized with the ${config.type} seal but the configuration names the shamir seal; to migrate to shamir, mark the ${config.type} seal's stanza disabled = "true"`);
   }
   return config as ShamirSealConfig | null;
 }
