@@ -171,6 +171,10 @@ export function parseSeals(blocks: Block[], sourceName: string, warnings: string
   if (disabledSeal?.type === 'shamir' && seal.type === 'shamir') {
     throw new ConfigError(`${sourceName}: a disabled shamir seal needs an auto-unseal seal stanza to migrate to (to change the unseal keys, rekey)`);
   }
+  // Storage records the seal's type only, so a migration between two seals of one type could not tell when it is done.
+  if (disabledSeal && disabledSeal.type === seal.type) {
+    throw new ConfigError(`${sourceName}: the disabled seal and the seal in force are both "${seal.type}"; a seal migration goes between two types of seal`);
+  }
   return { seal, ...(disabledSeal && { disabledSeal }) };
 }
 
