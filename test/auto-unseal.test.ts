@@ -3,7 +3,7 @@
  * as the provider, in both topologies. A TCP relay between the cluster and the provider stands for
  * the network, so the provider can be made unreachable without losing its in-memory transit key.
  */
-import { PLAIN_LISTENER, TcpProxy, api, assertingCalls, eventually, runCli, startServerProcess, startTopology, type ApiResponse, type ServerProcess, type Topology, type TopologyKind } from '@svc/testing';
+import { PLAIN_LISTENER, TcpProxy, api, assertingCalls, eventually, restartEachGatewayAlone, runCli, startServerProcess, startTopology, type ApiResponse, type ServerProcess, type Topology, type TopologyKind } from '@svc/testing';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Body = Record<string, any>;
@@ -40,7 +40,6 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('transit auto-unseal,
   const { ok, refused } = assertingCalls(call);
   const everyGateway = (sealed: boolean, urls = topology.urls) =>
     eventually(async () => (await Promise.all(urls.map((url) => api<Body>(url, 'GET', '/v1/sys/seal-status')))).every((res) => res.body.sealed === sealed), 20_000);
-  const urlOf = (name: string) => `http://${topology.processes.find((p) => p.name === name)?.addresses[0]}`;
 
   /** Generate-root with `shares`; the decoded root token, or the refusal of the last share. */
   const generateRoot = async (shares: string[]): Promise<{ token?: string; refusal?: string }> => {
@@ -98,15 +97,10 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('transit auto-unseal,
   it('after a seal, each gateway restarted alone unseals itself', async () => {
     await ok('PUT', 'sys/seal', undefined, root);
     await everyGateway(true);
-    await Promise.all(gateways.map((name) => topology.stopProcess(name)));
-    // One at a time, so no peer holds the keyring to hand over: each must ask the provider.
-    for (const name of gateways) {
-      await topology.restartProcess(name);
-      await everyGateway(false, [urlOf(name)]);
-      expect((await call('GET', 'secret/kept', undefined, root, urlOf(name))).body.data).toEqual({ value: 'still here' });
-      await topology.stopProcess(name);
-    }
-    for (const name of gateways) await topology.restartProcess(name);
+    await restartEachGatewayAlone(topology, gateways, async (url) => {
+      await everyGateway(false, [url]);
+      expect((await call('GET', 'secret/kept', undefined, root, url)).body.data).toEqual({ value: 'still here' });
+    });
     await everyGateway(false);
   }, 120_000);
 

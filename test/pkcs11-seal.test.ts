@@ -2,7 +2,7 @@
  * Issue 15, the pkcs11 seal: a SoftHSM2 token created here in a temporary directory, reached
  * through pkcs11js by every gateway on its own (both topologies).
  */
-import { PLAIN_LISTENER, SOFTHSM_LIBRARY, SoftHsm, api, assertingCalls, eventually, startTopology, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
+import { PLAIN_LISTENER, SOFTHSM_LIBRARY, SoftHsm, api, assertingCalls, eventually, restartEachGatewayAlone, startTopology, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Body = Record<string, any>;
@@ -26,7 +26,6 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('pkcs11 seal, %s', (k
   const { ok, refused } = assertingCalls(call);
   const everyGateway = (sealed: boolean) =>
     eventually(async () => (await Promise.all(topology.urls.map((url) => api<Body>(url, 'GET', '/v1/sys/seal-status')))).every((res) => res.body.sealed === sealed), 20_000);
-  const urlOf = (name: string) => `http://${topology.processes.find((p) => p.name === name)?.addresses[0]}`;
   const restartGateways = async () => {
     await Promise.all(gateways.map((name) => topology.stopProcess(name)));
     for (const name of gateways) await topology.restartProcess(name);
@@ -62,18 +61,13 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('pkcs11 seal, %s', (k
     await refused('PUT', 'sys/unseal', { key: init.recovery_keys[0] }, 400, /recovery keys cannot unseal/);
   });
 
-  it('after a seal, each gateway restarted alone unseals itself with the key on the token', async () => {
+  it('after a seal, each gateway restarted alone opens the HSM itself', async () => {
     await ok('PUT', 'sys/seal', undefined, root);
     await everyGateway(true);
-    await Promise.all(gateways.map((name) => topology.stopProcess(name)));
-    // One at a time, so no peer holds the keyring to hand over: each must open the HSM itself.
-    for (const name of gateways) {
-      await topology.restartProcess(name);
-      await eventually(async () => (await api<Body>(urlOf(name), 'GET', '/v1/sys/seal-status')).body.sealed === false, 20_000);
-      expect((await call('GET', 'secret/hsm', undefined, root, urlOf(name))).body.data).toEqual({ value: 'kept by the HSM' });
-      await topology.stopProcess(name);
-    }
-    for (const name of gateways) await topology.restartProcess(name);
+    await restartEachGatewayAlone(topology, gateways, async (url) => {
+      await eventually(async () => (await api<Body>(url, 'GET', '/v1/sys/seal-status')).body.sealed === false, 20_000);
+      expect((await call('GET', 'secret/hsm', undefined, root, url)).body.data).toEqual({ value: 'kept by the HSM' });
+    });
     await everyGateway(false);
   }, 120_000);
 

@@ -1,4 +1,4 @@
-import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import { ServiceError } from '@svc/http';
 import type { Keyring, Physical } from '@svc/storage';
 import { aeadDecrypt, aeadEncrypt } from './aead';
@@ -18,19 +18,14 @@ import {
   type SealStatus,
   type UnsealResult,
 } from './seal';
-import { combineShares, shareLength } from './shamir';
-import { parseShare } from './shares';
+import { combineShares } from './shamir';
+import { UnsealProgress } from './shares';
 
 /** Vault's answers when `migrate` does not match the service's state. */
 export const MIGRATE_REQUIRED = "'migrate' parameter must be set true in JSON body when in seal migration mode";
 export const MIGRATE_UNEXPECTED = "'migrate' parameter set true in JSON body when not in seal migration mode";
 
 const SHAMIR = 'shamir';
-
-interface MigrationAttempt {
-  nonce: string;
-  shares: Buffer[];
-}
 
 /**
  * The seal a configuration names (`target`, opened by `targetWrapper`, or Shamir without one) and
@@ -45,7 +40,7 @@ interface MigrationAttempt {
  */
 export class MigratingSeal implements Seal {
   private readonly target: Seal;
-  private attempt?: MigrationAttempt;
+  private readonly progress = new UnsealProgress();
 
   constructor(
     private readonly physical: Physical,
@@ -86,8 +81,8 @@ export class MigratingSeal implements Seal {
       sealed: true,
       t: split.threshold,
       n: split.shares,
-      progress: this.attempt?.shares.length ?? 0,
-      nonce: this.attempt?.nonce ?? '',
+      progress: this.progress.count,
+      nonce: this.progress.nonce,
       version: this.build.version,
       build_date: this.build.buildDate,
       migration: true,
@@ -108,22 +103,12 @@ export class MigratingSeal implements Seal {
     const stored = await this.pending();
     if (!stored) return this.target.submitUnsealKey(key, reset);
     if (reset) {
-      this.dropProgress();
+      this.progress.drop();
       return { status: await this.status() };
     }
     if (!key) throw ServiceError.badRequest('key is required unless reset is true');
-    const split = splitOf(stored);
-    const share = parseShare(key, shareLength(split.shares));
-    const attempt = (this.attempt ??= { nonce: randomUUID(), shares: [] });
-    if (attempt.shares.some((given) => timingSafeEqual(given, share))) {
-      share.fill(0);
-      throw ServiceError.badRequest('this key share was already submitted in the current unseal attempt');
-    }
-    attempt.shares.push(share);
-    if (attempt.shares.length < split.threshold) return { status: await this.status() };
-
-    const shares = attempt.shares;
-    this.attempt = undefined;
+    const shares = this.progress.add(key, splitOf(stored));
+    if (!shares) return { status: await this.status() };
     try {
       await this.migrate(stored, shares);
       return await this.openTarget(shares);
@@ -137,7 +122,7 @@ export class MigratingSeal implements Seal {
   }
 
   seal(): Promise<void> {
-    this.dropProgress();
+    this.progress.drop();
     return this.target.seal();
   }
 
@@ -157,11 +142,6 @@ export class MigratingSeal implements Seal {
   close(): void {
     this.target.close();
     this.from?.close();
-  }
-
-  private dropProgress(): void {
-    this.attempt?.shares.forEach((share) => share.fill(0));
-    this.attempt = undefined;
   }
 
   /**

@@ -1,11 +1,11 @@
-import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { ServiceError, UNINITIALIZED_MESSAGE } from '@svc/http';
 import { Keyring, type KeyValueStore, type Physical } from '@svc/storage';
 import { aeadDecrypt, aeadEncrypt } from './aead';
 import type { RootKeyWrapper } from './key-wrapper';
 import type { KeySplit, RekeyTarget } from './rekey';
-import { UNSEAL_KEY_BYTES, combineShares, shareLength, splitKey, validateShareConfig } from './shamir';
-import { handOutShares, parseShare, pgpFingerprints, type HandedOutShares } from './shares';
+import { UNSEAL_KEY_BYTES, combineShares, splitKey, validateShareConfig } from './shamir';
+import { UnsealProgress, handOutShares, pgpFingerprints, type HandedOutShares } from './shares';
 
 /** The only physical entries written outside the barrier: the config in clear, the rest ciphertext. */
 export const SEAL_STORAGE_KEYS = {
@@ -116,11 +116,6 @@ interface PreparedRekey<Config> {
   config: Config;
   /** The new key's protected form (base64): the root key under the unseal key, or the recovery key under the root key. */
   sealedKey: string;
-}
-
-interface UnsealAttempt {
-  nonce: string;
-  shares: Buffer[];
 }
 
 interface OpenSeal {
@@ -260,15 +255,15 @@ abstract class KeyringSeal {
  */
 export class ShamirSeal extends KeyringSeal implements Seal {
   readonly recoverySeal = false;
-  private attempt?: UnsealAttempt;
+  private readonly progress = new UnsealProgress();
 
   async status(): Promise<SealStatus> {
     const config = await readShamirConfig(this.physical);
     const split = config && { shares: config.secret_shares, threshold: config.secret_threshold };
     return {
       ...(await this.statusFields('shamir', split ?? undefined, config !== null)),
-      progress: this.attempt?.shares.length ?? 0,
-      nonce: this.attempt?.nonce ?? '',
+      progress: this.progress.count,
+      nonce: this.progress.nonce,
       recovery_seal: false,
     };
   }
@@ -306,17 +301,11 @@ export class ShamirSeal extends KeyringSeal implements Seal {
       if (this.open) return this.result();
       if (!key) throw ServiceError.badRequest('key is required unless reset is true');
 
-      const share = parseShare(key, shareLength(config.secret_shares));
-      const attempt = (this.attempt ??= { nonce: randomUUID(), shares: [] });
-      if (attempt.shares.some((given) => timingSafeEqual(given, share))) {
-        share.fill(0);
-        throw ServiceError.badRequest('this key share was already submitted in the current unseal attempt');
-      }
-      attempt.shares.push(share);
-      if (attempt.shares.length < config.secret_threshold) return this.result();
+      const shares = this.progress.add(key, { shares: config.secret_shares, threshold: config.secret_threshold });
+      if (!shares) return this.result();
 
-      const unsealKey = await combineShares(attempt.shares).catch(() => undefined);
-      this.dropProgress();
+      const unsealKey = await combineShares(shares).catch(() => undefined);
+      shares.forEach((share) => share.fill(0));
       try {
         this.open = await this.openWith(await this.decryptRootKey(unsealKey));
       } finally {
@@ -369,8 +358,7 @@ export class ShamirSeal extends KeyringSeal implements Seal {
   };
 
   protected dropProgress(): void {
-    this.attempt?.shares.forEach((share) => share.fill(0));
-    this.attempt = undefined;
+    this.progress.drop();
   }
 
   /** The root key, when `unsealKey` is this service's unseal key; a 400 otherwise. */
