@@ -5,7 +5,7 @@
  * in-memory transit key; and the awskms seal with the KMS emulator, which checks SigV4 and can be
  * taken down and brought back.
  */
-import { PLAIN_LISTENER, TcpProxy, api, assertingCalls, eventually, prepareTransitSealProvider, runCli, startServerProcess, startTopology, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
+import { PLAIN_LISTENER, TcpProxy, api, assertingCalls, eventually, prepareTransitSealProvider, restartEachGatewayAlone, runCli, startServerProcess, startTopology, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
 import { startKmsEmulator, type KmsEmulator } from './emulators/aws/kms';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -76,7 +76,6 @@ describe.each(CASES)('%s auto-unseal, %s', (sealType, kind) => {
   const { ok, refused } = assertingCalls(call);
   const everyGateway = (sealed: boolean, urls = topology.urls) =>
     eventually(async () => (await Promise.all(urls.map((url) => api<Body>(url, 'GET', '/v1/sys/seal-status')))).every((res) => res.body.sealed === sealed), 20_000);
-  const urlOf = (name: string) => `http://${topology.processes.find((p) => p.name === name)?.addresses[0]}`;
 
   /** Generate-root with `shares`; the decoded root token, or the refusal of the last share. */
   const generateRoot = async (shares: string[]): Promise<{ token?: string; refusal?: string }> => {
@@ -126,15 +125,10 @@ describe.each(CASES)('%s auto-unseal, %s', (sealType, kind) => {
   it('after a seal, each gateway restarted alone unseals itself', async () => {
     await ok('PUT', 'sys/seal', undefined, root);
     await everyGateway(true);
-    await Promise.all(gateways.map((name) => topology.stopProcess(name)));
-    // One at a time, so no peer holds the keyring to hand over: each must ask the provider.
-    for (const name of gateways) {
-      await topology.restartProcess(name);
-      await everyGateway(false, [urlOf(name)]);
-      expect((await call('GET', 'secret/kept', undefined, root, urlOf(name))).body.data).toEqual({ value: 'still here' });
-      await topology.stopProcess(name);
-    }
-    for (const name of gateways) await topology.restartProcess(name);
+    await restartEachGatewayAlone(topology, gateways, async (url) => {
+      await everyGateway(false, [url]);
+      expect((await call('GET', 'secret/kept', undefined, root, url)).body.data).toEqual({ value: 'still here' });
+    });
     await everyGateway(false);
   }, 120_000);
 

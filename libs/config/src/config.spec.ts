@@ -221,6 +221,28 @@ seal "shamir" {}
     expect(config.warnings ?? []).toEqual([]);
   });
 
+  it('reads a pkcs11 seal with its defaults, and the SVC_HSM_* variables beat the file', async () => {
+    const text = 'listener "tcp" { tls_disable = 1 }\nstorage "inmem" {}\nseal "pkcs11" {\n lib = "/usr/lib/softhsm/libsofthsm2.so"\n slot = "0x10"\n pin = "1234"\n key_label = "svc-root"\n key_id = "0x0A01"\n}';
+    const config = await parseConfig(text, 'hcl', 'config.hcl', {}, KNOWN_SERVICES);
+    expect(config.seal).toEqual({ type: 'pkcs11', lib: '/usr/lib/softhsm/libsofthsm2.so', slot: '16', pin: '1234', keyLabel: 'svc-root', keyId: '0a01', generateKey: false, rsaOaepHash: 'sha256' });
+    expect(config.warnings ?? []).toEqual([]);
+    const environment = { SVC_HSM_PIN: 'from-env', SVC_HSM_MECHANISM: '0x0009', SVC_HSM_GENERATE_KEY: 'true', SVC_HSM_RSA_OAEP_HASH: 'sha1' };
+    expect((await parseConfig(text, 'hcl', 'config.hcl', environment, KNOWN_SERVICES)).seal).toMatchObject({ pin: 'from-env', mechanism: 'CKM_RSA_PKCS_OAEP', generateKey: true, rsaOaepHash: 'sha1' });
+  });
+
+  it('reads the seal being migrated from, marked disabled, beside the seal in force', async () => {
+    const transit = 'seal "transit" {\n address = "https://seal:8200"\n token = "t"\n key_name = "k"\n disabled = "true"\n}';
+    const pkcs11 = 'seal "pkcs11" {\n lib = "/lib.so"\n token_label = "svc"\n pin = "1234"\n key_label = "k"\n generate_key = true\n}';
+    const both = await parseConfig(`listener "tcp" { tls_disable = 1 }\nstorage "inmem" {}\n${transit}\n${pkcs11}`, 'hcl', 'config.hcl');
+    expect(both.seal).toMatchObject({ type: 'pkcs11', tokenLabel: 'svc', generateKey: true });
+    expect(both.disabledSeal).toMatchObject({ type: 'transit', address: 'https://seal:8200' });
+    expect(both.warnings ?? []).toEqual([]);
+    const toShamir = await parseConfig(`listener "tcp" { tls_disable = 1 }\nstorage "inmem" {}\n${transit}`, 'hcl', 'config.hcl');
+    expect(toShamir.seal).toEqual({ type: 'shamir' });
+    expect(toShamir.disabledSeal).toMatchObject({ type: 'transit' });
+    expect((await parseConfig(`listener "tcp" { tls_disable = 1 }\nstorage "inmem" {}\n${pkcs11}`, 'hcl', 'config.hcl')).disabledSeal).toBeUndefined();
+  });
+
   it('reads embedded storage, a bus address, a token and lease TTLs in seconds', async () => {
     const text = `
 listener "tcp" { tls_disable = 1 }
@@ -569,12 +591,22 @@ describe('validation errors', () => {
       'config.hcl: bus "nats": request_timeout must be a duration',
     ],
     ['redis without address', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nlocks "redis" {}', 'config.hcl: locks "redis": address is required'],
-    ['unknown seal', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "gcpckms" {}', 'config.hcl: unsupported seal type "gcpckms" (supported: shamir, awskms, transit)'],
+    ['unknown seal', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "gcpckms" {}', 'config.hcl: unsupported seal type "gcpckms" (supported: shamir, awskms, transit, pkcs11)'],
     ['awskms seal without kms_key_id', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "awskms" {\n}', 'config.hcl: seal "awskms": kms_key_id is required (or set SVC_AWSKMS_SEAL_KEY_ID): the id, ARN or alias (alias/...) of the KMS key'],
     ['awskms seal with a bad region', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "awskms" {\n kms_key_id = "k"\n region = "Frankfurt"\n}', 'config.hcl: seal "awskms": region must be an AWS region such as us-east-1, not "Frankfurt"'],
     ['awskms seal with a bad endpoint', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "awskms" {\n kms_key_id = "k"\n endpoint = "kms.local"\n}', 'config.hcl: seal "awskms": endpoint must be an http:// or https:// URL (or set AWS_KMS_ENDPOINT)'],
     ['awskms seal with access_key alone', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "awskms" {\n kms_key_id = "k"\n access_key = "AKIA"\n}', 'config.hcl: seal "awskms": access_key and secret_key must be given together (or neither, to use the AWS_* variables, profile or instance role)'],
     ['awskms seal with a session_token alone', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "awskms" {\n kms_key_id = "k"\n session_token = "t"\n}', 'config.hcl: seal "awskms": session_token needs access_key and secret_key (the temporary credentials it belongs to)'],
+    ['two seals in force', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "shamir" {}\nseal "transit" {}', 'config.hcl: only one seal stanza is allowed (found "shamir", "transit")'],
+    ['two disabled seals', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "shamir" { disabled = true }\nseal "transit" { disabled = true }', 'config.hcl: only one seal stanza may be disabled (the seal being migrated from)'],
+    ['two seals of one type', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "transit" {\n address = "http://a"\n token = "t"\n key_name = "k"\n disabled = 1\n}\nseal "transit" {\n address = "http://b"\n token = "t"\n key_name = "k"\n}', 'config.hcl: the disabled seal and the seal in force are both "transit"'],
+    ['a disabled shamir seal alone', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "shamir" { disabled = "true" }', 'config.hcl: a disabled shamir seal needs an auto-unseal seal stanza to migrate to'],
+    ['pkcs11 seal without a token', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "pkcs11" {\n lib = "/l.so"\n pin = "1"\n key_label = "k"\n}', 'config.hcl: seal "pkcs11": give either slot or token_label'],
+    ['pkcs11 seal without a key', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "pkcs11" {\n lib = "/l.so"\n pin = "1"\n slot = "0"\n}', 'config.hcl: seal "pkcs11": key_label (or key_id) is required'],
+    ['pkcs11 seal without a pin', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "pkcs11" {\n lib = "/l.so"\n slot = "0"\n key_label = "k"\n}', 'config.hcl: seal "pkcs11": pin is required'],
+    ['pkcs11 seal with a bad slot', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "pkcs11" {\n lib = "/l.so"\n pin = "1"\n slot = "first"\n key_label = "k"\n}', 'config.hcl: seal "pkcs11": slot must be a slot id'],
+    ['pkcs11 seal with an unknown mechanism', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "pkcs11" {\n lib = "/l.so"\n pin = "1"\n slot = "0"\n key_label = "k"\n mechanism = "0x1085"\n}', 'config.hcl: seal "pkcs11": mechanism must be CKM_AES_GCM (0x1087) or CKM_RSA_PKCS_OAEP (0x0009)'],
+    ['pkcs11 generate_key without a label', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "pkcs11" {\n lib = "/l.so"\n pin = "1"\n slot = "0"\n key_id = "01"\n generate_key = true\n}', 'config.hcl: seal "pkcs11": generate_key needs key_label'],
     ['transit seal without key_name', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "transit" {\n address = "http://seal:8200"\n token = "t"\n}', 'config.hcl: seal "transit": key_name is required'],
     ['transit seal with a bad address', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nseal "transit" {\n address = "seal:8200"\n token = "t"\n key_name = "k"\n}', 'config.hcl: seal "transit": address must be an http:// or https:// URL'],
     ['bad duration', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nmax_lease_ttl = "forever"', 'config.hcl: max_lease_ttl must be a duration'],

@@ -2,7 +2,7 @@ import type { Block } from './blocks';
 
 /**
  * Environment variables that set fields of a stanza, as Vault's PostgreSQL storage reads
- * VAULT_PG_CONNECTION_URL: a deployment passes passwords from its secret store (or a seal's key id)
+ * VAULT_PG_CONNECTION_URL and its pkcs11 seal VAULT_HSM_*: a deployment passes passwords, PINs (or a seal's key id)
  * without writing them into configuration files. A variable beats the file; an empty one counts as unset.
  */
 const SECRET_ENVIRONMENT_VARIABLES = [
@@ -12,6 +12,12 @@ const SECRET_ENVIRONMENT_VARIABLES = [
   // Vault's awskms seal reads these two before its configuration (VAULT_AWSKMS_SEAL_KEY_ID there).
   { variable: 'SVC_AWSKMS_SEAL_KEY_ID', stanza: 'seal', type: 'awskms', field: 'kms_key_id' },
   { variable: 'AWS_KMS_ENDPOINT', stanza: 'seal', type: 'awskms', field: 'endpoint' },
+  ...(['lib', 'slot', 'token_label', 'pin', 'key_label', 'key_id', 'mechanism', 'generate_key', 'rsa_oaep_hash'] as const).map((field) => ({
+    variable: `SVC_HSM_${field.toUpperCase()}`,
+    stanza: 'seal',
+    type: 'pkcs11',
+    field,
+  })),
 ] as const;
 
 /**

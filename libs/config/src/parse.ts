@@ -7,7 +7,7 @@ import { ConfigError } from './errors';
 import { parseHcl } from './hcl';
 import { parseListener } from './listener';
 import { isObject, Section } from './section';
-import { parseBus, parseLocks, parseSeal, parseStorage } from './stanzas';
+import { parseBus, parseLocks, parseSeals, parseStorage } from './stanzas';
 
 export type ConfigFormat = 'hcl' | 'json';
 
@@ -84,7 +84,7 @@ async function buildConfig(top: Section, sourceName: string, environment: NodeJS
   if (!storage) throw top.error('a storage stanza is required, e.g. storage "embedded" { path = "./data" }');
   const bus = await parseBus(stanza('bus'), sourceName, warnings);
   const locks = await parseLocks(stanza('locks'), sourceName, warnings);
-  const seal = await parseSeal(stanza('seal'), sourceName, warnings) ?? { type: 'shamir' };
+  const { seal, disabledSeal } = await parseSeals(stanza('seal'), sourceName, warnings);
 
   // 0 means the system default, as in Vault.
   const defaultLeaseTtl = top.durationSeconds('default_lease_ttl') || DEFAULT_LEASE_TTL_SECONDS;
@@ -100,6 +100,7 @@ async function buildConfig(top: Section, sourceName: string, environment: NodeJS
     ...(bus ? { bus } : {}),
     ...(locks ? { locks } : {}),
     seal,
+    ...(disabledSeal ? { disabledSeal } : {}),
     ui: top.bool('ui', false),
     ...(apiAddr !== undefined ? { apiAddr } : {}),
     ...(clusterAddr !== undefined ? { clusterAddr } : {}),

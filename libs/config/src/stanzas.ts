@@ -1,5 +1,5 @@
 import type { StorageConfig } from '@svc/storage';
-import type { TransitSealTls } from '@svc/seal';
+import type { OaepHash, Pkcs11Mechanism, TransitSealTls } from '@svc/seal';
 import type { ServerConfig } from './types';
 import type { Block } from './blocks';
 import { ConfigError } from './errors';
@@ -93,7 +93,20 @@ const locksParsers: TypeParsers<LocksConfig> = {
   },
 };
 
-const sealParsers: TypeParsers<ServerConfig['seal']> = {
+type SealConfig = ServerConfig['seal'];
+
+const PKCS11_MECHANISMS: Record<string, Pkcs11Mechanism> = {
+  ckm_aes_gcm: 'CKM_AES_GCM',
+  '0x1087': 'CKM_AES_GCM',
+  '4231': 'CKM_AES_GCM',
+  ckm_rsa_pkcs_oaep: 'CKM_RSA_PKCS_OAEP',
+  '0x0009': 'CKM_RSA_PKCS_OAEP',
+  '0x9': 'CKM_RSA_PKCS_OAEP',
+  '9': 'CKM_RSA_PKCS_OAEP',
+};
+const OAEP_HASHES: readonly OaepHash[] = ['sha1', 'sha224', 'sha256', 'sha384', 'sha512'];
+
+const sealParsers: TypeParsers<SealConfig> = {
   shamir: () => ({ type: 'shamir' }),
   awskms: parseAwsKmsSeal,
   transit: async (section) => {
@@ -109,6 +122,36 @@ const sealParsers: TypeParsers<ServerConfig['seal']> = {
       namespace: section.string('namespace'),
       disableRenewal: section.bool('disable_renewal', false),
       tls,
+    });
+  },
+  pkcs11: (section) => {
+    const slot = section.string('slot');
+    const tokenLabel = section.string('token_label');
+    if ((slot === undefined) === (tokenLabel === undefined)) throw section.error('give either slot or token_label');
+    if (slot !== undefined && !/^(?:\d+|0x[0-9a-fA-F]+)$/.test(slot)) throw section.error('slot must be a slot id, decimal or 0x hexadecimal');
+    const keyLabel = section.string('key_label');
+    const keyId = section.string('key_id')?.replace(/^0x/i, '');
+    if (keyLabel === undefined && keyId === undefined) throw section.error('key_label (or key_id) is required');
+    if (keyId !== undefined && !/^(?:[0-9a-fA-F]{2})+$/.test(keyId)) throw section.error('key_id must be hexadecimal bytes, e.g. 0x0a01');
+    const mechanismText = section.string('mechanism');
+    const mechanism = mechanismText === undefined ? undefined : PKCS11_MECHANISMS[mechanismText.trim().toLowerCase()];
+    if (mechanismText !== undefined && !mechanism) throw section.error('mechanism must be CKM_AES_GCM (0x1087) or CKM_RSA_PKCS_OAEP (0x0009)');
+    const hash = (section.string('rsa_oaep_hash') ?? 'sha256').toLowerCase();
+    const rsaOaepHash = OAEP_HASHES.find((known) => known === hash);
+    if (!rsaOaepHash) throw section.error(`rsa_oaep_hash must be one of ${OAEP_HASHES.join(', ')}`);
+    const generateKey = section.bool('generate_key', false);
+    if (generateKey && keyLabel === undefined) throw section.error('generate_key needs key_label, the label of the key to create');
+    return withoutUndefined({
+      type: 'pkcs11' as const,
+      lib: section.requiredString('lib'),
+      slot: slot === undefined ? undefined : BigInt(slot).toString(),
+      tokenLabel,
+      pin: section.requiredString('pin'),
+      keyLabel,
+      keyId: keyId?.toLowerCase(),
+      mechanism,
+      generateKey,
+      rsaOaepHash,
     });
   },
 };
@@ -133,7 +176,29 @@ async function transitSealTls(section: Section): Promise<TransitSealTls | undefi
 export const parseStorage = stanzaParser('storage', storageParsers, 'unknown');
 export const parseBus = stanzaParser('bus', busParsers, 'unknown');
 export const parseLocks = stanzaParser('locks', locksParsers, 'unknown');
-export const parseSeal = stanzaParser('seal', sealParsers, 'unsupported');
+const parseSeal = stanzaParser('seal', sealParsers, 'unsupported');
+
+/**
+ * The seal stanzas: the seal in force (Shamir when none is given) and, during a seal migration,
+ * the seal being migrated from, marked `disabled = "true"` as in Vault. A migration from Shamir
+ * needs no stanza for it.
+ */
+export async function parseSeals(blocks: Block[], sourceName: string, warnings: string[]): Promise<{ seal: SealConfig; disabledSeal?: SealConfig }> {
+  const isDisabled = (block: Block) => new Section(`${sourceName}: seal "${block.type}"`, block.body).bool('disabled', false);
+  const withoutFlag = (block: Block): Block => ({ type: block.type, body: Object.fromEntries(Object.entries(block.body).filter(([key]) => key !== 'disabled')) });
+  const disabled = blocks.filter(isDisabled);
+  if (disabled.length > 1) throw new ConfigError(`${sourceName}: only one seal stanza may be disabled (the seal being migrated from)`);
+  const disabledSeal = await parseSeal(disabled.map(withoutFlag), sourceName, warnings);
+  const seal = (await parseSeal(blocks.filter((block) => !isDisabled(block)).map(withoutFlag), sourceName, warnings)) ?? { type: 'shamir' };
+  if (disabledSeal?.type === 'shamir' && seal.type === 'shamir') {
+    throw new ConfigError(`${sourceName}: a disabled shamir seal needs an auto-unseal seal stanza to migrate to (to change the unseal keys, rekey)`);
+  }
+  // Storage records the seal's type only, so a migration between two seals of one type could not tell when it is done.
+  if (disabledSeal && disabledSeal.type === seal.type) {
+    throw new ConfigError(`${sourceName}: the disabled seal and the seal in force are both "${seal.type}"; a seal migration goes between two types of seal`);
+  }
+  return { seal, ...(disabledSeal && { disabledSeal }) };
+}
 
 /** Reads the single block of a stanza (undefined when absent) with the parser for its type. */
 function stanzaParser<T>(stanza: string, parsers: TypeParsers<T>, unknownWord: string) {

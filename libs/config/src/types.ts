@@ -1,6 +1,6 @@
 /** The server configuration after parsing (HCL or JSON) and validation. Durations are seconds. */
 import type { StorageConfig } from '@svc/storage';
-import type { AwsKmsSealConfig, TransitSealConfig } from '@svc/seal';
+import type { AwsKmsSealConfig, Pkcs11SealConfig, TransitSealConfig } from '@svc/seal';
 import type { NatsBusConfig } from '@svc/bus';
 import type { RedisLockConfig } from '@svc/locks';
 
@@ -54,7 +54,9 @@ export interface ServerConfig {
   bus?: { type: 'nats' } & NatsBusConfig;
   /** Absent: in-memory locks (all-in-one). */
   locks?: { type: 'redis' } & RedisLockConfig;
-  seal: { type: 'shamir' } | TransitSealConfig | AwsKmsSealConfig;
+  seal: { type: 'shamir' } | TransitSealConfig | AwsKmsSealConfig | Pkcs11SealConfig;
+  /** During a seal migration: the seal being migrated from (its stanza marked `disabled`). */
+  disabledSeal?: ServerConfig['seal'];
   ui: boolean;
   apiAddr?: string;
   clusterAddr?: string;

@@ -7,7 +7,22 @@ import { EngineHost, EngineRegistry, GATEWAY, mountRemovedSubject, mountStorageP
 import type { Backend, MountInfo, Operation, Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import type { LockManager } from '@svc/locks';
-import { AwsKmsKeyWrapper, GenerateRoot, KeyringDistributor, KeyringReceiver, Rekey, SealUnavailableError, TransitKeyWrapper, createSeal, encryptRootToken, type RootKeyWrapper, type Seal } from '@svc/seal';
+import {
+  AwsKmsKeyWrapper,
+  GenerateRoot,
+  KeyringDistributor,
+  KeyringReceiver,
+  MIGRATE_REQUIRED,
+  MIGRATE_UNEXPECTED,
+  Pkcs11KeyWrapper,
+  Rekey,
+  SealUnavailableError,
+  TransitKeyWrapper,
+  createConfiguredSeal,
+  encryptRootToken,
+  type RootKeyWrapper,
+  type Seal,
+} from '@svc/seal';
 import { Barrier, CachedPhysical, createView, type Keyring, type Physical, type StorageView } from '@svc/storage';
 import { SYSTEM_MOUNT } from './mounts/system-mount';
 import { describeRequestError } from './http/request-errors';
@@ -149,7 +164,8 @@ export class Core {
   private stopping = false;
 
   constructor(readonly options: CoreOptions) {
-    this.seal = createSeal(options.physical, { version: VERSION, buildDate: BUILD_DATE }, this.sealProvider());
+    const { seal, disabledSeal } = options.config;
+    this.seal = createConfiguredSeal(options.physical, { version: VERSION, buildDate: BUILD_DATE }, this.sealProvider(seal), disabledSeal && this.sealProvider(disabledSeal));
     // Gateways cache storage reads (in memory there is nothing to save); replicas invalidate each
     // other's entries through ReplicaSync, which then has to carry every written key.
     this.storageCache = options.physical.kind === 'inmem' ? undefined : new CachedPhysical(options.physical);
@@ -203,12 +219,13 @@ export class Core {
     this.coreEngines.register(SYSTEM_MOUNT, this.system);
   }
 
-  /** The auto-unseal provider the config's `seal` stanza names; none for the Shamir seal. */
-  private sealProvider(): RootKeyWrapper | undefined {
-    const { seal } = this.options.config;
+  /** The auto-unseal provider a `seal` stanza names; none for the Shamir seal. */
+  private sealProvider(seal: ServerConfig['seal']): RootKeyWrapper | undefined {
     switch (seal.type) {
       case 'shamir':
         return undefined;
+      case 'pkcs11':
+        return new Pkcs11KeyWrapper(seal);
       case 'awskms':
         return new AwsKmsKeyWrapper(seal);
       case 'transit':
@@ -267,7 +284,14 @@ export class Core {
     await this.peers.start();
     this.replicas.start();
     this.seal.start();
-    if (this.initialized && this.seal.recoverySeal) await this.unsealAutomatically();
+    if (!this.initialized) return;
+    const status = await this.seal.status();
+    if (status.migration) {
+      const to = this.options.config.seal.type;
+      this.logger.warn({ from: status.type, to }, 'entering seal migration mode: the service stays sealed until sys/unseal is given the old seal\'s keys with migrate=true');
+    } else if (this.seal.recoverySeal) {
+      await this.unsealAutomatically();
+    }
   }
 
   /**
@@ -377,7 +401,10 @@ export class Core {
   /** sys/init: creates the seal, the keyring and the root token; an auto-unseal seal then unseals. */
   async initialize(req: InitRequest): Promise<InitAnswer> {
     if (this.initialized) throw ServiceError.badRequest('Service is already initialized');
-    const result = await this.seal.initialize(req);
+    const result = await this.seal.initialize(req).catch((err: unknown) => {
+      // The provider's message names what failed (a missing HSM key, say), never key material.
+      throw err instanceof SealUnavailableError ? ServiceError.unavailable(err.message) : err;
+    });
     this.initialized = true;
     // Unsealed only long enough to write the root token and default mounts; peers are not told.
     await this.unsealWith(result.keyring, false);
@@ -389,9 +416,21 @@ export class Core {
     return { ...keys, root_token: rootToken };
   }
 
-  /** sys/unseal: one share at a time; the last one unseals. */
-  async submitUnsealKey(key: string | undefined, reset: boolean): Promise<void> {
+  /**
+   * sys/unseal: one share at a time; the last one unseals. In seal migration mode the shares are
+   * the old seal's and `migrate` must be set (and only then), as Vault requires.
+   */
+  async submitUnsealKey(key: string | undefined, reset: boolean, migrate = false): Promise<void> {
     if (!this.initialized) throw ServiceError.uninitialized();
+    const from = await this.seal.status();
+    if (!reset && migrate !== from.migration) throw ServiceError.badRequest(migrate ? MIGRATE_UNEXPECTED : MIGRATE_REQUIRED);
+    if (from.migration) {
+      const outcome = await this.seal.submitUnsealKey(key ?? '', reset);
+      if (!outcome.keyring) return;
+      this.logger.warn({ from: from.type, to: this.options.config.seal.type }, 'seal migration complete: the root key is now protected by the new seal');
+      await this.unsealWith(outcome.keyring);
+      return;
+    }
     // An auto-unseal seal refuses every key, sealed or not: recovery keys must never look like unseal keys.
     if (!this.barrier.sealed && !this.seal.recoverySeal) return;
     const outcome = await this.seal.submitUnsealKey(key ?? '', reset);

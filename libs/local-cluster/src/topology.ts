@@ -44,6 +44,8 @@ export interface Topology {
   stopProcess(name: string): Promise<void>;
   /** Stops one process and starts it again with the same configuration (a new port for a gateway). */
   restartProcess(name: string): Promise<void>;
+  /** Replaces the gateways' extra HCL (`gatewayConfig`) for their next start, e.g. a new `seal` stanza. */
+  reconfigureGateways(gatewayConfig: string): void;
   stop(): Promise<void>;
 }
 
@@ -62,13 +64,13 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
   const dir = mkdtempSync(path.join(tmpdir(), 'svc-topology-'));
   const id = randomBytes(4).toString('hex');
   const processes: ServerProcess[] = [];
-  /** How each process was started, so it can be started again. */
-  const argsOf = new Map<string, string[]>();
-  const start = (name: string, args: string[]) => {
+  /** How each process is started (writing its configuration file), so it can be started again. */
+  const argsOf = new Map<string, () => string[]>();
+  const start = (name: string, args: () => string[]) => {
     argsOf.set(name, args);
-    return startServerProcess(name, args);
+    return startServerProcess(name, args());
   };
-  const gatewayConfig = options.gatewayConfig ?? '';
+  let gatewayConfig = options.gatewayConfig ?? '';
   const cleanups: (() => Promise<void>)[] = [async () => rmSync(dir, { recursive: true, force: true })];
   let bus: Topology['bus'];
   const stopAll = async () => {
@@ -79,8 +81,11 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
   try {
     if (kind === 'all-in-one') {
       const config = path.join(dir, 'server.hcl');
-      writeFileSync(config, `${listenerBlocks(options)}\nstorage "embedded" {\n  path = "${path.join(dir, 'data')}"\n}\nlog_level = "info"\n${gatewayConfig}\n`);
-      processes.push(await start('all-in-one', [`-config=${config}`]));
+      const args = () => {
+        writeFileSync(config, `${listenerBlocks(options)}\nstorage "embedded" {\n  path = "${path.join(dir, 'data')}"\n}\nlog_level = "info"\n${gatewayConfig}\n`);
+        return [`-config=${config}`];
+      };
+      processes.push(await start('all-in-one', args));
     } else {
       const table = `svc_e2e_${id}`;
       cleanups.push(() => dropTable(table));
@@ -100,7 +105,7 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
         );
         return `-config=${file}`;
       };
-      const startGateway = (name: string) => start(name, [configFor(name, `${listenerBlocks(options)}\n${gatewayConfig}`, options.nats?.gateway), '-service=gateway']);
+      const startGateway = (name: string) => start(name, () => [configFor(name, `${listenerBlocks(options)}\n${gatewayConfig}`, options.nats?.gateway), '-service=gateway']);
       // The first gateway creates the schema; the others and the services then start in parallel.
       processes.push(await startGateway('gateway-0'));
       const rest = await Promise.all([
@@ -109,7 +114,7 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
         ...(options.services ?? []).map((service, i, all) => {
           const copy = all.slice(0, i).filter((s) => s === service).length;
           const name = copy === 0 ? service : `${service}-${copy}`;
-          return start(name, [configFor(name, options.serviceListeners ? PLAIN_LISTENER : '', options.nats?.service), `-service=${service}`]);
+          return start(name, () => [configFor(name, options.serviceListeners ? PLAIN_LISTENER : '', options.nats?.service), `-service=${service}`]);
         }),
       ]);
       processes.push(...rest);
@@ -135,6 +140,9 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
       if (index < 0 || !args) throw new Error(`no process named ${name}`);
       await processes[index].stop();
       processes[index] = await start(name, args);
+    },
+    reconfigureGateways: (config) => {
+      gatewayConfig = config;
     },
     stop: stopAll,
   };

@@ -29,7 +29,7 @@ export class SysClient {
     return this.body<InitResponse>('PUT', 'sys/init', request);
   }
 
-  /** Submits one unseal key share, or `{ reset: true }` to discard the shares given so far. */
+  /** Submits one unseal key share (with `migrate` during a seal migration), or `{ reset: true }` to discard the shares given so far. */
   async unseal(request: UnsealRequest): Promise<SealStatus> {
     return this.body<SealStatus>('PUT', 'sys/unseal', typeof request === 'string' ? { key: request } : request);
   }

@@ -66,7 +66,8 @@ export interface InitResponse {
   root_token: string;
 }
 
-export type UnsealRequest = string | { reset: true };
+/** A share, `{ reset: true }`, or a share with `migrate` (set on every share during a seal migration). */
+export type UnsealRequest = string | { reset: true } | { key: string; migrate?: boolean };
 
 export interface HealthStatus {
   initialized: boolean;

@@ -1,38 +1,14 @@
-import { randomBytes } from 'node:crypto';
 import { ServiceError } from '@svc/http';
 import { InmemPhysical } from '@svc/storage';
-import { aeadDecrypt, aeadEncrypt } from './aead';
-import { type RootKeyWrapper, SealUnavailableError } from './key-wrapper';
+import { aeadDecrypt } from './aead';
+import { SealUnavailableError } from './key-wrapper';
+import { LocalProvider } from './testing/local-provider';
 import { Rekey } from './rekey';
 import { AutoSeal, SEAL_STORAGE_KEYS, ShamirSeal } from './seal';
 import { GenerateRoot } from './generate-root';
 
 const BUILD = { version: '0.1.0', buildDate: '2025-01-01T00:00:00Z' };
 const ROOT_TOKEN = 'svc.generated-root-token-0000000';
-
-/** A provider holding its key in memory; `reachable` stands for the network between us and it. */
-class LocalProvider implements RootKeyWrapper {
-  readonly type = 'transit';
-  reachable = true;
-  private readonly key = randomBytes(32);
-
-  async wrap(plaintext: Buffer): Promise<Buffer> {
-    this.check();
-    return aeadEncrypt(this.key, plaintext, 'provider');
-  }
-
-  async unwrap(ciphertext: Buffer): Promise<Buffer> {
-    this.check();
-    return aeadDecrypt(this.key, ciphertext, 'provider');
-  }
-
-  start(): void {}
-  close(): void {}
-
-  private check(): void {
-    if (!this.reachable) throw new SealUnavailableError('provider unreachable');
-  }
-}
 
 async function refusal(promise: Promise<unknown>): Promise<string> {
   const err = await promise.then(() => undefined, (e: unknown) => e);

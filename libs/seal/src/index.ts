@@ -8,3 +8,5 @@ export * from './generate-root';
 export * from './key-wrapper';
 export * from './transit-seal';
 export * from './awskms-seal';
+export * from './pkcs11-seal';
+export * from './migration';

@@ -1,11 +1,11 @@
-import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { ServiceError, UNINITIALIZED_MESSAGE } from '@svc/http';
 import { Keyring, type KeyValueStore, type Physical } from '@svc/storage';
 import { aeadDecrypt, aeadEncrypt } from './aead';
 import type { RootKeyWrapper } from './key-wrapper';
 import type { KeySplit, RekeyTarget } from './rekey';
-import { UNSEAL_KEY_BYTES, combineShares, shareLength, splitKey, validateShareConfig } from './shamir';
-import { handOutShares, parseShare, pgpFingerprints, type HandedOutShares } from './shares';
+import { UNSEAL_KEY_BYTES, combineShares, splitKey, validateShareConfig } from './shamir';
+import { UnsealProgress, handOutShares, pgpFingerprints, type HandedOutShares } from './shares';
 
 /** The only physical entries written outside the barrier: the config in clear, the rest ciphertext. */
 export const SEAL_STORAGE_KEYS = {
@@ -95,7 +95,7 @@ export interface Seal {
   close(): void;
 }
 
-interface ShamirSealConfig {
+export interface ShamirSealConfig {
   type: 'shamir';
   secret_shares: number;
   secret_threshold: number;
@@ -103,25 +103,21 @@ interface ShamirSealConfig {
 }
 
 /** An auto-unseal seal's config: the split of its recovery key. */
-interface AutoSealConfig {
+export interface AutoSealConfig {
   type: string;
   recovery_shares: number;
   recovery_threshold: number;
   recovery_pgp_fingerprints?: string[];
 }
 
-type SealConfig = ShamirSealConfig | AutoSealConfig;
+/** What `core/seal-config` holds. */
+export type SealConfig = ShamirSealConfig | AutoSealConfig;
 
 /** A rekey waiting for verification: what `install` will store. */
 interface PreparedRekey<Config> {
   config: Config;
   /** The new key's protected form (base64): the root key under the unseal key, or the recovery key under the root key. */
   sealedKey: string;
-}
-
-interface UnsealAttempt {
-  nonce: string;
-  shares: Buffer[];
 }
 
 interface OpenSeal {
@@ -267,15 +263,15 @@ abstract class KeyringSeal {
 export class ShamirSeal extends KeyringSeal implements Seal {
   readonly recoverySeal = false;
   readonly rootKeyRotation = undefined;
-  private attempt?: UnsealAttempt;
+  private readonly progress = new UnsealProgress();
 
   async status(): Promise<SealStatus> {
     const config = await readShamirConfig(this.physical);
     const split = config && { shares: config.secret_shares, threshold: config.secret_threshold };
     return {
       ...(await this.statusFields('shamir', split ?? undefined, config !== null)),
-      progress: this.attempt?.shares.length ?? 0,
-      nonce: this.attempt?.nonce ?? '',
+      progress: this.progress.count,
+      nonce: this.progress.nonce,
       recovery_seal: false,
     };
   }
@@ -313,17 +309,11 @@ export class ShamirSeal extends KeyringSeal implements Seal {
       if (this.open) return this.result();
       if (!key) throw ServiceError.badRequest('key is required unless reset is true');
 
-      const share = parseShare(key, shareLength(config.secret_shares));
-      const attempt = (this.attempt ??= { nonce: randomUUID(), shares: [] });
-      if (attempt.shares.some((given) => timingSafeEqual(given, share))) {
-        share.fill(0);
-        throw ServiceError.badRequest('this key share was already submitted in the current unseal attempt');
-      }
-      attempt.shares.push(share);
-      if (attempt.shares.length < config.secret_threshold) return this.result();
+      const shares = this.progress.add(key, { shares: config.secret_shares, threshold: config.secret_threshold });
+      if (!shares) return this.result();
 
-      const unsealKey = await combineShares(attempt.shares).catch(() => undefined);
-      this.dropProgress();
+      const unsealKey = await combineShares(shares).catch(() => undefined);
+      shares.forEach((share) => share.fill(0));
       try {
         this.open = await this.openWith(await this.decryptRootKey(unsealKey));
       } finally {
@@ -376,8 +366,7 @@ export class ShamirSeal extends KeyringSeal implements Seal {
   };
 
   protected dropProgress(): void {
-    this.attempt?.shares.forEach((share) => share.fill(0));
-    this.attempt = undefined;
+    this.progress.drop();
   }
 
   /** The root key, when `unsealKey` is this service's unseal key; a 400 otherwise. */
@@ -459,7 +448,7 @@ export class AutoSeal extends KeyringSeal implements Seal {
       const config = await readConfig(this.physical);
       if (!config) throw ServiceError.badRequest(UNINITIALIZED_MESSAGE);
       if (config.type !== this.wrapper.type) {
-        throw new Error(`storage was initialized with the ${config.type} seal but the configuration names the ${this.wrapper.type} seal; seal migration is not supported yet`);
+        throw new Error(`storage was initialized with the ${config.type} seal but the configuration names the ${this.wrapper.type} seal; to migrate, add the ${config.type} seal's stanza marked disabled = "true"`);
       }
       const sealedRootKey = await readSealedRootKey(this.physical);
       this.open = await this.openWith(await this.wrapper.unwrap(sealedRootKey));
@@ -580,7 +569,7 @@ function requireInteger(value: number | undefined, field: string): number {
   return value;
 }
 
-function autoConfig(type: string, split: KeySplit, fingerprints: string[] | undefined): AutoSealConfig {
+export function autoConfig(type: string, split: KeySplit, fingerprints: string[] | undefined): AutoSealConfig {
   return {
     type,
     recovery_shares: split.shares,
@@ -589,7 +578,7 @@ function autoConfig(type: string, split: KeySplit, fingerprints: string[] | unde
   };
 }
 
-function shamirConfig(split: KeySplit, fingerprints: string[] | undefined): ShamirSealConfig {
+export function shamirConfig(split: KeySplit, fingerprints: string[] | undefined): ShamirSealConfig {
   return {
     type: 'shamir',
     secret_shares: split.shares,
@@ -598,7 +587,7 @@ function shamirConfig(split: KeySplit, fingerprints: string[] | undefined): Sham
   };
 }
 
-async function readConfig(store: KeyValueStore): Promise<SealConfig | null> {
+export async function readConfig(store: KeyValueStore): Promise<SealConfig | null> {
   const raw = await store.get(SEAL_STORAGE_KEYS.config);
   return raw ? (JSON.parse(raw.toString('utf8')) as SealConfig) : null;
 }
@@ -607,7 +596,7 @@ async function readConfig(store: KeyValueStore): Promise<SealConfig | null> {
 async function readShamirConfig(store: KeyValueStore): Promise<ShamirSealConfig | null> {
   const config = await readConfig(store);
   if (config && config.type !== 'shamir') {
-    throw ServiceError.badRequest(`storage was initialized with the ${config.type} seal but the configuration names the shamir seal; seal migration is not supported yet`);
+    throw ServiceError.badRequest(`storage was initialized with the ${config.type} seal but the configuration names the shamir seal; to migrate to shamir, mark the ${config.type} seal's stanza disabled = "true"`);
   }
   return config as ShamirSealConfig | null;
 }

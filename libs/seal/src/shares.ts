@@ -1,4 +1,7 @@
+import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { ServiceError } from '@svc/http';
+import type { KeySplit } from './rekey';
+import { shareLength } from './shamir';
 import { encryptForPgpKey, fingerprint } from './pgp';
 
 /** Shares as handed to operators: hex and base64 of each share, or of its PGP encryption. */
@@ -45,4 +48,43 @@ export async function pgpFingerprints(pgpKeys: string[] | undefined, shares: num
     throw ServiceError.badRequest(`${field} must have one entry per share: got ${pgpKeys.length}, ${kind}_shares is ${shares}`);
   }
   return Promise.all(pgpKeys.map((key, i) => fingerprint(key, `${field}[${i}]`)));
+}
+
+/**
+ * The shares of one unseal attempt, kept in memory (each process unseals on its own, as each Vault
+ * node does) until a threshold of them is given.
+ */
+export class UnsealProgress {
+  private attempt?: { nonce: string; shares: Buffer[] };
+
+  get count(): number {
+    return this.attempt?.shares.length ?? 0;
+  }
+
+  get nonce(): string {
+    return this.attempt?.nonce ?? '';
+  }
+
+  /**
+   * Takes one share (hex or base64) of a key split as `split`. The threshold-th hands back every
+   * share given, progress starting over; the caller zeroes them.
+   */
+  add(key: string, split: KeySplit): Buffer[] | undefined {
+    const share = parseShare(key, shareLength(split.shares));
+    const attempt = (this.attempt ??= { nonce: randomUUID(), shares: [] });
+    if (attempt.shares.some((given) => timingSafeEqual(given, share))) {
+      share.fill(0);
+      throw ServiceError.badRequest('this key share was already submitted in the current unseal attempt');
+    }
+    attempt.shares.push(share);
+    if (attempt.shares.length < split.threshold) return undefined;
+    this.attempt = undefined;
+    return attempt.shares;
+  }
+
+  /** Forgets (and zeroes) the shares given so far. */
+  drop(): void {
+    this.attempt?.shares.forEach((share) => share.fill(0));
+    this.attempt = undefined;
+  }
 }

@@ -1,5 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import type { Topology } from '@svc/local-cluster';
 
 /** The fields tests read most often; a test names a precise type when it needs one. */
 export interface ApiBody {
@@ -107,4 +108,18 @@ export function assertingCalls(call: ApiCall) {
       expect((res.body.errors as string[]).join('; ')).toMatch(problem);
     },
   };
+}
+
+/**
+ * Stops the named gateways, then starts each alone (and stops it again after `check` of its URL),
+ * so no peer holds the keyring to hand over: each must open its seal itself. Leaves them all running.
+ */
+export async function restartEachGatewayAlone(topology: Topology, names: string[], check: (url: string) => Promise<void>): Promise<void> {
+  await Promise.all(names.map((name) => topology.stopProcess(name)));
+  for (const name of names) {
+    await topology.restartProcess(name);
+    await check(`http://${topology.processes.find((p) => p.name === name)?.addresses[0]}`);
+    await topology.stopProcess(name);
+  }
+  for (const name of names) await topology.restartProcess(name);
 }

@@ -11,3 +11,4 @@ export * from './ports';
 export * from './browser';
 export * from './certificates';
 export * from './transit-seal-provider';
+export * from './softhsm';

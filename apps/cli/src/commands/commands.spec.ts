@@ -286,6 +286,14 @@ describe('svc operator unseal', () => {
     expect(api.requests).toHaveLength(0);
   });
 
+  it('sends migrate with the key under -migrate and shows the migration in the status', async () => {
+    reply(() => ({ status: 200, body: { ...sealed, migration: true } }));
+    const result = await svc(['operator', 'unseal', '-migrate', 'share-1']);
+    expect(sentJson()).toEqual({ key: 'share-1', migrate: true });
+    expect(result.stdout).toMatch(/Seal Migration in Progress +true/);
+    expect((await svc(['operator', 'unseal', '-migrate', '-reset'])).stderr).toContain('give either -migrate with a key or -reset, not both');
+  });
+
   it('resets progress with -reset', async () => {
     const result = await svc(['operator', 'unseal', '-reset']);
     expect(result.code).toBe(0);

@@ -15,6 +15,7 @@ export function sealStatusRows(status: SealStatus): Row[] {
   if (status.sealed) {
     rows.push(['Unseal Progress', `${status.progress}/${status.t}`], ['Unseal Nonce', status.nonce || 'n/a']);
   }
+  if (status.migration) rows.push(['Seal Migration in Progress', true]);
   rows.push(['Version', status.version]);
   if (status.storage_type) rows.push(['Storage Type', status.storage_type]);
   if (status.cluster_name) rows.push(['Cluster Name', status.cluster_name]);

@@ -54,17 +54,16 @@ export function sealPaths(core: Core): PathDeclaration[] {
       fields: {
         key: { type: 'string', sensitive: true, description: 'One unseal key share (hex or base64).' },
         reset: { type: 'bool', default: false, description: 'Discard the shares submitted so far.' },
-        migrate: { type: 'bool', default: false, description: 'Seal migration is not supported; must be false.' },
+        migrate: { type: 'bool', default: false, description: 'Set on every call during a seal migration: the key is a share of the old seal (an unseal share from Shamir, a recovery share from an auto-unseal seal).' },
       },
       operations: {
         update: {
           summary: 'Submit an unseal key share.',
           unauthenticated: true,
           handler: async (_req, f) => {
-            if (f.get('migrate')) throw ServiceError.badRequest('seal migration is not supported');
             const reset = f.get<boolean>('reset');
             if (!reset && !f.get<string>('key')) throw ServiceError.badRequest('missing required field "key"');
-            await core.submitUnsealKey(f.get('key'), reset);
+            await core.submitUnsealKey(f.get('key'), reset, f.get<boolean>('migrate'));
             return sealStatus();
           },
         },

@@ -1,0 +1,78 @@
+import { randomBytes } from 'node:crypto';
+import * as pkcs11js from 'pkcs11js';
+import { SOFTHSM_LIBRARY, SoftHsm } from '@svc/testing';
+import { SealUnavailableError } from './key-wrapper';
+import { Pkcs11KeyWrapper, type Pkcs11SealConfig } from './pkcs11-seal';
+
+const PIN = '4711-user';
+
+describe('pkcs11 seal (SoftHSM2)', () => {
+  const hsm = SoftHsm.create().use();
+  const wrappers: Pkcs11KeyWrapper[] = [];
+  const wrapper = (config: Partial<Pkcs11SealConfig>) => {
+    const created = new Pkcs11KeyWrapper({ type: 'pkcs11', lib: SOFTHSM_LIBRARY, tokenLabel: 'unit', pin: PIN, keyLabel: 'root-wrap', generateKey: false, rsaOaepHash: 'sha256', ...config });
+    wrappers.push(created);
+    return created;
+  };
+
+  beforeAll(() => {
+    hsm.initToken('unit', PIN);
+    hsm.initToken('other', PIN);
+  });
+
+  afterAll(() => {
+    wrappers.forEach((w) => w.close());
+    hsm.remove();
+  });
+
+  it('generate_key creates an AES key on first wrap; another session (found by slot id) unwraps with it', async () => {
+    const rootKey = randomBytes(32);
+    const wrapped = await wrapper({ generateKey: true }).wrap(rootKey);
+    expect(wrapped.includes(rootKey.toString('base64'))).toBe(false);
+    expect(JSON.parse(wrapped.toString('utf8'))).toMatchObject({ mechanism: 'CKM_AES_GCM', key_label: 'root-wrap' });
+    const bySlot = wrapper({ tokenLabel: undefined, slot: hsm.slotOf('unit') });
+    expect((await bySlot.unwrap(wrapped)).equals(rootKey)).toBe(true);
+  });
+
+  it('a missing key without generate_key is a clear error', async () => {
+    const missing = wrapper({ keyLabel: 'absent' });
+    await expect(missing.wrap(randomBytes(32))).rejects.toThrow(new SealUnavailableError('pkcs11 seal: no key labelled "absent" on the token labelled "unit"; create it on the token or set generate_key = "true"'));
+  });
+
+  it('a wrong PIN is refused without showing it, and is not tried again', async () => {
+    // Login is per process and token in PKCS#11: a token no wrapper here has logged in to yet.
+    const wrong = wrapper({ tokenLabel: 'other', pin: 'not-the-pin' });
+    const first = await wrong.unwrap(Buffer.from('{"mechanism":"CKM_AES_GCM","key_label":"root-wrap","iv":"","ciphertext":""}')).catch((err: Error) => err);
+    expect(first).toBeInstanceOf(SealUnavailableError);
+    expect((first as Error).message).toMatch(/the token labelled "other" refused the PIN \(CKR_PIN_INCORRECT\)/);
+    expect((first as Error).message).not.toContain('not-the-pin');
+    const second = await wrong.wrap(randomBytes(32)).catch((err: Error) => err);
+    expect(second).toBe(first);
+  });
+
+  it('opens a new session when the library reports its session closed', async () => {
+    const reused = wrapper({ generateKey: true });
+    const rootKey = randomBytes(32);
+    const wrapped = await reused.wrap(rootKey);
+    // Another handle on the same library in this process shares its sessions: close them all under the wrapper.
+    const outside = new pkcs11js.PKCS11();
+    outside.load(SOFTHSM_LIBRARY);
+    const slot = outside.C_GetSlotList(true).find((handle) => outside.C_GetTokenInfo(handle).label.trim() === 'unit');
+    outside.C_CloseAllSessions(slot as pkcs11js.Handle);
+    expect((await reused.unwrap(wrapped)).equals(rootKey)).toBe(true);
+  });
+
+  it('CKM_RSA_PKCS_OAEP with a generated RSA pair; a key on another token does not decrypt it', async () => {
+    // SoftHSM 2.6 implements OAEP with SHA-1 only.
+    const rsa = wrapper({ keyLabel: 'rsa-wrap', mechanism: 'CKM_RSA_PKCS_OAEP', generateKey: true, rsaOaepHash: 'sha1' });
+    const rootKey = randomBytes(32);
+    const wrapped = await rsa.wrap(rootKey);
+    expect(JSON.parse(wrapped.toString('utf8'))).toMatchObject({ mechanism: 'CKM_RSA_PKCS_OAEP', key_label: 'rsa-wrap', hash: 'sha1' });
+    expect((await wrapper({ keyLabel: 'rsa-wrap' }).unwrap(wrapped)).equals(rootKey)).toBe(true);
+    await expect(wrapper({ tokenLabel: 'other' }).unwrap(wrapped)).rejects.toThrow(/the key that encrypted the root key \(labelled "rsa-wrap" with id [0-9a-f]+\) is not on the token labelled "other"/);
+  });
+
+  it('names a token that is not there', async () => {
+    await expect(wrapper({ tokenLabel: 'nowhere' }).wrap(randomBytes(32))).rejects.toThrow(/the token labelled "nowhere" is not present/);
+  });
+});
