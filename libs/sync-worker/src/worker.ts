@@ -17,7 +17,7 @@ import {
   type Destination,
   type QueueEntry,
   type SyncStatus,
-} from '@svc/sync';
+} from '@svc/sync-model';
 import { openSecretStore, ProviderError, type ProviderEndpoints, type SecretStore } from './providers';
 
 export interface SyncWorkerOptions {

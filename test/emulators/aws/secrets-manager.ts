@@ -43,7 +43,8 @@ class AwsError extends Error {
   }
 }
 
-export async function startSecretsManagerEmulator(options: { region?: string } = {}): Promise<SecretsManagerEmulator> {
+/** `onValue` hears every value the emulator stores, as it stores it (the sync lag bench times arrivals). */
+export async function startSecretsManagerEmulator(options: { region?: string; onValue?: (name: string, value: string) => void } = {}): Promise<SecretsManagerEmulator> {
   const region = options.region ?? 'us-east-1';
   const secrets = new Map<string, StoredSecret>();
   const accessKeys = new Map<string, SigningSecret>();
@@ -71,11 +72,13 @@ export async function startSecretsManagerEmulator(options: { region?: string } =
       const tags = Object.fromEntries(((body.Tags as { Key: string; Value: string }[] | undefined) ?? []).map((tag) => [tag.Key, tag.Value]));
       const secret: StoredSecret = { name, arn: `arn:aws:secretsmanager:${region}:123456789012:secret:${name}-${randomUUID().slice(0, 6)}`, tags, versions: [String(body.SecretString ?? '')] };
       secrets.set(name, secret);
+      options.onValue?.(name, secret.versions[0]);
       return answer(secret);
     },
     PutSecretValue: (body) => {
       const secret = notDeleted(live(String(body.SecretId)));
       secret.versions.push(String(body.SecretString ?? ''));
+      options.onValue?.(secret.name, secret.versions[secret.versions.length - 1]);
       return answer(secret);
     },
     GetSecretValue: (body) => {

@@ -24,7 +24,7 @@ import {
   type AssociationMap,
   type Destination,
   type DestinationType,
-} from '@svc/sync';
+} from '@svc/sync-model';
 import type { Core } from '../core';
 import type { MountEntry } from '../mounts/mount-table';
 import { normalizeMountPath } from '../mounts/mount-table';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { KeyValueStore, StorageView } from '@svc/storage';
-import { recordSecretChange } from '@svc/sync';
+import { recordSecretChange } from '@svc/sync-model';
 import { readJson, writeJson, type JsonObject } from '../json';
 import { isLive } from './versions';
 

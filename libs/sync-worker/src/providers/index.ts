@@ -1,4 +1,4 @@
-import type { Destination } from '@svc/sync';
+import type { Destination } from '@svc/sync-model';
 import { cloudSecretsManager } from './cloud-sm';
 import { codehostActionsSecrets } from './codehost';
 import { webhostEnvironment } from './webhost';
