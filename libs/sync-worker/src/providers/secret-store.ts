@@ -10,13 +10,7 @@ export interface SecretStore {
 }
 
 /** Endpoint overrides of the providers' APIs (server configuration `provider_endpoints`). */
-export interface ProviderEndpoints {
-  cloud_sm?: string;
-  cloudb_authority?: string;
-  cloudc_sm?: string;
-  codehost?: string;
-  webhost?: string;
-}
+export type { ProviderEndpoints } from '@svc/config';
 
 /** The tag (or label) every secret this service creates carries, so nothing else is ever taken for ours. */
 export const MANAGED_TAG = { key: 'svc-managed', value: 'secrets-service' };
