@@ -57,7 +57,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('secret sync, %s', (k
     vercel.addProject('prj_web', 'team_acme');
     vercel.tokens.set(VERCEL_TOKEN, 'team_acme');
     const endpoints = `provider_endpoints {\n  cloud_sm = "${aws.url}"\n  codehost = "${github.url}"\n  webhost = "${vercel.url}"\n}\n`;
-    topology = await startTopology(kind, { gatewayConfig: endpoints, serviceConfig: endpoints, services: ['sync', 'sync'] });
+    topology = await startTopology(kind, { gatewayConfig: endpoints, serviceConfig: endpoints, services: ['sync', 'sync'], startTimeoutMs: 110_000 });
     url = topology.urls[0];
     ({ rootToken: root } = await initAndUnseal(url));
     await ok('POST', 'sys/mounts/kv', { type: 'kv', options: { version: '2' } });

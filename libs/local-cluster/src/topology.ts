@@ -33,6 +33,8 @@ export interface TopologyOptions {
   gatewayConfig?: string;
   /** More HCL for the service processes (distributed only; all-in-one takes `gatewayConfig`), e.g. `provider_endpoints`. */
   serviceConfig?: string;
+  /** How long each process may take to start (default 30 s); creating embedded storage takes longer on a busy machine. */
+  startTimeoutMs?: number;
 }
 
 export interface Topology {
@@ -68,7 +70,7 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
   const argsOf = new Map<string, string[]>();
   const start = (name: string, args: string[]) => {
     argsOf.set(name, args);
-    return startServerProcess(name, args);
+    return startServerProcess(name, args, options.startTimeoutMs);
   };
   const gatewayConfig = options.gatewayConfig ?? '';
   const cleanups: (() => Promise<void>)[] = [async () => rmSync(dir, { recursive: true, force: true })];
