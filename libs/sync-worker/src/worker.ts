@@ -34,6 +34,7 @@ export interface SyncWorkerOptions {
 /** An entry's lock; renewed while its holder works, so it lapses this soon after a holder dies. */
 const ENTRY_LOCK_TTL_MS = 5_000;
 const DEFAULT_POLL_MS = 50;
+const IDLE_POLL_MS = 400;
 /** Entries of different secrets are synced side by side, up to this many at once. */
 const PARALLEL_ENTRIES = 8;
 const BACKOFF_BASE_MS = 500;
@@ -73,12 +74,18 @@ export class SyncWorker {
   }
 
   start(): void {
+    const busyDelay = this.options.pollIntervalMs ?? DEFAULT_POLL_MS;
+    let delay = busyDelay;
     const tick = () => {
       if (this.stopped) return;
       this.running = this.runOnce()
+        // While the queues stay empty, rounds space out (up to IDLE_POLL_MS) to spare storage.
+        .then((entries) => {
+          delay = entries > 0 ? busyDelay : Math.min(delay * 2, IDLE_POLL_MS);
+        })
         .catch((err: unknown) => this.options.logger.warn({ err: describeRequestError(err) }, 'sync round failed'))
         .finally(() => {
-          if (!this.stopped) this.timer = setTimeout(tick, this.options.pollIntervalMs ?? DEFAULT_POLL_MS);
+          if (!this.stopped) this.timer = setTimeout(tick, delay);
         });
     };
     tick();
@@ -92,9 +99,9 @@ export class SyncWorker {
     this.stores.clear();
   }
 
-  /** One pass over every outbox: each due entry this replica can lock is synced. */
-  async runOnce(): Promise<void> {
-    if (this.options.sealed()) return;
+  /** One pass over every outbox: each due entry this replica can lock is synced. Answers how many entries it found. */
+  async runOnce(): Promise<number> {
+    if (this.options.sealed()) return 0;
     const mounts = await this.mountsWithAssociations();
     const work: (() => Promise<void>)[] = [];
     for (const [uuid, mount] of mounts) {
@@ -105,6 +112,7 @@ export class SyncWorker {
     for (let start = 0; start < work.length; start += PARALLEL_ENTRIES) {
       await Promise.all(work.slice(start, start + PARALLEL_ENTRIES).map((run) => run()));
     }
+    return work.length;
   }
 
   private async mountsWithAssociations(): Promise<Map<string, MountOfAssociations>> {
