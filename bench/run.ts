@@ -123,8 +123,8 @@ export function startFloor(name: string, env: NodeJS.ProcessEnv = {}): Promise<{
 }
 
 /** The all-in-one dev server with a known root token. */
-export async function startDevServer(): Promise<ServerProcess & { url: string; token: string; pids: number[] }> {
-  const server = await startServerProcess('bench-dev', ['-dev', '-dev-root-token-id=bench-root', '-dev-listen-address=127.0.0.1:0']);
+export async function startDevServer(env?: NodeJS.ProcessEnv): Promise<ServerProcess & { url: string; token: string; pids: number[] }> {
+  const server = await startServerProcess('bench-dev', ['-dev', '-dev-root-token-id=bench-root', '-dev-listen-address=127.0.0.1:0'], undefined, { env });
   return Object.assign(server, { url: `http://${server.addresses[0]}`, token: 'bench-root', pids: [server.child.pid!] });
 }
 

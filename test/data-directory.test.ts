@@ -12,7 +12,7 @@ describe('embedded data directory', () => {
   let config: string;
   const running: ServerProcess[] = [];
   const start = async (name: string) => {
-    const server = await startServerProcess(name, [`-config=${config}`], 30_000, { umask: 0 });
+    const server = await startServerProcess(name, [`-config=${config}`], undefined, { umask: 0 });
     running.push(server);
     return { server, url: `http://${server.addresses[0]}` };
   };

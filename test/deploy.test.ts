@@ -664,10 +664,10 @@ describe('a cluster run with the deployment\'s configurations, nats.conf and gen
       return file;
     };
     const environment = (name: string) => ({ ...readEnvFile(path.join(secretsDir, `${name}.env`)), SVC_PG_CONNECTION_URL: databaseUrl(database) });
-    apps.push(await startServerProcess('gateway', [`-config=${configFile('gateway')}`, '-service=gateway'], 30_000, { env: environment('gateway') }));
+    apps.push(await startServerProcess('gateway', [`-config=${configFile('gateway')}`, '-service=gateway'], undefined, { env: environment('gateway') }));
     const serviceConfig = configFile('service');
     for (const app of serviceApps.filter((name) => name !== 'gateway')) {
-      apps.push(await startServerProcess(app, [`-config=${serviceConfig}`, `-service=${app}`], 30_000, { env: environment('service') }));
+      apps.push(await startServerProcess(app, [`-config=${serviceConfig}`, `-service=${app}`], undefined, { env: environment('service') }));
     }
     gatewayUrl = `http://${apps[0].addresses[0]}`;
   }, 120_000);

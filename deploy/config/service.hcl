@@ -1,4 +1,4 @@
-# Engine services (transit, database, ...): the same storage, bus and locks as the gateways, as
+# Engine services (transit, database, cloud) and the sync worker: the same storage, bus and locks as the gateways, as
 # NATS user "service". Passwords come from the environment (service.env). Requests reach a service
 # only over NATS; its listener serves nothing but its health, for the probes.
 listener "tcp" {
@@ -25,3 +25,9 @@ locks "redis" {
 }
 
 log_level = "info"
+
+# The sync worker calls the providers' public APIs; sovereign clouds or an enterprise code host
+# are set here (docs/configuration.md, docs/sync.md).
+# provider_endpoints {
+#   codehost = "https://github.example.com/api/v3"
+# }

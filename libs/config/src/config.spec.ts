@@ -99,8 +99,13 @@ locks "redis" {
 }
 
 seal "shamir" {}
+
+provider_endpoints {
+  codehost = "https://github.example.com/api/v3"
+  cloud_sm = "http://127.0.0.1:4566"
+}
 `;
-    const config = await parseConfig(text, 'hcl', 'config.hcl', process.env, KNOWN_SERVICES);
+    const config = await parseConfig(text, 'hcl', 'config.hcl', {}, KNOWN_SERVICES);
     expect(config).toEqual({
       listeners: [
         {
@@ -159,8 +164,16 @@ seal "shamir" {}
       defaultLeaseTtl: 3600,
       maxLeaseTtl: 172800,
       services: ['gateway', 'transit'],
+      providerEndpoints: { codehost: 'https://github.example.com/api/v3', cloud_sm: 'http://127.0.0.1:4566' },
       warnings: [],
     });
+  });
+
+  it('provider_endpoints: SVC_PROVIDER_ENDPOINT_* fill what the file leaves out; a field that is not an http(s) URL is refused', async () => {
+    const text = `${minimalHcl}provider_endpoints {\n  webhost = "https://vercel.example.com"\n}\n`;
+    const environment = { SVC_PROVIDER_ENDPOINT_WEBHOST: 'https://ignored.example.com', SVC_PROVIDER_ENDPOINT_CLOUDC_SM: 'https://secretmanager.example.com' };
+    expect((await parseConfig(text, 'hcl', 'config.hcl', environment)).providerEndpoints).toEqual({ webhost: 'https://vercel.example.com', cloudc_sm: 'https://secretmanager.example.com' });
+    await expectConfigError(parseConfig(`${minimalHcl}provider_endpoints {\n  codehost = "github.example.com"\n}\n`, 'hcl', 'config.hcl', {}), 'config.hcl: provider_endpoints: codehost must be an http(s) URL such as https://api.example.com');
   });
 
   it('applies defaults to a minimal file', async () => {

@@ -1,6 +1,7 @@
 import type { ServerConfig } from './types';
 import { DEFAULT_ADDRESS, DEFAULT_JSON_LIMITS, DEFAULT_MAX_REQUEST_SIZE, DEFAULT_TIMEOUTS } from './listener';
 import { DEFAULT_LEASE_TTL_SECONDS } from './parse';
+import { parseProviderEndpoints } from './provider-endpoints';
 
 /** The all-in-one development configuration: one plain-HTTP listener, in-memory storage, bus and locks. */
 export function devConfig(opts: { listenAddress?: string } = {}): ServerConfig {
@@ -26,6 +27,7 @@ export function devConfig(opts: { listenAddress?: string } = {}): ServerConfig {
     logLevel: 'info',
     defaultLeaseTtl: DEFAULT_LEASE_TTL_SECONDS,
     maxLeaseTtl: DEFAULT_LEASE_TTL_SECONDS,
+    providerEndpoints: parseProviderEndpoints(undefined, 'environment', process.env, []),
     warnings: [],
   };
 }

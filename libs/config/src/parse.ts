@@ -6,6 +6,7 @@ import { withSecretsFromEnvironment } from './environment';
 import { ConfigError } from './errors';
 import { parseHcl } from './hcl';
 import { parseListener } from './listener';
+import { parseProviderEndpoints } from './provider-endpoints';
 import { isObject, Section } from './section';
 import { parseBus, parseLocks, parseSeals, parseStorage } from './stanzas';
 
@@ -94,6 +95,7 @@ async function buildConfig(top: Section, sourceName: string, environment: NodeJS
   const apiAddr = url(top, 'api_addr');
   const clusterAddr = url(top, 'cluster_addr');
   const services = serviceNames(top, knownServices);
+  const providerEndpoints = parseProviderEndpoints(top.raw('provider_endpoints'), sourceName, environment, warnings);
   const config: ServerConfig = {
     listeners,
     storage,
@@ -108,6 +110,7 @@ async function buildConfig(top: Section, sourceName: string, environment: NodeJS
     defaultLeaseTtl,
     maxLeaseTtl,
     ...(services ? { services } : {}),
+    providerEndpoints,
     warnings,
   };
   top.warnUnknown(warnings);

@@ -47,6 +47,18 @@ export interface JsonLimits {
   maxArrayElementCount: number;
 }
 
+/** Overrides of provider API endpoints (`provider_endpoints` block); absent fields use the public APIs. */
+export interface ProviderEndpoints {
+  /** cloud-sm destinations (the SDK also honours AWS_ENDPOINT_URL_SECRETS_MANAGER). */
+  cloud_sm?: string;
+  /** The directory (token) authority of cloudb-kv destinations. */
+  cloudb_authority?: string;
+  cloudc_sm?: string;
+  /** Code host API base, e.g. an enterprise server's https://HOST/api/v3. */
+  codehost?: string;
+  webhost?: string;
+}
+
 export interface ServerConfig {
   listeners: ListenerConfig[];
   storage: StorageConfig;
@@ -65,6 +77,8 @@ export interface ServerConfig {
   maxLeaseTtl: number;
   /** Which engine services this process runs in all-in-one mode (default: all). */
   services?: string[];
+  /** API base URLs the sync worker uses instead of the providers' public ones. */
+  providerEndpoints: ProviderEndpoints;
   /** Problems that did not stop parsing, e.g. unknown fields that were ignored. */
   warnings?: string[];
 }

@@ -6,6 +6,7 @@
  */
 import type * as IamSdk from '@aws-sdk/client-iam';
 import type * as StsSdk from '@aws-sdk/client-sts';
+import { cloudCredentials, cloudRegion } from '@svc/config';
 import { ServiceError } from '@svc/http';
 import type { RootConfig } from './records';
 
@@ -33,17 +34,12 @@ const THROTTLING = new Set(['Throttling', 'ThrottlingException', 'RequestLimitEx
 
 /** Region: the configuration's, then CLOUD_REGION, then CLOUD_DEFAULT_REGION, then us-east-1. */
 export function providerRegion(config: Pick<RootConfig, 'region'> | null, env: NodeJS.ProcessEnv = process.env): string {
-  return config?.region || env.CLOUD_REGION || env.CLOUD_DEFAULT_REGION || 'us-east-1';
+  return cloudRegion(config?.region, env);
 }
 
-/**
- * Credentials: the configuration's, then CLOUD_ACCESS_KEY/CLOUD_SECRET_KEY; undefined leaves the
- * SDK's own chain (AWS_* variables, shared files, instance or task role).
- */
+/** Credentials: the configuration's, then CLOUD_ACCESS_KEY/CLOUD_SECRET_KEY, then the SDK's chain. */
 export function providerCredentials(config: Pick<RootConfig, 'access_key' | 'secret_key'> | null, env: NodeJS.ProcessEnv = process.env): { accessKeyId: string; secretAccessKey: string } | undefined {
-  if (config?.access_key && config.secret_key) return { accessKeyId: config.access_key, secretAccessKey: config.secret_key };
-  if (env.CLOUD_ACCESS_KEY && env.CLOUD_SECRET_KEY) return { accessKeyId: env.CLOUD_ACCESS_KEY, secretAccessKey: env.CLOUD_SECRET_KEY };
-  return undefined;
+  return cloudCredentials(config?.access_key, config?.secret_key, env);
 }
 
 /**

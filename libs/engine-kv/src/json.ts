@@ -1,19 +1,9 @@
-import type { KeyValueStore } from '@svc/storage';
+export { readJson, writeJson } from '@svc/storage';
 
 export type JsonObject = Record<string, unknown>;
 
 export function isJsonObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** JSON records over any store, including a transaction (which has no getJSON/putJSON). */
-export async function readJson<T>(store: KeyValueStore, key: string): Promise<T | null> {
-  const value = await store.get(key);
-  return value === null ? null : (JSON.parse(value.toString('utf8')) as T);
-}
-
-export async function writeJson(store: KeyValueStore, key: string, value: unknown): Promise<void> {
-  await store.put(key, Buffer.from(JSON.stringify(value), 'utf8'));
 }
 
 /**

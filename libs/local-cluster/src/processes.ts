@@ -31,12 +31,15 @@ export interface StartOptions {
   umask?: number;
 }
 
+const START_TIMEOUT_MS = 120_000;
+
 /**
  * Starts `svc server ARGS` and resolves when the process logs that it started (the log line of a
  * gateway carries the addresses it bound, so port 0 works). Rejects with the process output if it
- * exits first or does not start within `timeoutMs`.
+ * exits first or does not start within `timeoutMs`: a deadline for a process that hangs, generous
+ * because creating embedded storage on a busy two-core machine has taken close to a minute.
  */
-export function startServerProcess(name: string, args: string[], timeoutMs = 30_000, options: StartOptions = {}): Promise<ServerProcess> {
+export function startServerProcess(name: string, args: string[], timeoutMs = START_TIMEOUT_MS, options: StartOptions = {}): Promise<ServerProcess> {
   const command = [process.execPath, SVC_BIN, 'server', ...args];
   // Node cannot set a child's umask; a shell sets it and then becomes the server.
   const [file, ...argv] = options.umask === undefined ? command : ['/bin/sh', '-c', `umask ${options.umask.toString(8)} && exec "$@"`, 'sh', ...command];

@@ -5,7 +5,7 @@ import type { ServerConfig } from '@svc/config';
 import { createLoggers, type Loggers } from './logger';
 import { BusTransport, ENGINE_HOST, EngineController } from './engine-microservice';
 import { connectShared, runGateway, runService, type GatewayOptions, type RunningProcess, type RunningService, type Shared } from './processes';
-import { engineTypes } from './engines';
+import { serviceProcesses } from './engines';
 
 /**
  * Every process is a NestJS application context: the modules below wire the loggers, the shared connections (bus, locks) and the process itself (gateway or engine service)
@@ -93,7 +93,7 @@ export async function startGateway(config: ServerConfig, options: GatewayOptions
  * (`BusTransport`), with storage of its own; it holds the keyring only while some gateway is unsealed.
  */
 export async function startService(config: ServerConfig, service: string): Promise<RunningProcess> {
-  const services = engineTypes.services();
+  const services = serviceProcesses();
   if (!services.includes(service)) throw new Error(`unknown service "${service}"; expected one of ${services.join(', ')}`);
   if (!config.bus) throw new Error(`service "${service}" needs a bus "nats" stanza in its configuration`);
   const module = ProcessModule.register(config, service, (loggers, shared) => runService(config, service, loggers, shared), {

@@ -4,6 +4,11 @@ import { transitBackendFactory } from '@svc/engine-transit';
 import { databaseBackendFactory } from '@svc/engine-database';
 import { cloudBackendFactory } from '@svc/engine-cloud';
 import { approleBackendFactory } from '@svc/auth-approle';
+import type { ServerConfig } from '@svc/config';
+import type { LockManager } from '@svc/locks';
+import type { StorageView } from '@svc/storage';
+import { SyncWorker } from '@svc/sync-worker';
+import type { Logger } from 'pino';
 import { userpassBackendFactory } from '@svc/auth-userpass';
 
 /**
@@ -24,7 +29,38 @@ export const ENGINE_TYPES: readonly EngineType[] = [
 /** The registry of the types above, for what needs no core: service processes, flags, configuration. */
 export const engineTypes = new EngineRegistry(ENGINE_TYPES);
 
-/** What `-service=` and the configuration's `services` accept: the gateway and every engine service. */
+/** What a worker service runs on: the barrier's root, locks, a logger, the configuration. */
+export interface WorkerContext {
+  storage: StorageView;
+  locks: LockManager;
+  logger: Logger;
+  config: ServerConfig;
+  sealed(): boolean;
+}
+
+/** A service that serves no mount type but runs background work over storage (its own app, and a module of all-in-one). */
+export interface WorkerService {
+  name: string;
+  start(context: WorkerContext): { stop(): Promise<void> };
+}
+
+export const WORKER_SERVICES: readonly WorkerService[] = [
+  {
+    name: 'sync',
+    start: ({ storage, locks, logger, config, sealed }) => {
+      const worker = new SyncWorker({ storage, locks, logger, endpoints: config.providerEndpoints, sealed });
+      worker.start();
+      return worker;
+    },
+  },
+];
+
+/** Every service other than the gateway: the engine services and the worker services, sorted. */
+export function serviceProcesses(): string[] {
+  return [...engineTypes.services(), ...WORKER_SERVICES.map((worker) => worker.name)].sort();
+}
+
+/** What `-service=` and the configuration's `services` accept: the gateway and every other service. */
 export function serviceNames(): string[] {
-  return [GATEWAY, ...engineTypes.services()];
+  return [GATEWAY, ...serviceProcesses()];
 }

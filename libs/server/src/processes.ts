@@ -5,8 +5,8 @@ import { Core, DEFAULT_UI_DIRECTORY, RequestPipeline, UiAssets, createSystemBack
 import { EngineHost } from '@svc/engine-host';
 import { createLockManager, type LockManager } from '@svc/locks';
 import { KeyringReceiver } from '@svc/seal';
-import { Barrier, createPhysical } from '@svc/storage';
-import { ENGINE_TYPES, engineTypes } from './engines';
+import { Barrier, createPhysical, createView } from '@svc/storage';
+import { ENGINE_TYPES, engineTypes, serviceProcesses, WORKER_SERVICES, type WorkerContext } from './engines';
 import type { Loggers } from './logger';
 
 export interface RunningProcess {
@@ -38,7 +38,7 @@ export interface GatewayOptions {
 /** Engine services named by the config that this process hosts itself (all-in-one). */
 function hostedServices(config: ServerConfig, distributed: boolean): string[] {
   if (distributed) return [];
-  const services = engineTypes.services();
+  const services = serviceProcesses();
   return config.services ? services.filter((name) => config.services?.includes(name)) : services;
 }
 
@@ -56,10 +56,12 @@ export async function runGateway(config: ServerConfig, options: GatewayOptions, 
     systemBackend: createSystemBackend,
     defaultKvVersion: options.defaultKvVersion,
   });
-  for (const service of hostedServices(config, options.distributed)) {
+  const hosted = hostedServices(config, options.distributed);
+  for (const service of hosted) {
     localServices.set(service, new EngineHost(service, engineTypes.factoriesFor(service), core.barrier, { locks: shared.locks, logger }));
   }
   await core.start();
+  const workers = startWorkers(hosted, { storage: createView(core.barrier, ''), locks: shared.locks, logger, config, sealed: () => core.barrier.sealed });
   await options.beforeListen?.(core);
   const ui = config.ui ? new UiAssets(DEFAULT_UI_DIRECTORY) : undefined;
   const frontend: HttpFrontend = await startHttpFrontend(new RequestPipeline(core.requestHandler(), logger, logRequest, ui), config.listeners);
@@ -72,10 +74,16 @@ export async function runGateway(config: ServerConfig, options: GatewayOptions, 
     core,
     stop: async () => {
       await frontend.close();
+      await Promise.all(workers.map((worker) => worker.stop()));
       await Promise.all([...localServices.values()].map((host) => host.closeAll()));
       await core.stop();
     },
   };
+}
+
+/** Starts the background work of those of `services` that are worker services. */
+function startWorkers(services: readonly string[], context: WorkerContext): { stop(): Promise<void> }[] {
+  return WORKER_SERVICES.filter((worker) => services.includes(worker.name)).map((worker) => worker.start(context));
 }
 
 /** An engine service: its host, whose requests the service's transport delivers. */
@@ -101,6 +109,7 @@ export async function runService(config: ServerConfig, service: string, { logger
   await receiver.start();
   const host = new EngineHost(service, engineTypes.factoriesFor(service), barrier, { locks: shared.locks, logger });
   const cluster = host.follow(shared.bus, subjectPrefix);
+  const workers = startWorkers([service], { storage: createView(barrier, ''), locks: shared.locks, logger, config, sealed: () => barrier.sealed });
   // A listener, when configured, serves the service's health to orchestrators' probes.
   const health = serviceHealthHandler({
     service,
@@ -121,6 +130,7 @@ export async function runService(config: ServerConfig, service: string, { logger
     host,
     stop: async () => {
       await frontend?.close();
+      await Promise.all(workers.map((worker) => worker.stop()));
       cluster.unsubscribe();
       await host.closeAll();
       receiver.close();

@@ -8,3 +8,4 @@ export { Barrier, type WriteListener } from './barrier';
 export { createView } from './view';
 export { RecordStore } from './record-store';
 export { CachedPhysical } from './cache';
+export { readJson, writeJson } from './json-records';

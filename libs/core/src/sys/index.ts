@@ -14,11 +14,12 @@ import { auditPaths } from './audit-paths';
 import { hostInfoPaths } from './host-info-paths';
 import { counterPaths } from './counter-paths';
 import { internalUiPaths } from './internal-ui-paths';
+import { syncPaths } from './sync-paths';
 import { toolPaths } from '@svc/engine-transit';
 
 const SYSTEM_HELP = `The system backend: initialization and seal management, rekey and root token
 generation, mounts of secrets engines and auth methods, policies, namespaces, leases, response
-wrapping, tools (random bytes, hashes), host information, token counts, the API description of this server and what the web UI asks.`;
+wrapping, tools (random bytes, hashes), host information, token counts, secret sync destinations and associations, the API description of this server and what the web UI asks.`;
 
 export function createSystemBackend(core: Core): Backend {
   return new Backend({
@@ -37,6 +38,7 @@ export function createSystemBackend(core: Core): Backend {
       ...auditPaths(core),
       ...hostInfoPaths(),
       ...counterPaths(core),
+      ...syncPaths(core),
       ...openApiPaths(core),
       ...internalUiPaths(core),
       ...toolPaths('tools/'),

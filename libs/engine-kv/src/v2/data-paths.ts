@@ -6,7 +6,6 @@ import { PATH_FIELD, secretKey, secretNotFound } from '../secret-path';
 import { changeVersions, SOFT_DELETE, versionResponse, writeVersion } from './key-operations';
 import { KvRecords } from './records';
 import { casOption, requestedVersion, requiredMap, requireMergePatch, VERSION_FIELD } from './request';
-import { isLive } from './versions';
 
 /** data/:path: read a version, write a new one, patch the latest, soft-delete the latest. */
 export function dataPaths(storage: StorageView, clock: Clock): PathDeclaration {
@@ -53,10 +52,8 @@ export function dataPaths(storage: StorageView, clock: Clock): PathDeclaration {
           const patch = requiredMap(fields, 'data');
           const path = secretKey(fields.params.path);
           const now = clock();
-          return writeVersion(storage, path, now, casOption(fields), async (records, existing) => {
-            const version = existing?.current_version ?? 0;
-            const latest = existing?.versions[version];
-            const current = latest && isLive(latest, now) ? await records.version(path, version) : null;
+          return writeVersion(storage, path, now, casOption(fields), async (records) => {
+            const current = await records.current(path, now);
             if (current === null) throw secretNotFound();
             return mergePatch(current, patch) as JsonObject;
           });

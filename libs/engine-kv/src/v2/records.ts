@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { KeyValueStore, StorageView } from '@svc/storage';
+import { recordSecretChange } from '@svc/sync-model';
 import { readJson, writeJson, type JsonObject } from '../json';
+import { isLive } from './versions';
 
 /**
  * Storage layout of a version 2 mount:
@@ -81,6 +83,13 @@ export class KvRecords {
     return this.store.list(METADATA_PREFIX + directory);
   }
 
+  /** The data of the key's latest version, null when the key has none or it is deleted or destroyed. */
+  async current(path: string, now: Date): Promise<JsonObject | null> {
+    const metadata = await this.metadata(path);
+    const latest = metadata?.versions[metadata.current_version];
+    return latest && isLive(latest, now) ? this.version(path, metadata.current_version) : null;
+  }
+
   async config(): Promise<EngineConfig> {
     return { ...DEFAULT_CONFIG, ...(await readJson<Partial<EngineConfig>>(this.store, CONFIG_KEY)) };
   }
@@ -89,11 +98,15 @@ export class KvRecords {
 /**
  * Runs a read-check-write of one key inside a transaction holding that key's lock, so concurrent
  * writers (on any replica) see each other's versions: check-and-set can never let two through.
+ * A secret associated with sync destinations gets its sync queue entry in the same transaction.
  */
 export function updateKey<T>(storage: StorageView, path: string, work: (records: KvRecords) => Promise<T>): Promise<T> {
   return storage.transaction(async (tx) => {
     await tx.lock(METADATA_PREFIX + path);
-    return work(new KvRecords(tx));
+    const records = new KvRecords(tx);
+    const result = await work(records);
+    await recordSecretChange(tx, path, () => records.current(path, new Date()));
+    return result;
   });
 }
 

@@ -1,0 +1,4 @@
+export * from './model';
+export * from './destinations';
+export * from './names';
+export * from './outbox';

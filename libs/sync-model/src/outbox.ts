@@ -1,0 +1,126 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { readJson, writeJson, type KeyValueStore, type Transaction } from '@svc/storage';
+
+/**
+ * The sync outbox of a KV version 2 mount, kept inside the mount's own storage so that a write of
+ * an associated secret and its queue entry commit in the same transaction:
+ *
+ *   sync/associated/<sha256(path)>   the destinations (`<type>/<name>`) a secret is associated with
+ *   sync/queue/<sha256(path)>        the one pending entry of that secret
+ *
+ * A secret has at most one entry: a later write replaces the entry's data and change id, so the
+ * newest value is the one synced (order per secret is kept because only the latest state is ever
+ * sent). The sync worker removes an entry only when its change id is still the one it synced.
+ */
+export const QUEUE_PREFIX = 'sync/queue/';
+const MARKER_PREFIX = 'sync/associated/';
+
+export interface AssociationMarker {
+  path: string;
+  destinations: string[];
+}
+
+export interface QueueEntry {
+  path: string;
+  /** New with every change; the worker deletes the entry only if no newer change replaced it. */
+  change: string;
+  /** The secret as it stands (its latest version's data), null when it has none (deleted or destroyed). */
+  data: Record<string, unknown> | null;
+  /** Destinations to bring up to date with `data`. */
+  targets: string[];
+  /** Destinations the secret was unassociated from: its provider copies are to be deleted. */
+  removals: string[];
+  /** Failed attempts so far (for the backoff), and the time (ms) before which no retry runs. */
+  attempts: number;
+  not_before: number;
+  /** When the oldest change this entry carries was made (ms), for the sync lag. */
+  enqueued_at: number;
+}
+
+export function secretHash(path: string): string {
+  return createHash('sha256').update(path).digest('hex');
+}
+
+export function queueKey(path: string): string {
+  return QUEUE_PREFIX + secretHash(path);
+}
+
+function markerKey(path: string): string {
+  return MARKER_PREFIX + secretHash(path);
+}
+
+export function readMarker(store: KeyValueStore, path: string): Promise<AssociationMarker | null> {
+  return readJson<AssociationMarker>(store, markerKey(path));
+}
+
+export function readEntry(store: KeyValueStore, key: string): Promise<QueueEntry | null> {
+  return readJson<QueueEntry>(store, key);
+}
+
+export function writeEntry(store: KeyValueStore, entry: QueueEntry): Promise<void> {
+  return writeJson(store, queueKey(entry.path), entry);
+}
+
+function newEntry(path: string, data: Record<string, unknown> | null, now: number): QueueEntry {
+  return { path, change: randomUUID(), data, targets: [], removals: [], attempts: 0, not_before: 0, enqueued_at: now };
+}
+
+/**
+ * Called by the KV engine inside the transaction of every change to a version 2 secret (write,
+ * patch, delete, undelete, destroy, metadata delete), holding the secret's lock. Associated
+ * secrets (and secrets with removals still pending) get their entry replaced with `current()`,
+ * the secret as it now stands; any other secret costs one read.
+ */
+export async function recordSecretChange(tx: Transaction, path: string, current: () => Promise<Record<string, unknown> | null>): Promise<void> {
+  const key = queueKey(path);
+  await tx.lock(key);
+  const [marker, pending] = await Promise.all([readMarker(tx, path), readEntry(tx, key)]);
+  if (!marker && !pending) return;
+  const now = Date.now();
+  const entry = newEntry(path, await current(), pending?.enqueued_at ?? now);
+  entry.targets = marker?.destinations ?? [];
+  entry.removals = pending?.removals ?? [];
+  await writeEntry(tx, entry);
+}
+
+/**
+ * Step one of an association (`set`): from now on every change of the secret is queued for
+ * `destination`. Then the caller reads the secret and queues its first sync with `queueFirstSync`.
+ */
+export async function markAssociated(tx: Transaction, path: string, destination: string): Promise<void> {
+  await tx.lock(queueKey(path));
+  const marker = (await readMarker(tx, path)) ?? { path, destinations: [] };
+  if (!marker.destinations.includes(destination)) marker.destinations.push(destination);
+  await writeJson(tx, markerKey(path), marker);
+}
+
+/**
+ * Step two of `set`: queues a sync of `data` (read after `markAssociated`) to `destination`. An
+ * entry already there was written by a change made since the mark, so its data is newer and is kept.
+ */
+export async function queueFirstSync(tx: Transaction, path: string, destination: string, data: Record<string, unknown>): Promise<void> {
+  const key = queueKey(path);
+  await tx.lock(key);
+  const entry = (await readEntry(tx, key)) ?? newEntry(path, data, Date.now());
+  entry.targets = [...new Set([...entry.targets, destination])];
+  entry.removals = entry.removals.filter((id) => id !== destination);
+  entry.not_before = 0;
+  await writeEntry(tx, entry);
+}
+
+/** `remove`: no more changes go to `destination`, and its copy of the secret is queued for deletion. */
+export async function queueRemoval(tx: Transaction, path: string, destination: string): Promise<void> {
+  const key = queueKey(path);
+  await tx.lock(key);
+  const marker = await readMarker(tx, path);
+  if (marker) {
+    marker.destinations = marker.destinations.filter((id) => id !== destination);
+    if (marker.destinations.length === 0) await tx.delete(markerKey(path));
+    else await writeJson(tx, markerKey(path), marker);
+  }
+  const entry = (await readEntry(tx, key)) ?? newEntry(path, null, Date.now());
+  entry.targets = entry.targets.filter((id) => id !== destination);
+  entry.removals = [...new Set([...entry.removals, destination])];
+  entry.not_before = 0;
+  await writeEntry(tx, entry);
+}

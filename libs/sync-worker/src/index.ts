@@ -1,0 +1,2 @@
+export { SyncWorker, retryDelayMs, type SyncWorkerOptions } from './worker';
+export type { ProviderEndpoints } from './providers';
