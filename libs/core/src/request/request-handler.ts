@@ -33,7 +33,7 @@ export interface RequestRouter {
   /** The namespace a full path falls in, and the mount serving the rest of it. */
   route(fullPath: string): { namespace: Namespace; path: string; route?: Route };
   /** Whether a mount type runs in this process (its engine is given the token value and the headers). */
-  isCoreEngine(type: string): boolean;
+  isCoreEngine(mount: MountInfo): boolean;
   /** Whether an operation is a login to an auth method of this process (outside the ACL). */
   isLogin(mount: MountInfo, path: string, operation: Operation): boolean;
 }
@@ -129,7 +129,7 @@ export class RequestHandler {
     if (!route) throw ServiceError.unsupportedPath();
     // Only auth paths (logins) are reached without a token.
     if (!token && !path.startsWith('auth/')) throw ServiceError.forbidden();
-    return this.serve(ctx, route.mount, route.path, router.isCoreEngine(route.mount.type));
+    return this.serve(ctx, route.mount, route.path, router.isCoreEngine(route.mount));
   }
 
   /** Uninitialized or sealed: only the seal endpoints of the root namespace answer. */
