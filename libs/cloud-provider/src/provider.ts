@@ -1,5 +1,5 @@
 /**
- * The provider's IAM and STS clients for one mount, built from its root configuration, and the one
+ * The provider's IAM and STS clients for one mount (a cloud-credential engine or a cloud auth method), built from its root configuration, and the one
  * place provider failures become answers: a refusal (4xx) is a 400 with the provider's message;
  * throttling, a server fault or no answer is a 502. Calls are bounded by timeouts and retries, so a
  * provider that is down fails the request within a few seconds.
@@ -7,7 +7,17 @@
 import type * as IamSdk from '@aws-sdk/client-iam';
 import type * as StsSdk from '@aws-sdk/client-sts';
 import { ServiceError } from '@svc/http';
-import type { RootConfig } from './records';
+
+/** What the clients are built from: a mount's stored configuration of its provider access. */
+export interface ProviderConfig {
+  access_key: string;
+  secret_key: string;
+  region: string;
+  iam_endpoint: string;
+  sts_endpoint: string;
+  /** Retries after a failed provider call; -1 for the SDK's default. */
+  max_retries: number;
+}
 
 export interface ProviderClients {
   iam: IamSdk.IAMClient;
@@ -32,7 +42,7 @@ const REQUEST_TIMEOUT_MS = 10_000;
 const THROTTLING = new Set(['Throttling', 'ThrottlingException', 'RequestLimitExceeded', 'TooManyRequestsException', 'RequestThrottled', 'SlowDown']);
 
 /** Region: the configuration's, then CLOUD_REGION, then CLOUD_DEFAULT_REGION, then us-east-1. */
-export function providerRegion(config: Pick<RootConfig, 'region'> | null, env: NodeJS.ProcessEnv = process.env): string {
+export function providerRegion(config: Pick<ProviderConfig, 'region'> | null, env: NodeJS.ProcessEnv = process.env): string {
   return config?.region || env.CLOUD_REGION || env.CLOUD_DEFAULT_REGION || 'us-east-1';
 }
 
@@ -40,7 +50,7 @@ export function providerRegion(config: Pick<RootConfig, 'region'> | null, env: N
  * Credentials: the configuration's, then CLOUD_ACCESS_KEY/CLOUD_SECRET_KEY; undefined leaves the
  * SDK's own chain (AWS_* variables, shared files, instance or task role).
  */
-export function providerCredentials(config: Pick<RootConfig, 'access_key' | 'secret_key'> | null, env: NodeJS.ProcessEnv = process.env): { accessKeyId: string; secretAccessKey: string } | undefined {
+export function providerCredentials(config: Pick<ProviderConfig, 'access_key' | 'secret_key'> | null, env: NodeJS.ProcessEnv = process.env): { accessKeyId: string; secretAccessKey: string } | undefined {
   if (config?.access_key && config.secret_key) return { accessKeyId: config.access_key, secretAccessKey: config.secret_key };
   if (env.CLOUD_ACCESS_KEY && env.CLOUD_SECRET_KEY) return { accessKeyId: env.CLOUD_ACCESS_KEY, secretAccessKey: env.CLOUD_SECRET_KEY };
   return undefined;
@@ -54,7 +64,7 @@ export function providerCredentials(config: Pick<RootConfig, 'access_key' | 'sec
 export class ProviderClientCache {
   private cached?: { key: string; clients: ProviderClients };
 
-  async get(config: RootConfig | null): Promise<ProviderClients> {
+  async get(config: ProviderConfig | null): Promise<ProviderClients> {
     const { IAM, STS } = await loadSdk();
     const env = process.env;
     const key = JSON.stringify([config, env.CLOUD_ACCESS_KEY, env.CLOUD_SECRET_KEY, env.CLOUD_REGION, env.CLOUD_DEFAULT_REGION]);
