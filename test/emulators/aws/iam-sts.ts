@@ -43,6 +43,7 @@ export interface IamRole {
   name: string;
   id: string;
   arn: string;
+  path: string;
   maxSessionDuration: number;
 }
 
@@ -170,9 +171,9 @@ export class IamState {
     return group;
   }
 
-  createRole(name: string, maxSessionDuration = 3600): IamRole {
+  createRole(name: string, maxSessionDuration = 3600, path = '/'): IamRole {
     if (this.roles.has(name)) throw new EmulatorError(409, 'EntityAlreadyExists', `Role with name ${name} already exists.`);
-    const role: IamRole = { name, id: identifier('AROA'), arn: `arn:aws:iam::${ACCOUNT_ID}:role/${name}`, maxSessionDuration };
+    const role: IamRole = { name, id: identifier('AROA'), arn: `arn:aws:iam::${ACCOUNT_ID}:role${path}${name}`, path, maxSessionDuration };
     this.roles.set(name, role);
     return role;
   }
@@ -405,14 +406,14 @@ function iamActions(state: IamState): Record<string, Action> {
       return { Policy: { PolicyName: name, PolicyId: identifier('ANPA'), Arn: arn, Path: p.optional('Path') ?? '/', DefaultVersionId: 'v1', AttachmentCount: 0, IsAttachable: true, CreateDate: new Date() } };
     },
     CreateRole: (p) => {
-      const role = state.createRole(p.required('RoleName'), p.int('MaxSessionDuration', 3600));
-      return { Role: { Path: '/', RoleName: role.name, RoleId: role.id, Arn: role.arn, CreateDate: new Date(), MaxSessionDuration: role.maxSessionDuration } };
+      const role = state.createRole(p.required('RoleName'), p.int('MaxSessionDuration', 3600), p.optional('Path'));
+      return { Role: { Path: role.path, RoleName: role.name, RoleId: role.id, Arn: role.arn, CreateDate: new Date(), MaxSessionDuration: role.maxSessionDuration } };
     },
     GetRole: (p) => {
       const name = p.required('RoleName');
       const role = state.roles.get(name);
       if (!role) throw new EmulatorError(404, 'NoSuchEntity', `The role with name ${name} cannot be found.`);
-      return { Role: { Path: '/', RoleName: role.name, RoleId: role.id, Arn: role.arn, CreateDate: new Date(), MaxSessionDuration: role.maxSessionDuration } };
+      return { Role: { Path: role.path, RoleName: role.name, RoleId: role.id, Arn: role.arn, CreateDate: new Date(), MaxSessionDuration: role.maxSessionDuration } };
     },
   };
 }
@@ -492,12 +493,13 @@ const NAMESPACES: Record<string, string> = { iam: 'https://iam.amazonaws.com/doc
 
 /**
  * Starts the emulator on a free port of 127.0.0.1. `recordCalls: false` keeps `state.calls` empty
- * (a benchmark's hundreds of thousands of calls would only grow the heap).
+ * (a benchmark's hundreds of thousands of calls would only grow the heap). Another region's
+ * endpoint of the same account is another emulator given the first one's `state`.
  */
-export async function startIamStsEmulator(options: { region?: string; recordCalls?: boolean } = {}): Promise<IamStsEmulator> {
+export async function startIamStsEmulator(options: { region?: string; recordCalls?: boolean; state?: IamState } = {}): Promise<IamStsEmulator> {
   const region = options.region ?? 'us-east-1';
   const recordCalls = options.recordCalls ?? true;
-  const state = new IamState();
+  const state = options.state ?? new IamState();
   const actions: Record<string, Record<string, Action>> = { iam: iamActions(state), sts: stsActions(state) };
   const faults = new Map<string, { fault: ProviderFault; times: number }>();
 

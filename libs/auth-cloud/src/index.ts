@@ -1,0 +1,2 @@
+export { cloudAuthBackendFactory, cloudAuthDeclaration, CloudAuthBackend } from './backend';
+export { SERVER_ID_HEADER } from './paths/login-path';
