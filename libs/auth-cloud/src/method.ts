@@ -1,16 +1,20 @@
 /** The state one cloud auth mount keeps in one service replica, shared by its path handlers. */
 import { ProviderClientCache, type ProviderClients } from '@svc/cloud-provider';
 import type { EngineContext } from '@svc/engine-host';
+import type { MountInfo } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import type { StorageView } from '@svc/storage';
-import { CLIENT_CONFIG, DEFAULT_IDENTITY, IDENTITY_CONFIG, ROLES, type ClientConfig, type IdentityConfig, type RoleRecord } from './records';
+import { CLIENT_CONFIG, DEFAULT_ENTRY_TTL, DEFAULT_IDENTITY, IDENTITY_CONFIG, ROLES, type ClientConfig, type IdentityConfig, type RoleRecord } from './records';
 
 export class CloudAuth {
   private readonly clientCache = new ProviderClientCache();
 
   readonly storage: StorageView;
 
-  constructor(readonly context: EngineContext) {
+  constructor(
+    readonly mount: MountInfo,
+    readonly context: EngineContext,
+  ) {
     this.storage = context.storage;
   }
 
@@ -36,6 +40,11 @@ export class CloudAuth {
     const role = await this.role(name);
     if (!role) throw ServiceError.badRequest(`entry for role "${name}" not found`);
     return role;
+  }
+
+  /** How long a login's access-list entry, or a deny-list entry, lasts: the longest TTL that bounds its tokens. */
+  entryTtl(...ttls: number[]): number {
+    return Math.max(...ttls, this.mount.config.max_lease_ttl) || DEFAULT_ENTRY_TTL;
   }
 
   close(): void {

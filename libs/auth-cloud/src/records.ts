@@ -61,6 +61,25 @@ export interface RoleRecord extends TokenSettings {
   allow_instance_migration: boolean;
   disallow_reauthentication: boolean;
   role_id: string;
+  /** Key of the HMAC that role tags of this role carry (never shown). */
+  hmac_key: string;
+}
+
+/** An instance that logged in by vm (the identity access list), by instance id. */
+export interface AccessListEntry {
+  role: string;
+  client_nonce: string;
+  creation_time: string;
+  expiration_time: string;
+  last_updated_time: string;
+  pending_time: string;
+  disallow_reauthentication: boolean;
+}
+
+/** A role tag that may no longer log in (the role tag deny list). */
+export interface DenyListEntry {
+  creation_time: string;
+  expiration_time: string;
 }
 
 export const CLIENT_CONFIG = new RecordStore<ClientConfig>('config/');
@@ -69,6 +88,9 @@ export const CERTIFICATES = new RecordStore<CertificateRecord>('config/certifica
 export const STS_ROLES = new RecordStore<StsRecord>('config/sts/');
 export const TIDY_CONFIG = new RecordStore<TidyConfig>('config/tidy/');
 export const ROLES = new RecordStore<RoleRecord>('role/');
+export const ACCESS_LIST = new RecordStore<AccessListEntry>('accesslist/');
+/** Keyed by the tag in base64url: tags hold characters a storage key cannot. */
+export const DENY_LIST = new RecordStore<DenyListEntry>('denylist/');
 
 /** The identity configuration before any is written (Vault's defaults since 1.0.3). */
 export const IAM_METADATA_DEFAULT = ['account_id', 'auth_type'];
@@ -76,6 +98,9 @@ export const VM_METADATA_DEFAULT = ['account_id', 'auth_type'];
 export const IAM_METADATA_FIELDS = ['account_id', 'auth_type', 'canonical_arn', 'client_arn', 'client_user_id', 'inferred_cloud_region', 'inferred_entity_id', 'inferred_entity_type'];
 export const VM_METADATA_FIELDS = ['account_id', 'auth_type', 'image_id', 'instance_id', 'region'];
 export const DEFAULT_IDENTITY: Readonly<IdentityConfig> = Object.freeze({ iam_alias: 'role_id', iam_metadata: IAM_METADATA_DEFAULT, vm_alias: 'role_id', vm_metadata: VM_METADATA_DEFAULT });
+
+/** Longest an access-list or deny-list entry lives when no TTL bounds it (the system's default maximum). */
+export const DEFAULT_ENTRY_TTL = 768 * 3600;
 
 /** Vault's default tidy safety buffer: 72 hours. */
 export const DEFAULT_SAFETY_BUFFER = 72 * 3600;

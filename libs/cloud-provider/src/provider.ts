@@ -56,6 +56,16 @@ export function providerCredentials(config: Pick<ProviderConfig, 'access_key' | 
   return undefined;
 }
 
+/** What every client of a configuration is built with: region, credentials, retries and timeouts. */
+export function clientSettings(config: ProviderConfig | null) {
+  return {
+    region: providerRegion(config),
+    credentials: providerCredentials(config),
+    maxAttempts: config && config.max_retries >= 0 ? config.max_retries + 1 : undefined,
+    requestHandler: { connectionTimeout: CONNECT_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS },
+  };
+}
+
 /**
  * Clients for the mount's current configuration. Replicas read the configuration from storage on
  * every request, so the cache is keyed by it: a changed configuration (rotate-root, a new
@@ -70,12 +80,7 @@ export class ProviderClientCache {
     const key = JSON.stringify([config, env.CLOUD_ACCESS_KEY, env.CLOUD_SECRET_KEY, env.CLOUD_REGION, env.CLOUD_DEFAULT_REGION]);
     if (this.cached?.key === key) return this.cached.clients;
     this.close();
-    const settings = {
-      region: providerRegion(config),
-      credentials: providerCredentials(config),
-      maxAttempts: config && config.max_retries >= 0 ? config.max_retries + 1 : undefined,
-      requestHandler: { connectionTimeout: CONNECT_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS },
-    };
+    const settings = clientSettings(config);
     const clients: ProviderClients = {
       iam: new IAM.IAMClient({ ...settings, endpoint: config?.iam_endpoint || undefined }),
       sts: new STS.STSClient({ ...settings, endpoint: config?.sts_endpoint || undefined }),

@@ -47,6 +47,14 @@ export interface IamRole {
   maxSessionDuration: number;
 }
 
+export interface InstanceProfile {
+  name: string;
+  id: string;
+  arn: string;
+  /** Names of the roles in the profile (IAM allows one). */
+  roles: string[];
+}
+
 export interface AccessKey {
   id: string;
   secret: string;
@@ -73,7 +81,7 @@ export interface ProviderFault {
   message: string;
 }
 
-class EmulatorError extends Error {
+export class EmulatorError extends Error {
   constructor(
     readonly status: number,
     readonly code: string,
@@ -96,6 +104,7 @@ export class IamState {
   readonly users = new Map<string, IamUser>();
   readonly groups = new Map<string, IamGroup>();
   readonly roles = new Map<string, IamRole>();
+  readonly instanceProfiles = new Map<string, InstanceProfile>();
   /** Managed policies by ARN (AWS-managed ones under `arn:aws:iam::aws:policy/` are created on demand by tests). */
   readonly policies = new Set<string>();
   readonly accessKeys = new Map<string, AccessKey>();
@@ -178,6 +187,13 @@ export class IamState {
     return role;
   }
 
+  createInstanceProfile(name: string, roleName: string): InstanceProfile {
+    if (!this.roles.has(roleName)) throw new EmulatorError(404, 'NoSuchEntity', `The role with name ${roleName} cannot be found.`);
+    const profile: InstanceProfile = { name, id: identifier('AIPA'), arn: `arn:aws:iam::${ACCOUNT_ID}:instance-profile/${name}`, roles: [roleName] };
+    this.instanceProfiles.set(name, profile);
+    return profile;
+  }
+
   createPolicy(arn: string): string {
     this.policies.add(arn);
     return arn;
@@ -241,18 +257,18 @@ class Params {
   }
 }
 
-type XmlValue = string | number | boolean | Date | undefined | XmlValue[] | { [name: string]: XmlValue };
+export type XmlValue = string | number | boolean | Date | undefined | XmlValue[] | { [name: string]: XmlValue };
 
-function escapeXml(text: string): string {
+export function escapeXml(text: string): string {
   return text.replace(/[<>&'"]/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
-/** The query protocol's XML: lists as `<member>` elements, times as ISO 8601. */
-function toXml(name: string, value: XmlValue): string {
+/** The query protocols' XML: lists as `<member>` elements (EC2: `<item>`), times as ISO 8601. */
+export function toXml(name: string, value: XmlValue, listItem = 'member'): string {
   if (value === undefined) return '';
-  if (Array.isArray(value)) return `<${name}>${value.map((item) => toXml('member', item)).join('')}</${name}>`;
+  if (Array.isArray(value)) return `<${name}>${value.map((item) => toXml(listItem, item, listItem)).join('')}</${name}>`;
   if (value instanceof Date) return `<${name}>${value.toISOString()}</${name}>`;
-  if (typeof value === 'object') return `<${name}>${Object.entries(value).map(([key, item]) => toXml(key, item)).join('')}</${name}>`;
+  if (typeof value === 'object') return `<${name}>${Object.entries(value).map(([key, item]) => toXml(key, item, listItem)).join('')}</${name}>`;
   return `<${name}>${escapeXml(String(value))}</${name}>`;
 }
 
@@ -409,6 +425,16 @@ function iamActions(state: IamState): Record<string, Action> {
       const role = state.createRole(p.required('RoleName'), p.int('MaxSessionDuration', 3600), p.optional('Path'));
       return { Role: { Path: role.path, RoleName: role.name, RoleId: role.id, Arn: role.arn, CreateDate: new Date(), MaxSessionDuration: role.maxSessionDuration } };
     },
+    GetInstanceProfile: (p) => {
+      const name = p.required('InstanceProfileName');
+      const profile = state.instanceProfiles.get(name);
+      if (!profile) throw new EmulatorError(404, 'NoSuchEntity', `Instance Profile ${name} cannot be found.`);
+      const roles = profile.roles.map((roleName) => {
+        const role = state.roles.get(roleName)!;
+        return { Path: role.path, RoleName: role.name, RoleId: role.id, Arn: role.arn, CreateDate: new Date() };
+      });
+      return { InstanceProfile: { Path: '/', InstanceProfileName: profile.name, InstanceProfileId: profile.id, Arn: profile.arn, CreateDate: new Date(), Roles: roles } };
+    },
     GetRole: (p) => {
       const name = p.required('RoleName');
       const role = state.roles.get(name);
@@ -483,7 +509,7 @@ export interface IamStsEmulator {
   close(): Promise<void>;
 }
 
-async function readBody(req: IncomingMessage): Promise<Buffer> {
+export async function readBody(req: IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);

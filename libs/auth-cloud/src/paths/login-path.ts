@@ -8,7 +8,9 @@ import { ServiceError } from '@svc/http';
 import { arnMatches, canonicalArn, parsePrincipal } from '../arn';
 import type { CloudAuth } from '../method';
 import type { ClientConfig, IdentityConfig, RoleRecord } from '../records';
+import { checkInstanceBindings, describeInstance } from '../instances';
 import { getCallerIdentity, type CallerIdentity } from '../sts-forward';
+import { renewVmAuth, vmLogin } from './vm-login';
 
 /** The header a server id is sent in (Vault: X-Vault-AWS-IAM-Server-ID). */
 export const SERVER_ID_HEADER = 'x-service-cloud-iam-server-id';
@@ -151,7 +153,6 @@ export function loginPath(method: CloudAuth): PathDeclaration {
     const role = await method.role(roleName);
     if (!role) throw ServiceError.badRequest(`entry for role "${roleName}" not found`);
     if (role.auth_type !== 'iam') throw ServiceError.badRequest(`auth method iam not allowed for role "${roleName}"`);
-    if (role.inferred_entity_type) throw ServiceError.badRequest(`role "${roleName}" infers a ${role.inferred_entity_type}, which this service does not look up`);
     const data: IamLoginData = {
       role_name: roleName,
       role_id: role.role_id,
@@ -163,8 +164,10 @@ export function loginPath(method: CloudAuth): PathDeclaration {
       inferred_entity_type: role.inferred_entity_type,
     };
     if (!(await principalBound(method, role, data))) throw ServiceError.forbidden(`IAM principal "${identity.arn}" does not belong to the role "${roleName}"`);
+    const inferred = role.inferred_entity_type ? await inferredInstance(method, role, identity.account, principal) : {};
+    Object.assign(data, inferred);
     const identityConfig = await method.identityConfig();
-    const metadata = { client_arn: identity.arn, canonical_arn: data.canonical_arn, client_user_id: identity.userId, auth_type: 'iam', account_id: identity.account, role_id: role.role_id };
+    const metadata: Record<string, string> = { client_arn: identity.arn, canonical_arn: data.canonical_arn, client_user_id: identity.userId, auth_type: 'iam', account_id: identity.account, role_id: role.role_id, ...inferred };
     return tokenAuth(role, {
       displayName: principal.type === 'assumed-role' ? `${principal.friendlyName}/${principal.session}` : principal.friendlyName,
       metadata,
@@ -182,16 +185,30 @@ export function loginPath(method: CloudAuth): PathDeclaration {
       if (missing.length) throw ServiceError.badRequest(`some of the iam auth values are missing: ${missing.map((name) => `"${name}"`).join(', ')}`);
       return iamLogin(f);
     }
-    if (vm.length) throw ServiceError.badRequest('vm login (identity documents) is not available in this build; use the iam login');
-    throw ServiceError.badRequest(`didn't supply required authentication values: ${IAM_FIELDS.join(', ')} (iam)`);
+    if (f.has('pkcs7') && (f.has('identity') || f.has('signature'))) throw ServiceError.badRequest('supply either "pkcs7" or "identity" with "signature", not both');
+    if (f.has('pkcs7')) return vmLogin(method, f);
+    if (f.has('identity') && f.has('signature')) return vmLogin(method, f);
+    if (vm.length) throw ServiceError.badRequest(`some of the vm auth values are missing: "${f.has('identity') ? 'signature' : 'identity'}"`);
+    throw ServiceError.badRequest(`didn't supply required authentication values: ${IAM_FIELDS.join(', ')} (iam), or pkcs7, or identity and signature (vm)`);
   }
 
   return {
     pattern: 'login',
-    synopsis: 'Logs in with a signed sts:GetCallerIdentity request (iam).',
+    synopsis: 'Logs in with a signed sts:GetCallerIdentity request (iam), or a signed instance identity document (vm).',
     fields: LOGIN_FIELDS,
     operations: { update: { summary: 'Log in.', unauthenticated: true, handler: async (req, f) => ({ auth: await login(req, f) }) } },
   };
+}
+
+/**
+ * The instance an iam login infers (`inferred_entity_type` vm_instance): an assumed role's session
+ * named after the instance id, looked up in `inferred_cloud_region` and held to the instance bindings.
+ */
+async function inferredInstance(method: CloudAuth, role: RoleRecord, account: string, principal: ReturnType<typeof parsePrincipal>): Promise<Record<string, string>> {
+  if (principal.type !== 'assumed-role') throw ServiceError.badRequest(`role infers a vm_instance, but the caller is a ${principal.type}, not an instance's assumed role`);
+  const instance = await describeInstance(method, principal.session, account, role.inferred_cloud_region);
+  await checkInstanceBindings(method, role, instance);
+  return { inferred_entity_type: role.inferred_entity_type, inferred_entity_id: instance.instanceId, inferred_cloud_region: role.inferred_cloud_region };
 }
 
 /** The alias name per config/identity `iam_alias`. */
@@ -206,17 +223,20 @@ function pick(values: Record<string, string>, names: readonly string[]): Record<
 }
 
 /**
- * A renewal re-checks the login (Vault's pathLoginRenew): the role still exists with the same auth
- * type and inference setting, and still binds the principal; the token takes the role's settings now.
+ * A renewal re-checks the login (Vault's pathLoginRenew): for iam, the role still exists with the
+ * same auth type and inference setting, and still binds the principal (and inferred instance); the
+ * token takes the role's settings now. vm logins: renewVmAuth.
  */
-export async function renewIamAuth(method: CloudAuth, auth: AuthResponse): Promise<AuthResponse> {
+export async function renewCloudAuth(method: CloudAuth, auth: AuthResponse): Promise<AuthResponse> {
   const data = auth.internalData as IamLoginData | undefined;
   if (!data?.role_name) throw ServiceError.badRequest('the token holds no login to renew');
+  if ((data.auth_type as string) === 'vm') return renewVmAuth(method, auth);
   const role = await method.role(data.role_name);
   if (!role) throw ServiceError.badRequest(`role "${data.role_name}" no longer exists; the token cannot be renewed`);
   if (role.auth_type !== data.auth_type) throw ServiceError.badRequest(`role "${data.role_name}" no longer accepts ${data.auth_type} logins`);
   if (role.inferred_entity_type !== data.inferred_entity_type) throw ServiceError.badRequest(`the inferred_entity_type of role "${data.role_name}" changed; the token cannot be renewed`);
   const bound = await principalBound(method, role, data);
   if (!bound) throw ServiceError.forbidden(`role "${data.role_name}" no longer binds "${data.client_arn}"; the token cannot be renewed`);
+  if (role.inferred_entity_type) await checkInstanceBindings(method, role, await describeInstance(method, String(data.inferred_entity_id), data.account_id, role.inferred_cloud_region));
   return renewedAuth(role, auth);
 }

@@ -1,5 +1,5 @@
 /** role/:role (create, read, update, delete) and the role lists. */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { callProvider } from '@svc/cloud-provider';
 import {
   DEFAULT_TOKEN_SETTINGS,
@@ -51,7 +51,7 @@ export const ROLE_FIELDS: FieldMap = {
   ...TOKEN_FIELDS,
 };
 
-type OwnFields = Omit<RoleRecord, keyof typeof DEFAULT_TOKEN_SETTINGS | 'role_id' | 'bound_iam_principal_id'>;
+type OwnFields = Omit<RoleRecord, keyof typeof DEFAULT_TOKEN_SETTINGS | 'role_id' | 'bound_iam_principal_id' | 'hmac_key'>;
 
 const OWN_DEFAULTS: OwnFields = {
   auth_type: 'iam',
@@ -74,7 +74,8 @@ const OWN_DEFAULTS: OwnFields = {
 
 /** The fields of a role a read shows (Vault's role read: every binding, the resolved ids, the token fields). */
 export function roleData(role: RoleRecord): Record<string, unknown> {
-  return { ...tokenSettingsData(role) };
+  const { hmac_key: _key, ...shown } = tokenSettingsData(role);
+  return shown;
 }
 
 function roleName(f: FieldData): string {
@@ -133,7 +134,7 @@ export function rolePaths(method: CloudAuth): PathDeclaration[] {
   }
 
   async function writeRole(f: FieldData, existing: RoleRecord | null): Promise<undefined> {
-    const base: RoleRecord = existing ?? { ...DEFAULT_TOKEN_SETTINGS, ...OWN_DEFAULTS, role_id: randomUUID(), bound_iam_principal_id: [] };
+    const base: RoleRecord = existing ?? { ...DEFAULT_TOKEN_SETTINGS, ...OWN_DEFAULTS, role_id: randomUUID(), bound_iam_principal_id: [], hmac_key: randomBytes(32).toString('base64') };
     const own = Object.fromEntries(Object.keys(OWN_DEFAULTS).map((name) => [name, f.has(name) ? f.get(name) : base[name as keyof OwnFields]])) as OwnFields;
     if (existing && own.auth_type !== existing.auth_type) throw ServiceError.badRequest(`field "auth_type": cannot change from "${existing.auth_type}" to "${own.auth_type}"`);
     if (existing?.resolve_cloud_unique_ids && !own.resolve_cloud_unique_ids) throw ServiceError.badRequest('field "resolve_cloud_unique_ids": cannot be changed from true to false');
