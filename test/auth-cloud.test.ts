@@ -11,7 +11,8 @@ import path from 'node:path';
 import 'reflect-metadata';
 import { X509Certificate, X509CertificateGenerator } from '@peculiar/x509';
 import { cloudIamLoginData, type CloudCredentials, type CloudIamLoginData } from '@svc/sdk';
-import { api, assertingCalls, closedPort, initAndUnseal, runCli, startTopology, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
+import { api, assertingCalls, closedPort, eventually, initAndUnseal, runCli, startTopology, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
+import { startEc2Emulator, type Ec2Emulator, type Instance } from './emulators/aws/ec2';
 import { ACCOUNT_ID, startIamStsEmulator, type IamStsEmulator } from './emulators/aws/iam-sts';
 
 const SERVER_ID = 'svc.example.com';
@@ -23,6 +24,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('cloud auth method, %
   let sts: IamStsEmulator;
   /** The same account's STS in another region, reached through AWS_ENDPOINT_URL_STS (use_sts_region_from_client). */
   let westSts: IamStsEmulator;
+  let ec2: Ec2Emulator;
   let methodKey: { accessKeyId: string; secretAccessKey: string };
   let alice: CloudCredentials;
   let aliceId: string;
@@ -51,6 +53,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('cloud auth method, %
     await ok('POST', 'auth/cloud/config/client', {
       access_key: methodKey.accessKeyId,
       secret_key: methodKey.secretAccessKey,
+      endpoint: ec2.url,
       iam_endpoint: sts.url,
       sts_endpoint: sts.url,
       sts_region: 'us-east-1',
@@ -77,12 +80,13 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('cloud auth method, %
   beforeAll(async () => {
     sts = await startIamStsEmulator();
     westSts = await startIamStsEmulator({ region: 'us-west-2', state: sts.state });
+    ec2 = await startEc2Emulator(sts.state);
     process.env.AWS_ENDPOINT_URL_STS = westSts.url;
     topology = await startTopology(kind, { services: ['auth-cloud'] });
     url = topology.urls[0];
     ({ rootToken: root } = await initAndUnseal(url));
     await ok('POST', 'sys/auth/cloud', { type: 'cloud' });
-    await ok('PUT', 'sys/policies/acl/dev', { policy: 'path "secret/*" { capabilities = ["read"] }' });
+    await ok('PUT', 'sys/policies/acl/dev', { policy: 'path "secret/*" { capabilities = ["read"] }\npath "auth/token/create" { capabilities = ["update"] }' });
     sts.state.createUser('svc-auth');
     const key = sts.state.createAccessKey('svc-auth');
     methodKey = { accessKeyId: key.id, secretAccessKey: key.secret };
@@ -100,6 +104,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('cloud auth method, %
     await topology?.stop();
     await sts?.close();
     await westSts?.close();
+    await ec2?.close();
   });
 
   test('sys/auth enables type cloud, answered by its service', async () => {
@@ -112,7 +117,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('cloud auth method, %
       const { data } = await ok('GET', 'auth/cloud/config/client');
       expect(data).toEqual({
         access_key: methodKey.accessKeyId,
-        endpoint: '',
+        endpoint: ec2.url,
         iam_endpoint: sts.url,
         sts_endpoint: sts.url,
         sts_region: 'us-east-1',
@@ -421,26 +426,225 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('cloud auth method, %
       await ok('DELETE', 'auth/cloud/role/after-rotation');
     });
 
-    test('svc login -method=cloud signs with the SDK credential chain and stores the token', async () => {
+    // Each CLI run starts a process: two runs, with a test timeout for a loaded machine.
+    test('svc login -method=cloud signs with the SDK credential chain (and the server id header), and stores the token', async () => {
       const home = mkdtempSync(path.join(dir, 'home-'));
       const env = { SVC_ADDR: url, HOME: home, AWS_ACCESS_KEY_ID: alice.accessKeyId, AWS_SECRET_ACCESS_KEY: alice.secretAccessKey, SVC_TOKEN: '' };
-      const result = await runCli(['login', '-method=cloud', '-format=json', 'role=dev'], env);
-      expect([result.code, result.stderr]).toEqual([0, '']);
-      const printed = JSON.parse(result.stdout) as { auth: { client_token: string; policies: string[] } };
-      expect(printed.auth.policies).toEqual(['dev', 'default']);
-      expect(readFileSync(path.join(home, '.svc-token'), 'utf8').trim()).toBe(printed.auth.client_token);
-      const lookup = await runCli(['read', '-format=json', 'auth/token/lookup-self'], { SVC_ADDR: url, HOME: home, SVC_TOKEN: '' });
-      expect(JSON.parse(lookup.stdout).data.display_name).toBe('cloud-alice');
-
       await configureClient({ iam_server_id_header_value: SERVER_ID });
       try {
-        const withHeader = await runCli(['login', '-method=cloud', '-token-only', 'role=dev', `header_value=${SERVER_ID}`], env);
-        expect([withHeader.code, withHeader.stderr]).toEqual([0, '']);
+        const result = await runCli(['login', '-method=cloud', '-format=json', 'role=dev', `header_value=${SERVER_ID}`], env);
+        expect([result.code, result.stderr]).toEqual([0, '']);
+        const printed = JSON.parse(result.stdout) as { auth: { client_token: string; policies: string[] } };
+        expect(printed.auth.policies).toEqual(['dev', 'default']);
+        const stored = readFileSync(path.join(home, '.svc-token'), 'utf8').trim();
+        expect(stored).toBe(printed.auth.client_token);
+        expect((await ok('GET', 'auth/token/lookup-self', undefined, stored)).data.display_name).toBe('cloud-alice');
         const withoutHeader = await runCli(['login', '-method=cloud', 'role=dev'], env);
         expect([withoutHeader.code, withoutHeader.stderr]).toEqual([2, expect.stringContaining('missing header "X-Service-Cloud-IAM-Server-ID"')]);
       } finally {
         await configureClient();
       }
+    }, 240_000);
+
+    test('a login ignores a token sent with it, even one that is no longer valid', async () => {
+      const data = { ...(await signed(alice)), role: 'dev' };
+      expect((await call('POST', 'auth/cloud/login', data, 'svs.not-a-token')).status).toBe(200);
+      expect((await call('GET', 'auth/cloud/role/dev', undefined, 'svs.not-a-token')).status).toBe(403);
+    });
+  });
+
+  describe('vm login', () => {
+    /** What the instance-metadata service of the instance serves (IMDSv2: a session token first). */
+    async function imds(instance: Instance, document: 'pkcs7' | 'rsa2048' | 'document' | 'signature'): Promise<string> {
+      const base = ec2.imdsUrl(instance.id);
+      const token = await (await fetch(`${base}/latest/api/token`, { method: 'PUT', headers: { 'x-aws-ec2-metadata-token-ttl-seconds': '60' } })).text();
+      return (await fetch(`${base}/latest/dynamic/instance-identity/${document}`, { headers: { 'x-aws-ec2-metadata-token': token } })).text();
+    }
+    const pkcs7Login = async (instance: Instance, role: string, extra: Record<string, unknown> = {}) => call('POST', 'auth/cloud/login', { role, pkcs7: await imds(instance, 'rsa2048'), ...extra }, undefined);
+    async function vmLoggedIn(instance: Instance, role: string, extra: Record<string, unknown> = {}) {
+      const res = await pkcs7Login(instance, role, extra);
+      expect([res.status, res.text]).toEqual([200, expect.any(String)]);
+      return res.body.auth as { client_token: string; policies: string[]; metadata: Record<string, string>; entity_id: string };
+    }
+
+    beforeAll(async () => {
+      await ok('POST', 'auth/cloud/config/certificate/provider', { cloud_public_cert: ec2.certificatePem, type: 'pkcs7' });
+      await ok('POST', 'auth/cloud/config/certificate/provider-identity', { cloud_public_cert: ec2.certificatePem, type: 'identity' });
+      await ok('POST', 'auth/cloud/role/web', { auth_type: 'vm', bound_image_id: 'ami-0123456789abcdef0', bound_vpc_id: 'vpc-1a2b3c4d', token_policies: 'dev' });
+    });
+
+    test('with a PKCS#7 signature: a token for the instance, a generated nonce, and the access-list entry', async () => {
+      const instance = ec2.launch();
+      const auth = await vmLoggedIn(instance, 'web');
+      expect(auth.policies).toEqual(['dev', 'default']);
+      expect(auth.metadata).toMatchObject({ instance_id: instance.id, account_id: ACCOUNT_ID, region: 'us-east-1', image_id: instance.imageId, auth_type: 'vm', role: 'web', nonce: expect.any(String) });
+      expect(auth.entity_id).toEqual(expect.any(String));
+      const entry = (await ok('GET', `auth/cloud/identity-accesslist/${instance.id}`)).data;
+      expect(entry).toMatchObject({ role: 'web', disallow_reauthentication: false, pending_time: instance.pendingTime.toISOString().replace(/\.\d{3}Z$/, 'Z') });
+      expect(entry.client_nonce).toBeUndefined();
+      expect((await ok('LIST', 'auth/cloud/identity-accesslist')).data.keys).toContain(instance.id);
+      // The image id is the default role name.
+      await ok('POST', `auth/cloud/role/${instance.imageId}`, { auth_type: 'vm', bound_image_id: instance.imageId });
+      const other = ec2.launch();
+      expect((await call('POST', 'auth/cloud/login', { pkcs7: await imds(other, 'pkcs7'), nonce: 'n-1' }, undefined)).status).toBe(200);
+    });
+
+    test('with the identity document and its signature; a document signed by no registered certificate is refused', async () => {
+      const instance = ec2.launch();
+      const identity = Buffer.from(await imds(instance, 'document')).toString('base64');
+      const signature = await imds(instance, 'signature');
+      await anonymous.ok('POST', 'auth/cloud/login', { role: 'web', identity, signature, nonce: 'n-2' });
+      const tampered = Buffer.from((await imds(instance, 'document')).replace('ami-', 'ami-9')).toString('base64');
+      await anonymous.refused('POST', 'auth/cloud/login', { role: 'web', identity: tampered, signature, nonce: 'n-2' }, 400, /failed to verify the instance identity document using its signature/);
+      await ok('DELETE', 'auth/cloud/config/certificate/provider-identity');
+      try {
+        await anonymous.refused('POST', 'auth/cloud/login', { role: 'web', identity, signature, nonce: 'n-2' }, 400, /failed to verify/);
+      } finally {
+        await ok('POST', 'auth/cloud/config/certificate/provider-identity', { cloud_public_cert: ec2.certificatePem, type: 'identity' });
+      }
+      await anonymous.refused('POST', 'auth/cloud/login', { role: 'web', identity }, 400, /some of the vm auth values are missing: "signature"/);
+      await anonymous.refused('POST', 'auth/cloud/login', { role: 'web', pkcs7: 'bm90IGEgc2lnbmF0dXJl' }, 400, /field "pkcs7": not a PKCS#7 signature/);
+      await anonymous.refused('POST', 'auth/cloud/login', { role: 'web', pkcs7: await imds(instance, 'pkcs7'), nonce: 'x'.repeat(129) }, 400, /field "nonce": longer than 128/);
+    });
+
+    test('re-authentication needs the nonce of the first login', async () => {
+      const instance = ec2.launch();
+      const first = await vmLoggedIn(instance, 'web');
+      const nonce = first.metadata.nonce;
+      await vmLoggedIn(instance, 'web', { nonce });
+      const wrong = await pkcs7Login(instance, 'web', { nonce: 'guessed' });
+      expect([wrong.status, wrong.body.errors]).toEqual([403, ['client nonce mismatch']]);
+      expect((await pkcs7Login(instance, 'web')).status).toBe(403);
+      // Clearing the access-list entry lets the instance start afresh.
+      await ok('DELETE', `auth/cloud/identity-accesslist/${instance.id}`);
+      await vmLoggedIn(instance, 'web', { nonce: 'fresh' });
+    });
+
+    test('migration: a newer document with another nonce when the role allows it, never an older one', async () => {
+      await ok('POST', 'auth/cloud/role/movable', { auth_type: 'vm', bound_image_id: 'ami-0123456789abcdef0', allow_instance_migration: true });
+      const instance = ec2.launch();
+      const before = await imds(instance, 'rsa2048');
+      await vmLoggedIn(instance, 'movable', { nonce: 'host-a' });
+      instance.pendingTime = new Date(instance.pendingTime.getTime() + 60_000); // stopped and started on another host
+      await vmLoggedIn(instance, 'movable', { nonce: 'host-b' });
+      const older = await call('POST', 'auth/cloud/login', { role: 'movable', pkcs7: before, nonce: 'host-b' }, undefined);
+      expect([older.status, older.body.errors]).toEqual([403, ['instance meta-data is older than the one used for previous login']]);
+      const sameTime = await pkcs7Login(instance, 'movable', { nonce: 'host-c' });
+      expect([sameTime.status, sameTime.body.errors]).toEqual([403, ['client nonce mismatch and instance meta-data incorrect']]);
+      // Without allow_instance_migration a new nonce is refused even from a newer document.
+      const fixed = ec2.launch();
+      await vmLoggedIn(fixed, 'web', { nonce: 'one' });
+      fixed.pendingTime = new Date(fixed.pendingTime.getTime() + 60_000);
+      expect((await pkcs7Login(fixed, 'web', { nonce: 'two' })).status).toBe(403);
+    });
+
+    test('disallow_reauthentication (or an empty nonce): one login per instance until its entry is removed', async () => {
+      await ok('POST', 'auth/cloud/role/once', { auth_type: 'vm', bound_image_id: 'ami-0123456789abcdef0', disallow_reauthentication: true });
+      const instance = ec2.launch();
+      const auth = await vmLoggedIn(instance, 'once');
+      expect(auth.metadata.nonce).toBeUndefined();
+      const again = await pkcs7Login(instance, 'once');
+      expect([again.status, again.body.errors]).toEqual([403, ['reauthentication is disabled']]);
+      await ok('DELETE', `auth/cloud/identity-whitelist/${instance.id}`);
+      await vmLoggedIn(instance, 'once');
+      const emptyNonce = ec2.launch();
+      await vmLoggedIn(emptyNonce, 'web', { nonce: '' });
+      expect((await pkcs7Login(emptyNonce, 'web', { nonce: '' })).body.errors).toEqual(['reauthentication is disabled']);
+    });
+
+    test('the instance must be running and match every binding; the instance profile\'s role is read from IAM', async () => {
+      const stopped = ec2.launch({ state: 'stopped' });
+      await anonymous.refused('POST', 'auth/cloud/login', { role: 'web', pkcs7: await imds(stopped, 'pkcs7') }, 400, /is not running \(state: stopped\)/);
+      const elsewhere = ec2.launch({ vpcId: 'vpc-other' });
+      await anonymous.refused('POST', 'auth/cloud/login', { role: 'web', pkcs7: await imds(elsewhere, 'pkcs7') }, 403, /VPC id "vpc-other" of instance .* does not satisfy the constraint/);
+      sts.state.createRole('web-node', 3600, '/nodes/');
+      const profile = sts.state.createInstanceProfile('web-node-profile', 'web-node');
+      await ok('POST', 'auth/cloud/role/profiled', { auth_type: 'vm', bound_iam_role_arn: `arn:aws:iam::${ACCOUNT_ID}:role/nodes/*`, bound_iam_instance_profile_arn: profile.arn });
+      await vmLoggedIn(ec2.launch({ instanceProfileArn: profile.arn }), 'profiled', { nonce: 'p' });
+      await anonymous.refused('POST', 'auth/cloud/login', { role: 'profiled', pkcs7: await imds(ec2.launch(), 'pkcs7') }, 403, /instance profile "none"/);
+    });
+
+    test('an instance of another account is looked up as the role config/sts names there', async () => {
+      const otherAccount = '210987654321';
+      const instance = ec2.launch({ accountId: otherAccount });
+      await ok('POST', 'auth/cloud/role/partner', { auth_type: 'vm', bound_account_id: otherAccount });
+      await anonymous.refused('POST', 'auth/cloud/login', { role: 'partner', pkcs7: await imds(instance, 'pkcs7') }, 400, /InvalidInstanceID.NotFound/);
+      sts.state.roles.set('lookup', { name: 'lookup', id: 'AROAPARTNERLOOKUP', arn: `arn:aws:iam::${otherAccount}:role/lookup`, path: '/', maxSessionDuration: 3600 });
+      await ok('POST', `auth/cloud/config/sts/${otherAccount}`, { sts_role: `arn:aws:iam::${otherAccount}:role/lookup` });
+      try {
+        await vmLoggedIn(instance, 'partner', { nonce: 'x' });
+      } finally {
+        await ok('DELETE', `auth/cloud/config/sts/${otherAccount}`);
+      }
+    });
+
+    test('role tags: the tag\'s narrower policies; a missing, forged or denied tag is refused', async () => {
+      await ok('POST', 'auth/cloud/role/tagged', { auth_type: 'vm', bound_image_id: 'ami-0123456789abcdef0', role_tag: 'SvcRole', token_policies: 'dev,ops' });
+      await refused('POST', 'auth/cloud/role/tagged/tag', { policies: 'admin' }, 400, /field "policies": admin not among the role's policies/);
+      await refused('POST', 'auth/cloud/role/web/tag', {}, 400, /has no role_tag key/);
+      const { data } = await ok('POST', 'auth/cloud/role/tagged/tag', { policies: 'ops' });
+      expect(data.tag_key).toBe('SvcRole');
+      const instance = ec2.launch();
+      await anonymous.refused('POST', 'auth/cloud/login', { role: 'tagged', pkcs7: await imds(instance, 'pkcs7') }, 403, /missing tag with key "SvcRole" on the instance/);
+      instance.tags.SvcRole = String(data.tag_value).replace('p=ops', 'p=dev,ops');
+      await anonymous.refused('POST', 'auth/cloud/login', { role: 'tagged', pkcs7: await imds(instance, 'pkcs7') }, 403, /role tag signature verification failed/);
+      instance.tags.SvcRole = data.tag_value as string;
+      expect((await vmLoggedIn(instance, 'tagged', { nonce: 't' })).policies).toEqual(['ops', 'default']);
+
+      await ok('POST', `auth/cloud/roletag-denylist/${data.tag_value as string}`);
+      expect((await ok('LIST', 'auth/cloud/roletag-denylist')).data.keys).toEqual([data.tag_value]);
+      expect((await ok('GET', `auth/cloud/roletag-blacklist/${data.tag_value as string}`)).data).toEqual({ creation_time: expect.any(String), expiration_time: expect.any(String) });
+      await anonymous.refused('POST', 'auth/cloud/login', { role: 'tagged', pkcs7: await imds(instance, 'pkcs7'), nonce: 't' }, 403, /role tag is on the deny list/);
+      await refused('POST', 'auth/cloud/roletag-denylist/v1:forged:r=tagged:d=false:m=false:AAAA', {}, 403, /role tag signature verification failed/);
+      await ok('DELETE', `auth/cloud/roletag-denylist/${data.tag_value as string}`);
+      await vmLoggedIn(instance, 'tagged', { nonce: 't' });
+    });
+
+    test('tidy removes expired entries of both lists', async () => {
+      await ok('POST', 'auth/cloud/role/brief', { auth_type: 'vm', bound_image_id: 'ami-0123456789abcdef0', role_tag: 'Brief', token_max_ttl: 1 });
+      const tag = (await ok('POST', 'auth/cloud/role/brief/tag', { max_ttl: 1 })).data.tag_value as string;
+      await ok('POST', `auth/cloud/roletag-denylist/${tag}`);
+      const instance = ec2.launch({ tags: { Brief: (await ok('POST', 'auth/cloud/role/brief/tag', {})).data.tag_value as string } });
+      await vmLoggedIn(instance, 'brief', { nonce: 'b' });
+      // Entries last as long as the tokens they stand for may: a second here, so tidy soon removes both.
+      let removed = 0;
+      await eventually(async () => {
+        removed += (await ok('POST', 'auth/cloud/tidy/identity-accesslist', { safety_buffer: 1 })).data.entries_removed as number;
+        removed += (await ok('POST', 'auth/cloud/tidy/roletag-denylist', { safety_buffer: 1 })).data.entries_removed as number;
+        return removed === 2;
+      }, 15_000, 500);
+      expect((await call('GET', `auth/cloud/identity-accesslist/${instance.id}`)).status).toBe(404);
+      expect((await call('GET', `auth/cloud/roletag-denylist/${tag}`)).status).toBe(404);
+    });
+
+    test('an iam login that infers its instance: the session named after the instance id, held to the instance bindings', async () => {
+      sts.state.createRole('node', 3600);
+      await ok('POST', 'auth/cloud/role/inferred', { bound_iam_principal_arn: `arn:aws:iam::${ACCOUNT_ID}:role/node`, inferred_entity_type: 'vm_instance', inferred_cloud_region: 'us-east-1', bound_image_id: 'ami-0123456789abcdef0' });
+      const instance = ec2.launch();
+      const auth = await loggedIn(assumedRole('node', instance.id), 'inferred');
+      expect(auth.metadata).toMatchObject({ inferred_entity_type: 'vm_instance', inferred_entity_id: instance.id, inferred_cloud_region: 'us-east-1' });
+      instance.state = 'stopped';
+      const renewal = await call('POST', 'auth/token/renew-self', {}, auth.client_token);
+      expect([renewal.status, renewal.body.errors]).toEqual([400, [`instance "${instance.id}" is not running (state: stopped)`]]);
+      const stoppedLogin = await login(assumedRole('node', instance.id), 'inferred');
+      expect(stoppedLogin.status).toBe(400);
+      const notAnInstance = await login(assumedRole('node', 'i-0000000000000dead'), 'inferred');
+      expect([notAnInstance.status, notAnInstance.body.errors[0]]).toEqual([400, expect.stringMatching(/InvalidInstanceID.NotFound/)]);
+    });
+
+    test('the alias follows vm_alias; EC2 down is a 502', async () => {
+      const accessor = (await ok('GET', 'sys/auth')).data['cloud/'].accessor as string;
+      await ok('POST', 'auth/cloud/config/identity', { vm_alias: 'instance_id', vm_metadata: ['instance_id', 'region'] });
+      try {
+        const instance = ec2.launch();
+        const auth = await vmLoggedIn(instance, 'web', { nonce: 'a' });
+        const entity = (await ok('POST', 'identity/lookup/entity', { alias_name: instance.id, alias_mount_accessor: accessor })).data;
+        expect([entity.id, entity.aliases[0].metadata]).toEqual([auth.entity_id, { instance_id: instance.id, region: 'us-east-1' }]);
+      } finally {
+        await ok('POST', 'auth/cloud/config/identity', { vm_alias: 'role_id', vm_metadata: 'default' });
+      }
+      ec2.failNext(503, 3);
+      await anonymous.refused('POST', 'auth/cloud/login', { role: 'web', pkcs7: await imds(ec2.launch(), 'pkcs7') }, 502, /describe instance .* failed \(the provider answered 503\)/);
     });
   });
 });

@@ -173,7 +173,9 @@ export async function startEc2Emulator(iam: IamState, options: { region?: string
       return ec2Error(res, faults.status, 'Unavailable', 'The service is unavailable.');
     }
     const ids = [...form.entries()].filter(([name]) => /^InstanceId\.\d+$/.test(name)).map(([, id]) => id);
-    const missing = ids.filter((id) => !instances.get(id) || instances.get(id)!.region !== region);
+    // Callers see their own account's instances: long-term keys are of the emulated account, sessions of their role's.
+    const account = iam.sessions.get(verified.accessKeyId)?.arn.split(':')[4] ?? ACCOUNT_ID;
+    const missing = ids.filter((id) => instances.get(id)?.region !== region || instances.get(id)?.accountId !== account);
     if (missing.length) return ec2Error(res, 400, 'InvalidInstanceID.NotFound', `The instance ID '${missing.join(', ')}' does not exist`);
     const found = ids.map((id) => instances.get(id)!);
     const reservations = found.map((instance) => ({ reservationId: `r-${instance.id.slice(2)}`, ownerId: instance.accountId, instancesSet: [instanceXml(instance)] }));

@@ -473,7 +473,8 @@ function stsActions(state: IamState): Record<string, Action> {
       if (!role) throw new EmulatorError(403, 'AccessDenied', `Not authorized to perform sts:AssumeRole on resource ${roleArn}`);
       const duration = p.int('DurationSeconds', 3600);
       checkDuration(duration, role.maxSessionDuration);
-      const arn = `arn:aws:sts::${ACCOUNT_ID}:assumed-role/${role.name}/${sessionName}`;
+      // A role of another account (a test's cross-account role) gives sessions in that account.
+      const arn = `arn:aws:sts::${role.arn.split(':')[4]}:assumed-role/${role.name}/${sessionName}`;
       const session = state.issueSession(arn, `${role.id}:${sessionName}`, duration, sessionPolicy(p));
       return { Credentials: credentialsXml(session), AssumedRoleUser: { AssumedRoleId: session.userId, Arn: arn }, PackedPolicySize: 6 };
     },

@@ -117,10 +117,14 @@ export class RequestHandler {
     if (!replicas.inContact && !SEALED_PATHS.has(req.path)) await replicas.awaitContact();
 
     const { namespace, path, route } = router.route(req.path);
+    const authRoute = route && path.startsWith('auth/') ? route : undefined;
     // A login ignores a token sent with it, as Vault does on its unauthenticated paths.
-    const tokenValue = route && path.startsWith('auth/') && router.isLogin(route.mount, route.path, req.operation) ? undefined : req.token;
+    let tokenValue = authRoute && router.isLogin(authRoute.mount, authRoute.path, req.operation) ? undefined : req.token;
     let token = tokenValue ? tokens.cached(tokenValue) : null;
     if (token === undefined) token = await tokens.lookup(tokenValue!);
+    // An auth method in an engine service knows which of its operations are logins: a token that is
+    // no longer valid is dropped, and the service answers only its logins without one.
+    if (tokenValue && !token && authRoute && !router.isCoreEngine(authRoute.mount)) tokenValue = undefined;
     if (tokenValue && !token) throw ServiceError.forbidden();
     if (token?.boundCidrs && !addressAllowed(token.boundCidrs, req.remoteAddress)) throw ServiceError.forbidden();
     const ctx: Context = { req: tokenValue === req.token ? req : { ...req, token: undefined }, namespace, path, token };
