@@ -1,6 +1,5 @@
 import { cloudIamLoginData } from '@svc/sdk';
-import { api } from '@svc/testing';
-import { alternating, measure, startDevServer, startFloor, warmUp, type Target } from '../run';
+import { alternating, measure, setUp, startDevServer, startFloor, warmUp, type Target } from '../run';
 import type { Scenario } from './scenario';
 
 /**
@@ -11,11 +10,6 @@ import type { Scenario } from './scenario';
  * Floor and target are measured in alternating rounds.
  */
 const CONCURRENCY = 8;
-
-async function setUp(url: string, token: string, path: string, body: unknown): Promise<void> {
-  const res = await api(url, 'POST', path, { token, body });
-  if (res.status >= 300) throw new Error(`${path}: ${res.status} ${res.text}`);
-}
 
 export const authCloudLogin: Scenario = {
   name: 'auth-cloud-login',

@@ -56,6 +56,12 @@ export function providerCredentials(config: Pick<ProviderConfig, 'access_key' | 
   return undefined;
 }
 
+/** An endpoint override as configured: empty (the provider's), or a URL. */
+export function endpointField(name: string, value: string): string {
+  if (value && !URL.canParse(value)) throw ServiceError.badRequest(`field "${name}": "${value}" is not a URL`);
+  return value;
+}
+
 /** What every client of a configuration is built with: region, credentials, retries and timeouts. */
 export function clientSettings(config: ProviderConfig | null) {
   return {

@@ -2,7 +2,7 @@
 // @peculiar/x509 resolves its ASN.1 schemas through tsyringe, which needs the decorator metadata polyfill.
 import 'reflect-metadata';
 import { X509Certificate } from '@peculiar/x509';
-import { rotateAccessKey } from '@svc/cloud-provider';
+import { endpointField as endpoint, rotateAccessKey } from '@svc/cloud-provider';
 import { listResponse, type FieldData, type FieldMap, type PathDeclaration } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import type { CloudAuth } from '../method';
@@ -46,11 +46,6 @@ const TIDY_FIELDS: FieldMap = {
   safety_buffer: { type: 'duration', default: DEFAULT_SAFETY_BUFFER, description: 'Time kept beyond an entry\'s expiration before tidy removes it (default 72h).' },
   disable_periodic_tidy: { type: 'bool', default: false, description: 'Do not tidy periodically.' },
 };
-
-function endpoint(name: string, value: string): string {
-  if (value && !URL.canParse(value)) throw ServiceError.badRequest(`field "${name}": "${value}" is not a URL`);
-  return value;
-}
 
 /** A metadata list as written: "default" stands for the default set; anything else must be a known field. */
 function metadataList(name: string, given: string[], known: readonly string[], defaults: readonly string[]): string[] {

@@ -3,7 +3,7 @@ import { formatDuration, type FieldMap, type PathDeclaration } from '@svc/framew
 import { ServiceError } from '@svc/http';
 import { renderUsername, TemplateError } from '@svc/username-template';
 import type { CloudEngine } from '../engine';
-import { rotateAccessKey } from '@svc/cloud-provider';
+import { endpointField as endpoint, rotateAccessKey } from '@svc/cloud-provider';
 import { CONFIG, LEASE_CONFIG, type RootConfig } from '../records';
 
 const ROOT_FIELDS: FieldMap = {
@@ -20,11 +20,6 @@ const LEASE_FIELDS: FieldMap = {
   lease: { type: 'duration', required: true, description: 'Lease TTL of IAM user credentials, e.g. "30m".' },
   lease_max: { type: 'duration', required: true, description: 'Longest an IAM user credential may be renewed to, e.g. "768h".' },
 };
-
-function endpoint(name: string, value: string): string {
-  if (value && !URL.canParse(value)) throw ServiceError.badRequest(`field "${name}": "${value}" is not a URL`);
-  return value;
-}
 
 function describeRoot(config: RootConfig): Record<string, unknown> {
   const { access_key, region, iam_endpoint, sts_endpoint, max_retries, username_template } = config;
