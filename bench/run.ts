@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import * as path from 'node:path';
 import autocannon from 'autocannon';
-import { startServerProcess, type ServerProcess } from '@svc/testing';
+import { api, startServerProcess, type ServerProcess } from '@svc/testing';
 import { SCENARIOS } from './scenarios';
 
 export interface Target {
@@ -123,6 +123,12 @@ export function startFloor(name: string, env: NodeJS.ProcessEnv = {}): Promise<{
 }
 
 /** The all-in-one dev server with a known root token. */
+/** Sends one setup request and fails the scenario with the server's answer if it is refused. */
+export async function setUp(url: string, token: string, path: string, body: unknown): Promise<void> {
+  const res = await api(url, 'POST', path, { token, body });
+  if (res.status >= 300) throw new Error(`${path}: ${res.status} ${res.text}`);
+}
+
 export async function startDevServer(env?: NodeJS.ProcessEnv): Promise<ServerProcess & { url: string; token: string; pids: number[] }> {
   const server = await startServerProcess('bench-dev', ['-dev', '-dev-root-token-id=bench-root', '-dev-listen-address=127.0.0.1:0'], undefined, { env });
   return Object.assign(server, { url: `http://${server.addresses[0]}`, token: 'bench-root', pids: [server.child.pid!] });

@@ -1,5 +1,4 @@
-import { api } from '@svc/testing';
-import { alternating, measure, startDevServer, startFloor, warmUp, type Target } from '../run';
+import { alternating, measure, setUp, startDevServer, startFloor, warmUp, type Target } from '../run';
 import type { Scenario } from './scenario';
 
 /**
@@ -12,11 +11,6 @@ import type { Scenario } from './scenario';
  * The emulator is discarded afterwards with every user made.
  */
 const CONCURRENCY = 8;
-
-async function setUp(url: string, token: string, path: string, body: unknown): Promise<void> {
-  const res = await api(url, 'POST', path, { token, body });
-  if (res.status >= 300) throw new Error(`${path}: ${res.status} ${res.text}`);
-}
 
 function issuance(name: string, path: string): Scenario {
   return {

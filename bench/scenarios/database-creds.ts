@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { api, POSTGRES_URL } from '@svc/testing';
-import { measure, startDevServer, startFloor } from '../run';
+import { measure, setUp, startDevServer, startFloor } from '../run';
 import type { Scenario } from './scenario';
 
 /**
@@ -24,12 +24,6 @@ async function dropRolesStartingWith(prefix: string): Promise<void> {
   } finally {
     await client.end();
   }
-}
-
-/** Sends one setup request and fails the scenario with the server's answer if it is refused. */
-async function setUp(url: string, token: string, path: string, body: unknown): Promise<void> {
-  const res = await api(url, 'POST', path, { token, body });
-  if (res.status >= 300) throw new Error(`${path}: ${res.status} ${res.text}`);
 }
 
 export const databaseCreds: Scenario = {

@@ -541,7 +541,7 @@ export class Core {
 
   /** Sends an operation to the engine that owns the mount type. */
   dispatch(message: EngineRequest): Promise<EngineReply> {
-    const engine = this.engines.get(message.mount.type);
+    const engine = this.engines.forMount(message.mount);
     if (!engine) return Promise.reject(ServiceError.badRequest(`unsupported mount type "${message.mount.type}"`));
     if (engine.runsIn === GATEWAY) return this.coreEngines.handle(message);
     return this.options.localServices.get(engine.runsIn)?.handle(message) ?? this.dispatchRemote(engine.runsIn, message);
@@ -585,7 +585,7 @@ export class Core {
    * token sent with it is ignored, as Vault ignores one on its unauthenticated paths.
    */
   isLogin(mount: MountInfo, path: string, operation: Operation): boolean {
-    return operation !== 'help' && this.isCoreEngine(mount.type) && this.coreEngines.isUnauthenticated(mount, path, operation);
+    return operation !== 'help' && this.isCoreEngine(mount) && this.coreEngines.isUnauthenticated(mount, path, operation);
   }
 
   isUnauthenticatedSystem(path: string, operation: Operation): boolean {
@@ -610,8 +610,8 @@ export class Core {
   }
 
   /** Whether a mount type runs in this process (core engines get the caller's token value). */
-  isCoreEngine(type: string): boolean {
-    return this.engines.get(type)?.runsIn === GATEWAY;
+  isCoreEngine(mount: MountInfo): boolean {
+    return this.engines.forMount(mount)?.runsIn === GATEWAY;
   }
 
   /** TTL defaults and maximums for a mount: its tune, else the system's. */
@@ -691,7 +691,7 @@ export class Core {
   async runPeriodicFunctions(): Promise<void> {
     await this.options.locks.withLock('core-periodic', PERIODIC_INTERVAL_MS, async () => {
       for (const { mount } of this.namespaces.all().flatMap((namespace) => namespace.allMounts())) {
-        if (mount.type === 'system' || !this.engines.get(mount.type)) continue;
+        if (mount.type === 'system' || !this.engines.forMount(mount)) continue;
         const reply = await this.dispatch({
           kind: 'periodic',
           requestId: randomUUID(),

@@ -4,7 +4,7 @@ import type { MountInfo, Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import type { StorageView } from '@svc/storage';
 import { renderUsername, TemplateError } from '@svc/username-template';
-import { ProviderClientCache, type ProviderClients } from './provider';
+import { ProviderClientCache, type ProviderClients } from '@svc/cloud-provider';
 import { CONFIG, type RootConfig } from './records';
 
 /**

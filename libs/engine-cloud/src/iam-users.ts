@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { CreateUserCommandOutput } from '@aws-sdk/client-iam';
 import type { StorageView } from '@svc/storage';
 import type { Logger } from 'pino';
-import { isRefusal, providerError, providerErrorCode, type ProviderClients } from './provider';
+import { isRefusal, providerError, providerErrorCode, type ProviderClients } from '@svc/cloud-provider';
 import { WAL, type RoleRecord } from './records';
 
 /** Vault's rule: a write-ahead record younger than this may belong to a creation still under way. */

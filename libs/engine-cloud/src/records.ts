@@ -1,14 +1,8 @@
 /** What the engine keeps in its mount's storage (encrypted by the barrier), one JSON record per name. */
+import type { ProviderConfig } from '@svc/cloud-provider';
 import { RecordStore } from '@svc/storage';
 
-export interface RootConfig {
-  access_key: string;
-  secret_key: string;
-  region: string;
-  iam_endpoint: string;
-  sts_endpoint: string;
-  /** Retries after a failed provider call; -1 for the SDK's default. */
-  max_retries: number;
+export interface RootConfig extends ProviderConfig {
   username_template: string;
 }
 

@@ -19,6 +19,11 @@ export type BackendFactory = (mount: MountInfo, context: EngineContext) => Backe
 /** The mount table a type belongs to: secrets engines (sys/mounts) or auth methods (sys/auth). */
 export type MountTableKind = 'secret' | 'auth';
 
+/** The table a mount belongs to. */
+export function mountTable(mount: Pick<MountInfo, 'table'>): MountTableKind {
+  return mount.table ?? 'secret';
+}
+
 /** Where engines of the core run: in the gateway process, beside the core. */
 export const GATEWAY = 'gateway';
 
@@ -34,6 +39,10 @@ export interface EngineType {
   builtin?: boolean;
 }
 
+function registryKey(type: string, table: MountTableKind): string {
+  return `${table}:${type}`;
+}
+
 /**
  * Every mount type this build knows. Config, the server command, the service processes, the
  * dispatcher and the mount tables all read it, so adding a type is one entry.
@@ -43,13 +52,24 @@ export class EngineRegistry {
 
   constructor(types: Iterable<EngineType>) {
     for (const type of types) {
-      if (this.byType.has(type.type)) throw new Error(`mount type "${type.type}" is registered twice`);
-      this.byType.set(type.type, type);
+      const key = registryKey(type.type, type.table);
+      if (this.byType.has(key)) throw new Error(`${type.table} type "${type.type}" is registered twice`);
+      // A host builds backends by type alone, so one process place hosts each type name once.
+      if ([...this.byType.values()].some((other) => other.type === type.type && other.runsIn === type.runsIn)) {
+        throw new Error(`mount type "${type.type}" runs twice in "${type.runsIn}"`);
+      }
+      this.byType.set(key, type);
     }
   }
 
-  get(type: string): EngineType | undefined {
-    return this.byType.get(type);
+  /** The type of that name in a table. */
+  get(type: string, table: MountTableKind): EngineType | undefined {
+    return this.byType.get(registryKey(type, table));
+  }
+
+  /** The type a mount is of. */
+  forMount(mount: Pick<MountInfo, 'type' | 'table'>): EngineType | undefined {
+    return this.get(mount.type, mountTable(mount));
   }
 
   /** Types a user may enable in a table, sorted. */

@@ -149,8 +149,9 @@ function toTime(value: unknown): Date {
   return time;
 }
 
+/** Headers: an object, or a string holding it as JSON or as base64 of JSON (Vault's TypeHeader). */
 function toHeader(value: unknown): Record<string, string[]> {
-  const headers = objectOrJson(value);
+  const headers = objectOrJson(value) ?? (typeof value === 'string' ? objectOrJson(Buffer.from(value, 'base64').toString('utf8')) : undefined);
   const reason = 'is not a map of header names to strings or lists of strings';
   if (!headers) return invalid(reason);
   return Object.fromEntries(

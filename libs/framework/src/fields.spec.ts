@@ -171,6 +171,8 @@ describe('field coercion', () => {
 
   it('header: map of names to string lists', () => {
     expect(coerce('header', { 'X-A': 'one', 'X-B': ['two', 'three'] })).toEqual({ 'X-A': ['one'], 'X-B': ['two', 'three'] });
+    expect(coerce('header', Buffer.from('{"X-A":["one"]}').toString('base64'))).toEqual({ 'X-A': ['one'] });
+    expect(coerce('header', '{"X-A":"one"}')).toEqual({ 'X-A': ['one'] });
     expect(rejection('header', { 'X-A': 5 })[0]).toMatch(/^field "f": \{"X-A":5\} is not a map of header names/);
   });
 

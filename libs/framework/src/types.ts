@@ -58,6 +58,11 @@ export interface MountInfo {
   options: Record<string, string>;
   local: boolean;
   seal_wrap: boolean;
+  /**
+   * The mount table: `auth` for auth methods (sys/auth), absent for secrets engines (sys/mounts).
+   * A type name may be in both tables (`cloud`: credentials engine and auth method).
+   */
+  table?: 'auth';
 }
 
 /** Who is calling. Filled by the gateway after token lookup. */

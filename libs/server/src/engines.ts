@@ -10,6 +10,7 @@ import type { StorageView } from '@svc/storage';
 import { SyncWorker } from '@svc/sync-worker';
 import type { Logger } from 'pino';
 import { userpassBackendFactory } from '@svc/auth-userpass';
+import { cloudAuthBackendFactory } from '@svc/auth-cloud';
 
 /**
  * The mount types of this build, one entry each: adding an engine or auth method is one entry
@@ -21,9 +22,11 @@ export const ENGINE_TYPES: readonly EngineType[] = [
   { type: 'transit', table: 'secret', runsIn: 'transit', factory: transitBackendFactory },
   { type: 'database', table: 'secret', runsIn: 'database', factory: databaseBackendFactory },
   { type: 'cloud', table: 'secret', runsIn: 'cloud', factory: cloudBackendFactory },
-  // Auth methods run in the gateway: a login needs the token store, which lives there.
+  // The gateway makes the token of any login: approle and userpass run beside it, the cloud auth
+  // method (which calls the provider) in its own service, answering logins over the bus.
   { type: 'approle', table: 'auth', runsIn: GATEWAY, factory: approleBackendFactory },
   { type: 'userpass', table: 'auth', runsIn: GATEWAY, factory: userpassBackendFactory },
+  { type: 'cloud', table: 'auth', runsIn: 'auth-cloud', factory: cloudAuthBackendFactory },
 ];
 
 /** The registry of the types above, for what needs no core: service processes, flags, configuration. */

@@ -7,7 +7,7 @@ import { CreateAccessKeyCommand, CreateUserCommand, DeleteUserCommand, IAMClient
 import { AssumeRoleCommand, GetCallerIdentityCommand, GetFederationTokenCommand, STSClient } from '@aws-sdk/client-sts';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { ACCOUNT_ID, startIamStsEmulator, type IamStsEmulator } from './iam-sts';
-import { NodeSha256 } from './sigv4';
+import { NodeSha256 } from '@svc/sdk';
 
 interface Keys {
   accessKeyId: string;

@@ -43,7 +43,16 @@ export interface IamRole {
   name: string;
   id: string;
   arn: string;
+  path: string;
   maxSessionDuration: number;
+}
+
+export interface InstanceProfile {
+  name: string;
+  id: string;
+  arn: string;
+  /** Names of the roles in the profile (IAM allows one). */
+  roles: string[];
 }
 
 export interface AccessKey {
@@ -72,7 +81,7 @@ export interface ProviderFault {
   message: string;
 }
 
-class EmulatorError extends Error {
+export class EmulatorError extends Error {
   constructor(
     readonly status: number,
     readonly code: string,
@@ -95,6 +104,7 @@ export class IamState {
   readonly users = new Map<string, IamUser>();
   readonly groups = new Map<string, IamGroup>();
   readonly roles = new Map<string, IamRole>();
+  readonly instanceProfiles = new Map<string, InstanceProfile>();
   /** Managed policies by ARN (AWS-managed ones under `arn:aws:iam::aws:policy/` are created on demand by tests). */
   readonly policies = new Set<string>();
   readonly accessKeys = new Map<string, AccessKey>();
@@ -170,11 +180,18 @@ export class IamState {
     return group;
   }
 
-  createRole(name: string, maxSessionDuration = 3600): IamRole {
+  createRole(name: string, maxSessionDuration = 3600, path = '/'): IamRole {
     if (this.roles.has(name)) throw new EmulatorError(409, 'EntityAlreadyExists', `Role with name ${name} already exists.`);
-    const role: IamRole = { name, id: identifier('AROA'), arn: `arn:aws:iam::${ACCOUNT_ID}:role/${name}`, maxSessionDuration };
+    const role: IamRole = { name, id: identifier('AROA'), arn: `arn:aws:iam::${ACCOUNT_ID}:role${path}${name}`, path, maxSessionDuration };
     this.roles.set(name, role);
     return role;
+  }
+
+  createInstanceProfile(name: string, roleName: string): InstanceProfile {
+    if (!this.roles.has(roleName)) throw new EmulatorError(404, 'NoSuchEntity', `The role with name ${roleName} cannot be found.`);
+    const profile: InstanceProfile = { name, id: identifier('AIPA'), arn: `arn:aws:iam::${ACCOUNT_ID}:instance-profile/${name}`, roles: [roleName] };
+    this.instanceProfiles.set(name, profile);
+    return profile;
   }
 
   createPolicy(arn: string): string {
@@ -240,18 +257,18 @@ class Params {
   }
 }
 
-type XmlValue = string | number | boolean | Date | undefined | XmlValue[] | { [name: string]: XmlValue };
+export type XmlValue = string | number | boolean | Date | undefined | XmlValue[] | { [name: string]: XmlValue };
 
-function escapeXml(text: string): string {
+export function escapeXml(text: string): string {
   return text.replace(/[<>&'"]/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
-/** The query protocol's XML: lists as `<member>` elements, times as ISO 8601. */
-function toXml(name: string, value: XmlValue): string {
+/** The query protocols' XML: lists as `<member>` elements (EC2: `<item>`), times as ISO 8601. */
+export function toXml(name: string, value: XmlValue, listItem = 'member'): string {
   if (value === undefined) return '';
-  if (Array.isArray(value)) return `<${name}>${value.map((item) => toXml('member', item)).join('')}</${name}>`;
+  if (Array.isArray(value)) return `<${name}>${value.map((item) => toXml(listItem, item, listItem)).join('')}</${name}>`;
   if (value instanceof Date) return `<${name}>${value.toISOString()}</${name}>`;
-  if (typeof value === 'object') return `<${name}>${Object.entries(value).map(([key, item]) => toXml(key, item)).join('')}</${name}>`;
+  if (typeof value === 'object') return `<${name}>${Object.entries(value).map(([key, item]) => toXml(key, item, listItem)).join('')}</${name}>`;
   return `<${name}>${escapeXml(String(value))}</${name}>`;
 }
 
@@ -405,14 +422,24 @@ function iamActions(state: IamState): Record<string, Action> {
       return { Policy: { PolicyName: name, PolicyId: identifier('ANPA'), Arn: arn, Path: p.optional('Path') ?? '/', DefaultVersionId: 'v1', AttachmentCount: 0, IsAttachable: true, CreateDate: new Date() } };
     },
     CreateRole: (p) => {
-      const role = state.createRole(p.required('RoleName'), p.int('MaxSessionDuration', 3600));
-      return { Role: { Path: '/', RoleName: role.name, RoleId: role.id, Arn: role.arn, CreateDate: new Date(), MaxSessionDuration: role.maxSessionDuration } };
+      const role = state.createRole(p.required('RoleName'), p.int('MaxSessionDuration', 3600), p.optional('Path'));
+      return { Role: { Path: role.path, RoleName: role.name, RoleId: role.id, Arn: role.arn, CreateDate: new Date(), MaxSessionDuration: role.maxSessionDuration } };
+    },
+    GetInstanceProfile: (p) => {
+      const name = p.required('InstanceProfileName');
+      const profile = state.instanceProfiles.get(name);
+      if (!profile) throw new EmulatorError(404, 'NoSuchEntity', `Instance Profile ${name} cannot be found.`);
+      const roles = profile.roles.map((roleName) => {
+        const role = state.roles.get(roleName)!;
+        return { Path: role.path, RoleName: role.name, RoleId: role.id, Arn: role.arn, CreateDate: new Date() };
+      });
+      return { InstanceProfile: { Path: '/', InstanceProfileName: profile.name, InstanceProfileId: profile.id, Arn: profile.arn, CreateDate: new Date(), Roles: roles } };
     },
     GetRole: (p) => {
       const name = p.required('RoleName');
       const role = state.roles.get(name);
       if (!role) throw new EmulatorError(404, 'NoSuchEntity', `The role with name ${name} cannot be found.`);
-      return { Role: { Path: '/', RoleName: role.name, RoleId: role.id, Arn: role.arn, CreateDate: new Date(), MaxSessionDuration: role.maxSessionDuration } };
+      return { Role: { Path: role.path, RoleName: role.name, RoleId: role.id, Arn: role.arn, CreateDate: new Date(), MaxSessionDuration: role.maxSessionDuration } };
     },
   };
 }
@@ -446,7 +473,8 @@ function stsActions(state: IamState): Record<string, Action> {
       if (!role) throw new EmulatorError(403, 'AccessDenied', `Not authorized to perform sts:AssumeRole on resource ${roleArn}`);
       const duration = p.int('DurationSeconds', 3600);
       checkDuration(duration, role.maxSessionDuration);
-      const arn = `arn:aws:sts::${ACCOUNT_ID}:assumed-role/${role.name}/${sessionName}`;
+      // A role of another account (a test's cross-account role) gives sessions in that account.
+      const arn = `arn:aws:sts::${role.arn.split(':')[4]}:assumed-role/${role.name}/${sessionName}`;
       const session = state.issueSession(arn, `${role.id}:${sessionName}`, duration, sessionPolicy(p));
       return { Credentials: credentialsXml(session), AssumedRoleUser: { AssumedRoleId: session.userId, Arn: arn }, PackedPolicySize: 6 };
     },
@@ -482,7 +510,7 @@ export interface IamStsEmulator {
   close(): Promise<void>;
 }
 
-async function readBody(req: IncomingMessage): Promise<Buffer> {
+export async function readBody(req: IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
@@ -492,12 +520,13 @@ const NAMESPACES: Record<string, string> = { iam: 'https://iam.amazonaws.com/doc
 
 /**
  * Starts the emulator on a free port of 127.0.0.1. `recordCalls: false` keeps `state.calls` empty
- * (a benchmark's hundreds of thousands of calls would only grow the heap).
+ * (a benchmark's hundreds of thousands of calls would only grow the heap). Another region's
+ * endpoint of the same account is another emulator given the first one's `state`.
  */
-export async function startIamStsEmulator(options: { region?: string; recordCalls?: boolean } = {}): Promise<IamStsEmulator> {
+export async function startIamStsEmulator(options: { region?: string; recordCalls?: boolean; state?: IamState } = {}): Promise<IamStsEmulator> {
   const region = options.region ?? 'us-east-1';
   const recordCalls = options.recordCalls ?? true;
-  const state = new IamState();
+  const state = options.state ?? new IamState();
   const actions: Record<string, Record<string, Action>> = { iam: iamActions(state), sts: stsActions(state) };
   const faults = new Map<string, { fault: ProviderFault; times: number }>();
 

@@ -4,8 +4,9 @@
  * signed) and the two signatures compared. Header-signed and presigned (query) requests are both
  * checked. Failures carry the status and error code AWS answers with.
  */
-import { createHash, createHmac, timingSafeEqual, type BinaryLike, type Hash, type Hmac } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { SignatureV4 } from '@smithy/signature-v4';
+import { NodeSha256 } from '@svc/sdk';
 
 /** A secret the emulator knows for an access key id; session credentials carry their token and expiry. */
 export interface SigningSecret {
@@ -38,33 +39,6 @@ export interface Refused {
 
 /** AWS refuses requests signed more than 15 minutes from its own clock. */
 const MAX_SKEW_MS = 15 * 60_000;
-
-/** The hash constructor SignatureV4 expects (`new Sha256(secret?)`, `update`, async `digest`), over node:crypto. */
-type SourceData = string | ArrayBuffer | ArrayBufferView;
-
-function bytes(data: SourceData): BinaryLike {
-  if (typeof data === 'string') return data;
-  return data instanceof ArrayBuffer ? new Uint8Array(data) : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-}
-
-export class NodeSha256 {
-  private hash: Hash | Hmac;
-  constructor(private readonly secret?: SourceData) {
-    this.hash = this.start();
-  }
-  update(data: SourceData): void {
-    this.hash.update(bytes(data));
-  }
-  digest(): Promise<Uint8Array> {
-    return Promise.resolve(new Uint8Array(this.hash.digest()));
-  }
-  reset(): void {
-    this.hash = this.start();
-  }
-  private start(): Hash | Hmac {
-    return this.secret === undefined ? createHash('sha256') : createHmac('sha256', bytes(this.secret));
-  }
-}
 
 function refuse(status: number, code: string, message: string): Refused {
   return { ok: false, status, code, message };

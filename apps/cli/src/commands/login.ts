@@ -6,6 +6,7 @@ import { keyValueTable, output, printWarnings, type Row } from './format';
 import { readAll, readHiddenLine } from './stdin';
 import { storeToken } from './token-file';
 import { parseData } from './write';
+import { cloudLoginData } from './cloud-login';
 
 /** What a login shows: the token and what it grants, in the auth block's shape. */
 interface LoginResult {
@@ -20,9 +21,10 @@ export const loginCommand: Command = {
   summary:
     'Authenticate and store the token in ~/.svc-token for later commands: with a token (the default method, ' +
     'checked with lookup-self), or -method=userpass username=NAME [password=...|password=-], or any other ' +
-    'method with its K=V login fields (e.g. -method=approle role_id=... secret_id=...).',
+    'method with its K=V login fields (e.g. -method=approle role_id=... secret_id=...), or -method=cloud ' +
+    'role=... [header_value=...] [region=...] (signs with the provider\'s credentials).',
   flags: {
-    method: { kind: 'string', description: 'auth method type: token (default), userpass, approle, ...' },
+    method: { kind: 'string', description: 'auth method type: token (default), userpass, approle, cloud, ...' },
     path: { kind: 'string', description: 'where the auth method is mounted (default: the method name)' },
     'no-store': { kind: 'boolean', description: 'do not store the token in ~/.svc-token' },
     'token-only': { kind: 'boolean', description: 'print only the token, and do not store it' },
@@ -80,7 +82,8 @@ async function tokenLogin(ctx: CommandContext, positionals: string[]): Promise<L
 
 /** `svc login -method=NAME K=V...`: userpass takes the username into the path and the password hidden. */
 async function methodLogin(ctx: CommandContext, method: string, path: string, positionals: string[]): Promise<LoginResult> {
-  const data = await parseData(positionals, ctx.io);
+  const given = await parseData(positionals, ctx.io);
+  const data = method === 'cloud' ? await cloudLoginData(given, ctx.io.env) : given;
   const anonymous: SvcClient = ctx.client.withToken(undefined);
   let where = `auth/${path}/login`;
   if (method === 'userpass') {

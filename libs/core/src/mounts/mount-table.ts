@@ -53,7 +53,8 @@ export class MountTable {
 
   async load(): Promise<void> {
     const stored = await this.storage.getJSON<MountEntry[]>(this.storageKey);
-    this.entries = new Map((stored ?? []).map((e) => [e.path, e]));
+    // Auth entries stored before mounts named their table get it here.
+    this.entries = new Map((stored ?? []).map((e) => [e.path, this.kind === 'auth' ? { ...e, table: 'auth' as const } : e]));
   }
 
   get size(): number {
@@ -100,6 +101,7 @@ export class MountTable {
       local: req.local ?? false,
       seal_wrap: req.seal_wrap ?? false,
       plugin_version: req.plugin_version ?? '',
+      ...(this.kind === 'auth' ? { table: 'auth' as const } : {}),
     };
     assertTtls(entry.config, defaults);
     await this.persist(new Map(this.entries).set(path, entry));

@@ -33,7 +33,7 @@ export interface RequestRouter {
   /** The namespace a full path falls in, and the mount serving the rest of it. */
   route(fullPath: string): { namespace: Namespace; path: string; route?: Route };
   /** Whether a mount type runs in this process (its engine is given the token value and the headers). */
-  isCoreEngine(type: string): boolean;
+  isCoreEngine(mount: MountInfo): boolean;
   /** Whether an operation is a login to an auth method of this process (outside the ACL). */
   isLogin(mount: MountInfo, path: string, operation: Operation): boolean;
   /** Whether a sys/ operation is declared unauthenticated (outside the ACL; a token sent still names the caller). */
@@ -122,10 +122,14 @@ export class RequestHandler {
     if (!replicas.inContact && !SEALED_PATHS.has(req.path)) await replicas.awaitContact();
 
     const { namespace, path, route } = router.route(req.path);
+    const authRoute = route && path.startsWith('auth/') ? route : undefined;
     // A login ignores a token sent with it, as Vault does on its unauthenticated paths.
-    const tokenValue = route && path.startsWith('auth/') && router.isLogin(route.mount, route.path, req.operation) ? undefined : req.token;
+    let tokenValue = authRoute && router.isLogin(authRoute.mount, authRoute.path, req.operation) ? undefined : req.token;
     let token = tokenValue ? tokens.cached(tokenValue) : null;
     if (token === undefined) token = await tokens.lookup(tokenValue!);
+    // An auth method in an engine service knows which of its operations are logins: a token that is
+    // no longer valid is dropped, and the service answers only its logins without one.
+    if (tokenValue && !token && authRoute && !router.isCoreEngine(authRoute.mount)) tokenValue = undefined;
     if (tokenValue && !token) throw ServiceError.forbidden();
     if (token?.boundCidrs && !addressAllowed(token.boundCidrs, req.remoteAddress)) throw ServiceError.forbidden();
     const ctx: Context = { req: tokenValue === req.token ? req : { ...req, token: undefined }, namespace, path, token };
@@ -138,7 +142,7 @@ export class RequestHandler {
     if (!route) throw ServiceError.unsupportedPath();
     // Only auth paths (logins) are reached without a token.
     if (!token && !path.startsWith('auth/')) throw ServiceError.forbidden();
-    return this.serve(ctx, route.mount, route.path, router.isCoreEngine(route.mount.type));
+    return this.serve(ctx, route.mount, route.path, router.isCoreEngine(route.mount));
   }
 
   /** Uninitialized or sealed: only the seal endpoints of the root namespace answer. */

@@ -141,8 +141,8 @@ function tablePaths(core: Core, prefix: 'mounts' | 'auth'): PathDeclaration[] {
           summary: `Enable a ${kind} at this path.`,
           handler: async (req, f) => {
             const type = f.get<string>('type');
-            const engine = core.engines.get(type);
             const wanted = prefix === 'mounts' ? 'secret' : 'auth';
+            const engine = core.engines.get(type, wanted);
             if (engine?.table === wanted && engine.builtin) {
               throw ServiceError.badRequest(`${kind} type "${type}" is mounted in every namespace and cannot be enabled again`);
             }

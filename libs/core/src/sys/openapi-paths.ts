@@ -16,7 +16,7 @@ export function openApiPaths(core: Core): PathDeclaration[] {
             const operationIds = new Set<string>();
             mergeOpenApi(document, core.system.help('').openapi, '/sys', operationIds);
             for (const { mount, prefix } of core.namespaceOf(req).allMounts()) {
-              if (mount.type === 'system' || !core.engines.get(mount.type)) continue;
+              if (mount.type === 'system' || !core.engines.forMount(mount)) continue;
               // Each mount documents its own paths (in process or from its service over the bus).
               const reply = await core.dispatch({ ...core.baseMessage(req), kind: 'help', mount, path: '', operation: 'help' });
               if (reply.ok && reply.help) mergeOpenApi(document, reply.help.openapi as OpenApiDocument, `/${prefix}${mount.path}`, operationIds);

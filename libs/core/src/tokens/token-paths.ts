@@ -145,6 +145,8 @@ export function createTokenBackend(core: Core): Backend {
       role: role?.name ?? '',
       path: `auth/token/create${role ? `/${role.name}${role.path_suffix ? `/${role.path_suffix}` : ''}` : ''}`,
       id: f.has('id') ? f.get<string>('id') : undefined,
+      // As in Vault, a child token belongs to its parent's entity; an orphan to none.
+      entityId: orphan ? undefined : parent.entityId || undefined,
     };
     const created = await tokens.create(spec);
     return authResponse(created.id, created.entry);

@@ -3,7 +3,7 @@ import { formatDuration, type FieldMap, type PathDeclaration } from '@svc/framew
 import { ServiceError } from '@svc/http';
 import { renderUsername, TemplateError } from '@svc/username-template';
 import type { CloudEngine } from '../engine';
-import { callProvider, ProviderClientCache } from '../provider';
+import { endpointField as endpoint, rotateAccessKey } from '@svc/cloud-provider';
 import { CONFIG, LEASE_CONFIG, type RootConfig } from '../records';
 
 const ROOT_FIELDS: FieldMap = {
@@ -20,11 +20,6 @@ const LEASE_FIELDS: FieldMap = {
   lease: { type: 'duration', required: true, description: 'Lease TTL of IAM user credentials, e.g. "30m".' },
   lease_max: { type: 'duration', required: true, description: 'Longest an IAM user credential may be renewed to, e.g. "768h".' },
 };
-
-function endpoint(name: string, value: string): string {
-  if (value && !URL.canParse(value)) throw ServiceError.badRequest(`field "${name}": "${value}" is not a URL`);
-  return value;
-}
 
 function describeRoot(config: RootConfig): Record<string, unknown> {
   const { access_key, region, iam_endpoint, sts_endpoint, max_retries, username_template } = config;
@@ -79,27 +74,8 @@ export function configPaths(engine: CloudEngine): PathDeclaration[] {
         update: {
           summary: 'Rotate the root access key.',
           handler: async () => {
-            const config = await engine.config();
-            if (!config?.access_key || !config.secret_key) throw ServiceError.badRequest('Cannot call config/rotate-root when either access_key or secret_key is empty');
-            const { iam, IAM, secrets } = await engine.clients();
-            const user = await callProvider('rotate-root: read the root user', secrets, () => iam.send(new IAM.GetUserCommand({})));
-            const userName = user.User?.UserName;
-            const created = await callProvider('rotate-root: create an access key', secrets, () => iam.send(new IAM.CreateAccessKeyCommand({ UserName: userName })));
-            const key = created.AccessKey;
-            if (!key?.AccessKeyId || !key.SecretAccessKey) throw ServiceError.badGateway('rotate-root: the provider returned no access key');
-            const rotated = { ...config, access_key: key.AccessKeyId, secret_key: key.SecretAccessKey };
-            await CONFIG.put(engine.storage, 'root', rotated);
-            // The old key is deleted with the new one, which proves the new one works.
-            const fresh = new ProviderClientCache();
-            try {
-              const clients = await fresh.get(rotated);
-              await callProvider('rotate-root: delete the old access key', [...secrets, ...clients.secrets], () =>
-                clients.iam.send(new IAM.DeleteAccessKeyCommand({ UserName: userName, AccessKeyId: config.access_key })),
-              );
-            } finally {
-              fresh.close();
-            }
-            return { data: { access_key: key.AccessKeyId } };
+            const rotated = await rotateAccessKey(await engine.config(), await engine.clients(), (config) => CONFIG.put(engine.storage, 'root', config));
+            return { data: { access_key: rotated.access_key } };
           },
         },
       },

@@ -8,7 +8,7 @@ import type { FieldData, FieldMap, PathDeclaration, Request, Response, SecretTyp
 import { ServiceError } from '@svc/http';
 import { normalizeName, type CloudEngine } from '../engine';
 import { createIamUser, deleteIamUser, WAL_ROLLBACK_MIN_AGE_MS } from '../iam-users';
-import { callProvider, providerError, type ProviderClients } from '../provider';
+import { callProvider, providerError, type ProviderClients } from '@svc/cloud-provider';
 import { LEASE_CONFIG, type CredentialType, type RoleRecord } from '../records';
 import { requireRole, ROLE_NAME } from './role-paths';
 

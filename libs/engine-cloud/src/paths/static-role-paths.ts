@@ -9,7 +9,7 @@ import { ServiceError } from '@svc/http';
 import type { StorageView } from '@svc/storage';
 import type { CloudEngine } from '../engine';
 import { unlessGone } from '../iam-users';
-import { callProvider } from '../provider';
+import { callProvider } from '@svc/cloud-provider';
 import { STATIC_ROLES, type StaticRoleRecord } from '../records';
 import { ROLE_NAME } from './role-paths';
 

@@ -1,5 +1,5 @@
 /**
- * The provider's IAM and STS clients for one mount, built from its root configuration, and the one
+ * The provider's IAM and STS clients for one mount (a cloud-credential engine or a cloud auth method), built from its root configuration, and the one
  * place provider failures become answers: a refusal (4xx) is a 400 with the provider's message;
  * throttling, a server fault or no answer is a 502. Calls are bounded by timeouts and retries, so a
  * provider that is down fails the request within a few seconds.
@@ -8,7 +8,17 @@ import type * as IamSdk from '@aws-sdk/client-iam';
 import type * as StsSdk from '@aws-sdk/client-sts';
 import { cloudCredentials, cloudRegion } from '@svc/config';
 import { ServiceError } from '@svc/http';
-import type { RootConfig } from './records';
+
+/** What the clients are built from: a mount's stored configuration of its provider access. */
+export interface ProviderConfig {
+  access_key: string;
+  secret_key: string;
+  region: string;
+  iam_endpoint: string;
+  sts_endpoint: string;
+  /** Retries after a failed provider call; -1 for the SDK's default. */
+  max_retries: number;
+}
 
 export interface ProviderClients {
   iam: IamSdk.IAMClient;
@@ -33,13 +43,29 @@ const REQUEST_TIMEOUT_MS = 10_000;
 const THROTTLING = new Set(['Throttling', 'ThrottlingException', 'RequestLimitExceeded', 'TooManyRequestsException', 'RequestThrottled', 'SlowDown']);
 
 /** Region: the configuration's, then CLOUD_REGION, then CLOUD_DEFAULT_REGION, then us-east-1. */
-export function providerRegion(config: Pick<RootConfig, 'region'> | null, env: NodeJS.ProcessEnv = process.env): string {
+export function providerRegion(config: Pick<ProviderConfig, 'region'> | null, env: NodeJS.ProcessEnv = process.env): string {
   return cloudRegion(config?.region, env);
 }
 
 /** Credentials: the configuration's, then CLOUD_ACCESS_KEY/CLOUD_SECRET_KEY, then the SDK's chain. */
-export function providerCredentials(config: Pick<RootConfig, 'access_key' | 'secret_key'> | null, env: NodeJS.ProcessEnv = process.env): { accessKeyId: string; secretAccessKey: string } | undefined {
+export function providerCredentials(config: Pick<ProviderConfig, 'access_key' | 'secret_key'> | null, env: NodeJS.ProcessEnv = process.env): { accessKeyId: string; secretAccessKey: string } | undefined {
   return cloudCredentials(config?.access_key, config?.secret_key, env);
+}
+
+/** An endpoint override as configured: empty (the provider's), or a URL. */
+export function endpointField(name: string, value: string): string {
+  if (value && !URL.canParse(value)) throw ServiceError.badRequest(`field "${name}": "${value}" is not a URL`);
+  return value;
+}
+
+/** What every client of a configuration is built with: region, credentials, retries and timeouts. */
+export function clientSettings(config: ProviderConfig | null) {
+  return {
+    region: providerRegion(config),
+    credentials: providerCredentials(config),
+    maxAttempts: config && config.max_retries >= 0 ? config.max_retries + 1 : undefined,
+    requestHandler: { connectionTimeout: CONNECT_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS },
+  };
 }
 
 /**
@@ -50,18 +76,13 @@ export function providerCredentials(config: Pick<RootConfig, 'access_key' | 'sec
 export class ProviderClientCache {
   private cached?: { key: string; clients: ProviderClients };
 
-  async get(config: RootConfig | null): Promise<ProviderClients> {
+  async get(config: ProviderConfig | null): Promise<ProviderClients> {
     const { IAM, STS } = await loadSdk();
     const env = process.env;
     const key = JSON.stringify([config, env.CLOUD_ACCESS_KEY, env.CLOUD_SECRET_KEY, env.CLOUD_REGION, env.CLOUD_DEFAULT_REGION]);
     if (this.cached?.key === key) return this.cached.clients;
     this.close();
-    const settings = {
-      region: providerRegion(config),
-      credentials: providerCredentials(config),
-      maxAttempts: config && config.max_retries >= 0 ? config.max_retries + 1 : undefined,
-      requestHandler: { connectionTimeout: CONNECT_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS },
-    };
+    const settings = clientSettings(config);
     const clients: ProviderClients = {
       iam: new IAM.IAMClient({ ...settings, endpoint: config?.iam_endpoint || undefined }),
       sts: new STS.STSClient({ ...settings, endpoint: config?.sts_endpoint || undefined }),

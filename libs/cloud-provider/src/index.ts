@@ -1,0 +1,2 @@
+export * from './provider';
+export { rotateAccessKey } from './rotate-access-key';
