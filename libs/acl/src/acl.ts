@@ -56,6 +56,11 @@ export class Acl {
     return this.index.lookup(path, true)?.capabilities ?? NO_CAPABILITIES;
   }
 
+  /** Whether the token may see the mount at `mountPath` at all: some capability on a path in it. */
+  hasMountAccess(mountPath: string): boolean {
+    return this.grantsEverything || this.index.grantsUnder(mountPath);
+  }
+
   /** The rule governing `path` for `operation` (its wrapping TTL bounds included), if any. */
   rule(path: string, operation: AclOperation): PathRule | undefined {
     return this.grantsEverything ? undefined : this.index.lookup(path, operation === 'list');

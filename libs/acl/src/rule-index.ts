@@ -49,6 +49,20 @@ export class RuleIndex {
     return comparePriority(prefix.pattern, segment.pattern) > 0 ? prefix.rule : segment.rule;
   }
 
+  /**
+   * Whether some rule grants a capability (not deny) on a path under `prefix`: a rule written
+   * inside it, or a wildcard rule whose stem covers it.
+   */
+  grantsUnder(requestPrefix: string): boolean {
+    const prefix = withoutLeadingSlash(requestPrefix);
+    const granting = (rule: PathRule) => rule.capabilities.size > 0 && !rule.capabilities.has('deny');
+    const covers = (stem: string) => stem.startsWith(prefix) || prefix.startsWith(stem);
+    return (
+      [...this.exact].some(([path, rule]) => path.startsWith(prefix) && granting(rule)) ||
+      [...this.prefixes.values(), ...this.segmentRules].some(({ pattern, rule }) => covers(pattern.stem.split('+')[0]) && granting(rule))
+    );
+  }
+
   private longestPrefix(path: string): WildcardRule | undefined {
     for (const length of this.prefixLengths) {
       if (length > path.length) continue;

@@ -31,6 +31,8 @@ export interface TopologyOptions {
   nats?: { url: string; gateway?: string; service?: string };
   /** More HCL for the gateways (all-in-one: the process), e.g. a `seal` stanza. */
   gatewayConfig?: string;
+  /** Called with every line a process writes, with the process's name (gateway-0, transit, ...). */
+  onLog?: (processName: string, line: string) => void;
 }
 
 export interface Topology {
@@ -66,7 +68,8 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
   const argsOf = new Map<string, string[]>();
   const start = (name: string, args: string[]) => {
     argsOf.set(name, args);
-    return startServerProcess(name, args);
+    const { onLog } = options;
+    return startServerProcess(name, args, undefined, onLog && { onLine: (line) => onLog(name, line) });
   };
   const gatewayConfig = options.gatewayConfig ?? '';
   const cleanups: (() => Promise<void>)[] = [async () => rmSync(dir, { recursive: true, force: true })];

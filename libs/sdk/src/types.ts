@@ -12,12 +12,37 @@ export interface SvcClientOptions {
   namespace?: string;
   /** Abort a request after this long; default 60 s. */
   timeoutMs?: number;
+  /**
+   * Retries of a request answered 5xx (except 501) or 412, or not answered at all: default 2, with
+   * a backoff of 1 to 1.5 s growing with each attempt (as Vault's client).
+   */
+  maxRetries?: number;
+  /** Backoff before the first retry, in ms (default 1000); later retries wait longer. */
+  retryWaitMs?: number;
+  /** Wrap every answer in a single-use token of this TTL (`X-Service-Wrap-TTL`, e.g. "5m"). */
+  wrapTtl?: string;
+  tls?: TlsOptions;
+}
+
+/** TLS settings for an https address (PEM text). */
+export interface TlsOptions {
+  /** CA certificates to trust instead of the system's. */
+  ca?: string | string[];
+  /** Client certificate and key, for a listener that asks for one. */
+  cert?: string;
+  key?: string;
+  /** Name expected in the server's certificate (default: the address's host). */
+  serverName?: string;
+  /** Accept any server certificate: for tests only. */
+  insecureSkipVerify?: boolean;
 }
 
 export interface RequestOptions {
   body?: unknown;
   query?: Record<string, QueryValue | undefined>;
   headers?: Record<string, string>;
+  /** Send the answer to this request only through a wrapping token of this TTL. */
+  wrapTtl?: string;
 }
 
 export interface ApiResponse<T = unknown> {

@@ -5,6 +5,7 @@ import type { IdentityStore } from '../identity/identity-store';
 import type { Namespace } from '../namespaces/namespace';
 import type { NamespaceRegistry } from '../namespaces/registry';
 import type { TokenEntry } from '../tokens/token-store';
+import { MOUNT_PREFLIGHT_PREFIX } from '../sys/internal-ui-paths';
 
 const NONE: ReadonlySet<Capability> = new Set();
 /** What a wrapping token may do: look at, unwrap or rewrap what it wraps, nothing else. */
@@ -48,6 +49,8 @@ export class Authorizer {
     const acl = home.policies.cachedAcl(policies) ?? (await home.policies.acl(policies));
     const capabilities = acl.capabilities(aclPath);
     if (acl.isRoot) return capabilities;
+    // Every token may ask which mount serves a path; the handler refuses a mount it has no access to.
+    if (operation === 'read' && aclPath.startsWith(MOUNT_PREFLIGHT_PREFIX)) return capabilities;
 
     if (operation === 'help') {
       if (capabilities.size === 0 || capabilities.has('deny')) throw ServiceError.forbidden();

@@ -13,6 +13,7 @@ import { passwordPolicyPaths } from './password-policy-paths';
 import { auditPaths } from './audit-paths';
 import { hostInfoPaths } from './host-info-paths';
 import { counterPaths } from './counter-paths';
+import { internalUiPaths } from './internal-ui-paths';
 
 const SYSTEM_HELP = `The system backend: initialization and seal management, rekey and root token
 generation, mounts of secrets engines and auth methods, policies, namespaces, leases, response
@@ -35,6 +36,7 @@ export function createSystemBackend(core: Core): Backend {
       ...auditPaths(core),
       ...hostInfoPaths(),
       ...counterPaths(core),
+      ...internalUiPaths(core),
       ...openApiPaths(core),
     ],
   });

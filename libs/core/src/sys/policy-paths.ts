@@ -18,6 +18,17 @@ function policyText(raw: string): string {
   return raw;
 }
 
+/**
+ * The ACL of `token`'s policies, and the prefix that makes a path of the request's namespace a path
+ * of the token's own namespace, which its policies are written in.
+ */
+export async function tokenAcl(core: Core, req: Request, token: TokenEntry): Promise<{ acl: Acl; prefix: string }> {
+  const home = core.namespaces.get(token.namespace);
+  if (!home) throw ServiceError.badRequest('the token\'s namespace no longer exists');
+  const acl = token.policies.includes('root') ? Acl.root() : await home.policies.acl(token.policies);
+  return { acl, prefix: core.namespaceOf(req).path.slice(home.path.length) };
+}
+
 /** sys/policies/acl, the legacy sys/policy, and sys/capabilities*. */
 export function policyPaths(core: Core): PathDeclaration[] {
   const store = (req: Request) => core.namespaceOf(req).policies;
@@ -52,10 +63,7 @@ export function policyPaths(core: Core): PathDeclaration[] {
   };
 
   const capabilitiesOf = async (req: Request, token: TokenEntry, paths: string[]) => {
-    const home = core.namespaces.get(token.namespace);
-    if (!home) throw ServiceError.badRequest('the token\'s namespace no longer exists');
-    const acl = token.policies.includes('root') ? Acl.root() : await home.policies.acl(token.policies);
-    const prefix = core.namespaceOf(req).path.slice(home.path.length);
+    const { acl, prefix } = await tokenAcl(core, req, token);
     const result: Record<string, string[]> = {};
     for (const path of paths) {
       const caps = acl.capabilities(prefix + path.replace(/^\/+/, ''));
