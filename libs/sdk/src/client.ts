@@ -26,7 +26,12 @@ export class SvcClient {
 
   /** The same client with another token, or none (a login sends none). */
   withToken(token: string | undefined): SvcClient {
-    return new SvcClient({ ...this.options, token });
+    return this.withOptions({ token });
+  }
+
+  /** The same client with some options changed, e.g. `{ wrapTtl: undefined }` for a request never to wrap. */
+  withOptions(options: Partial<SvcClientOptions>): SvcClient {
+    return new SvcClient({ ...this.options, ...options });
   }
 
   /** Sends a request; statuses >= 400 throw SvcApiError. */

@@ -19,7 +19,7 @@ export function columns(header: string[], rows: string[][]): string {
 }
 
 export function formatValue(value: unknown): string {
-  if (typeof value === 'string') return value;
+  if (typeof value === 'string') return value === '' ? 'n/a' : value;
   if (value === null || value === undefined) return 'n/a';
   if (Array.isArray(value) && value.every((item) => typeof item === 'string')) return `[${value.join(' ')}]`;
   return typeof value === 'object' ? JSON.stringify(value) : String(value);

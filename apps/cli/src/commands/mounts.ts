@@ -2,7 +2,7 @@ import type { MountInfo } from '@svc/sdk';
 import { UsageError, type FlagSpecs, type ParsedArgs } from './args';
 import type { Command } from './context';
 import { println } from './context';
-import { columns, formatValue, output } from './format';
+import { columns, formatValue, humanDuration, output } from './format';
 import { exactly, onlyPath } from './paths';
 import { keyValuePairs } from './data';
 
@@ -114,7 +114,8 @@ export function listCommand(kind: MountKind): Command {
 }
 
 function ttl(value: number | string | undefined): string {
-  return !value ? 'system' : String(value);
+  if (!value) return 'system';
+  return typeof value === 'number' ? humanDuration(value) : value;
 }
 
 export function tuneCommand(kind: MountKind): Command {

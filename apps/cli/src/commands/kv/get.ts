@@ -1,4 +1,5 @@
 import type { Command } from '../context';
+import { printSecret } from '../format';
 import { notFound } from '../paths';
 import { apiPath, MOUNT_FLAG, onlyKvPath, printKvSecret } from './kv-path';
 
@@ -11,6 +12,10 @@ export const command: Command = {
     const path = apiPath(kv, 'data');
     const secret = await ctx.client.read(path, args.flags.version === undefined ? undefined : { version: Number(args.flags.version) });
     if (!secret) return notFound(ctx, path);
+    if (secret.wrap_info) {
+      printSecret(ctx, secret, '');
+      return 0;
+    }
     if (kv.version === 1) {
       printKvSecret(ctx, kv, secret, secret.data);
       return 0;

@@ -26,7 +26,8 @@ export interface KvPath {
 export async function kvPath(ctx: CommandContext, flags: ParsedArgs['flags'], given: string): Promise<KvPath> {
   const mountFlag = flags.mount === undefined ? undefined : String(flags.mount).replace(/^\/+|\/+$/g, '');
   const full = (mountFlag ? `${mountFlag}/${given}` : given).replace(/^\/+/, '');
-  const mount = await ctx.client.read(`sys/internal/ui/mounts/${mountFlag ?? full}`);
+  // Never wrapped (-wrap-ttl is for the answer the user asked for, not this question).
+  const mount = await ctx.client.withOptions({ wrapTtl: undefined }).read(`sys/internal/ui/mounts/${mountFlag ?? full}`);
   const info = (mount?.data ?? {}) as { type?: string; path?: string; options?: Record<string, string> | null };
   if (!info.path || !['kv', 'generic'].includes(info.type ?? '')) throw new UsageError(`no kv secrets engine is mounted at "${full}"`);
   return { mount: info.path.replace(/\/$/, ''), version: info.options?.version === '2' ? 2 : 1, path: full.slice(info.path.length).replace(/^\/+/, '') };
