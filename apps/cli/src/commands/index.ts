@@ -138,7 +138,9 @@ async function unknownCommand(argv: string[], io: CliIO): Promise<number> {
     return asksHelp ? 0 : USAGE_EXIT_CODE;
   }
   if (argv.length > 0) {
-    const near = closest(words.slice(0, 3).join(' '), [...COMMANDS.map((entry) => entry.name), ...SERVER_COMMANDS.map(([name]) => name)]);
+    const names = [...COMMANDS.map((entry) => entry.name), ...SERVER_COMMANDS.map(([name]) => name)];
+    // The command is one to three words; the rest are its arguments.
+    const near = [3, 2, 1].map((count) => closest(words.slice(0, count).join(' '), names)).find(Boolean);
     println(io.stderr, `Unknown command: ${argv.join(' ')}${near ? ` (did you mean "svc ${near}"?)` : ''}\n`);
   }
   println(io.stderr, await usage(COMMANDS));
@@ -148,7 +150,7 @@ async function unknownCommand(argv: string[], io: CliIO): Promise<number> {
 function outputFormat(value: unknown): OutputFormat {
   if (value === undefined || value === '') return 'table';
   if (FORMATS.includes(value as OutputFormat)) return value as OutputFormat;
-  throw new UsageError(`-format must be ${FORMATS.join(', ')}`);
+  throw new UsageError(`-format must be ${FORMATS.slice(0, -1).join(', ')} or ${FORMATS[FORMATS.length - 1]}`);
 }
 
 function reportError(io: CliIO, name: string, command: Command, err: unknown): number {

@@ -51,15 +51,16 @@ export function enableCommand(kind: MountKind): Command {
     async run(ctx, { flags, positionals }) {
       const [type] = exactly(`${kind} enable`, positionals, ['TYPE']);
       const path = mountPath(kind, String(flags.path ?? type));
-      const { description, default_lease_ttl, max_lease_ttl, options: opts } = tuneBody(flags);
-      const version = flags.version === undefined ? {} : { version: String(flags.version) };
+      const { description, default_lease_ttl, max_lease_ttl, options: given } = tuneBody(flags);
+      const config = { ...(default_lease_ttl !== undefined && { default_lease_ttl }), ...(max_lease_ttl !== undefined && { max_lease_ttl }) };
+      const opts = { ...(given as Record<string, string> | undefined), ...(flags.version !== undefined && { version: String(flags.version) }) };
       await ctx.client.write(`${TABLE[kind]}/${path}`, {
         type,
         description: description ?? '',
-        config: { ...(default_lease_ttl !== undefined && { default_lease_ttl }), ...(max_lease_ttl !== undefined && { max_lease_ttl }) },
-        options: { ...(opts as Record<string, string> | undefined), ...version },
-        local: Boolean(flags.local),
-        seal_wrap: Boolean(flags['seal-wrap']),
+        ...(Object.keys(config).length > 0 && { config }),
+        ...(Object.keys(opts).length > 0 && { options: opts }),
+        ...(flags.local === true && { local: true }),
+        ...(flags['seal-wrap'] === true && { seal_wrap: true }),
         ...(flags['plugin-version'] !== undefined && { plugin_version: flags['plugin-version'] }),
       });
       println(ctx.io.stdout, kind === 'auth' ? `Success! Enabled ${type} auth method at: ${path}/` : `Success! Enabled the ${type} secrets engine at: ${path}/`);
