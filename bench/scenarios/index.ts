@@ -1,3 +1,4 @@
+import { cliStatusStart, cliVersionStart } from './cli-start';
 import { cloudScenarios } from './cloud-creds';
 import { databaseCreds } from './database-creds';
 import { kvScenarios } from './kv';
@@ -6,4 +7,4 @@ import { sysMounts } from './sys-mounts';
 import { transitBatch, transitEncrypt, transitEncryptDistributed } from './transit';
 
 /** Every scenario, in the order `npm run bench` runs them (BENCH_ONLY picks some by name). */
-export const SCENARIOS: Scenario[] = [sysMounts, transitEncrypt, transitEncryptDistributed, transitBatch, ...kvScenarios, databaseCreds, ...cloudScenarios];
+export const SCENARIOS: Scenario[] = [sysMounts, transitEncrypt, transitEncryptDistributed, transitBatch, ...kvScenarios, databaseCreds, ...cloudScenarios, cliVersionStart, cliStatusStart];

@@ -6,7 +6,7 @@ import { envelope, envelopeJson, errorOf, httpStatus, jsonBody, ServiceError, UN
 import { responseEnvelope, type LogicalRequest, type LogicalResult } from '../request/logical';
 import type { RequestHandler } from '../request/request-handler';
 import { describeRequestError } from './request-errors';
-import { decodePath, header, joinNamespace, operationFor, requestData, tokenFrom, wrapTtlFrom } from './request-parsing';
+import { acceptVaultHeaders, decodePath, header, joinNamespace, operationFor, requestData, tokenFrom, wrapTtlFrom } from './request-parsing';
 
 export interface HttpRequest {
   method: string;
@@ -93,6 +93,7 @@ export class RequestPipeline {
     if (urlPath.startsWith('/ui/')) return { status: 200, body: UI_PAGE, contentType: 'text/html; charset=utf-8' };
     if (!urlPath.startsWith('/v1/')) return unknownPath();
 
+    acceptVaultHeaders(req.headers);
     if (req.requireRequestHeader && header(req, 'x-service-request') !== 'true') {
       throw ServiceError.precondition('missing required header "X-Service-Request: true"');
     }
