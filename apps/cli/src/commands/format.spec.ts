@@ -27,7 +27,12 @@ const auth: Envelope['auth'] = {
   metadata: { team: 'a' },
   lease_duration: 3600,
   renewable: true,
-} as Envelope['auth'];
+  entity_id: '',
+  token_type: 'service',
+  orphan: false,
+  num_uses: 0,
+  mfa_requirement: null,
+};
 const wrapInfo: Envelope['wrap_info'] = { token: 'svs.wrap', accessor: 'wacc', ttl: 300, creation_time: '2026-01-01T00:00:00Z', creation_path: 'auth/token/create' };
 
 describe('humanDuration', () => {
