@@ -1,4 +1,5 @@
 import { apiError, SvcConnectionError } from './errors';
+import { Database, KvV2, Leases, Logins, Tokens, Transit, Wrapping } from './areas';
 import { SysClient } from './sys';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
@@ -12,12 +13,33 @@ const DEFAULT_RETRY_WAIT_MS = 1000;
 /** A typed client of the service's HTTP API. Paths are given without the `/v1/` prefix. */
 export class SvcClient {
   readonly sys: SysClient;
+  readonly tokens: Tokens;
+  readonly logins: Logins;
+  readonly leases: Leases;
+  readonly wrapping: Wrapping;
   private readonly baseUrl: string;
 
   constructor(private readonly options: SvcClientOptions) {
     if (!URL.canParse(options.address)) throw new Error(`invalid service address "${options.address}"`);
     this.baseUrl = options.address.replace(/\/+$/, '');
     this.sys = new SysClient(this);
+    this.tokens = new Tokens(this);
+    this.logins = new Logins(this);
+    this.leases = new Leases(this);
+    this.wrapping = new Wrapping(this);
+  }
+
+  /** The kv version 2 engine mounted at `mount`. */
+  kv(mount = 'secret'): KvV2 {
+    return new KvV2(this, mount);
+  }
+
+  transit(mount = 'transit'): Transit {
+    return new Transit(this, mount);
+  }
+
+  database(mount = 'database'): Database {
+    return new Database(this, mount);
   }
 
   get address(): string {
