@@ -24,7 +24,7 @@ describe('the packed SDK', () => {
     const tarball = readdirSync(dir).find((name) => name.endsWith('.tgz'))!;
     mkdirSync(installed, { recursive: true });
     await run('tar', ['xzf', path.join(dir, tarball), '-C', installed, '--strip-components=1']);
-    sdk = require(installed) as typeof import('@svc/sdk');
+    sdk = (await import(installed)) as typeof import('@svc/sdk');
     topology = await startTopology('all-in-one');
   }, 120_000);
 

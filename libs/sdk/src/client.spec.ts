@@ -217,5 +217,4 @@ describe('retries, timeouts and wrapping', () => {
     expect(requests[0].headers['x-service-wrap-ttl']).toBe('5m');
     expect(requests[1].headers).not.toHaveProperty('x-service-wrap-ttl');
   });
-
 });
