@@ -23,17 +23,17 @@ describe('node-vault against the server', () => {
 
   test('status, mounts, kv version 2, policies and tokens through X-Vault-Token', async () => {
     expect(await vault.status()).toMatchObject({ initialized: true, sealed: false });
-    await vault.mount({ mount_point: 'secret', type: 'kv', options: { version: '2' } });
-    await vault.write('secret/data/app', { data: { password: 's3cret' } });
-    expect((await vault.read('secret/data/app')).data.data).toEqual({ password: 's3cret' });
-    expect((await vault.list('secret/metadata/')).data.keys).toEqual(['app']);
+    await vault.mount({ mount_point: 'apps', type: 'kv', options: { version: '2' } });
+    await vault.write('apps/data/app', { data: { password: 's3cret' } });
+    expect((await vault.read('apps/data/app')).data.data).toEqual({ password: 's3cret' });
+    expect((await vault.list('apps/metadata/')).data.keys).toEqual(['app']);
 
-    await vault.addPolicy({ name: 'reader', rules: 'path "secret/data/*" { capabilities = ["read"] }' });
+    await vault.addPolicy({ name: 'reader', rules: 'path "apps/data/*" { capabilities = ["read"] }' });
     const created = await vault.tokenCreate({ policies: ['reader'] });
     const reader = nodeVault({ apiVersion: 'v1', endpoint: topology.urls[0], token: created.auth.client_token });
     expect((await reader.tokenLookupSelf()).data.policies).toEqual(['default', 'reader']);
-    expect((await reader.read('secret/data/app')).data.data.password).toBe('s3cret');
-    await expect(reader.write('secret/data/app', { data: { password: 'changed' } })).rejects.toMatchObject({ response: { statusCode: 403 } });
+    expect((await reader.read('apps/data/app')).data.data.password).toBe('s3cret');
+    await expect(reader.write('apps/data/app', { data: { password: 'changed' } })).rejects.toMatchObject({ response: { statusCode: 403 } });
   });
 
   test('X-Vault-Namespace reaches the namespace, X-Vault-Wrap-TTL wraps, and unwrap returns the secret once', async () => {
