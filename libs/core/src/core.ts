@@ -28,7 +28,7 @@ import { SYSTEM_MOUNT } from './mounts/system-mount';
 import { describeRequestError } from './http/request-errors';
 import { ReplicaSync } from './cluster/replica-sync';
 import { ServiceWatch } from './cluster/service-watch';
-import { BUILD_DATE, VERSION } from './version';
+import { BUILD_DATE, VERSION } from '@svc/http';
 import type { MountEntry } from './mounts/mount-table';
 import { Namespace, type Route } from './namespaces/namespace';
 import { NAMESPACES_KEY, NamespaceRegistry } from './namespaces/registry';

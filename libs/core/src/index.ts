@@ -9,4 +9,4 @@ export { serviceHealthHandler, type HttpHandler, type ServiceState } from './htt
 export { createSystemBackend } from './sys';
 export { MountTable, type MountEntry } from './mounts/mount-table';
 export { TokenStore, type TokenEntry } from './tokens/token-store';
-export { VERSION } from './version';
+export { VERSION } from '@svc/http';

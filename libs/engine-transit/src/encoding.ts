@@ -40,12 +40,16 @@ export interface VersionedValue {
   body: string;
 }
 
-/** Splits `svc:v<version>:<body>`; `what` is "ciphertext", "signature" or "hmac". */
+/** Vault's prefix: values made by Vault (with a key imported here) are read as they are. */
+const VAULT_VALUE_PREFIX = 'vault:v';
+
+/** Splits `svc:v<version>:<body>` (or Vault's `vault:v<version>:<body>`); `what` is "ciphertext", "signature" or "hmac". */
 export function parseVersioned(value: string, what: string): VersionedValue {
-  if (!value.startsWith(VALUE_PREFIX)) throw ServiceError.badRequest(`invalid ${what}: no prefix`);
-  const separator = value.indexOf(':', VALUE_PREFIX.length);
+  const prefix = value.startsWith(VALUE_PREFIX) ? VALUE_PREFIX : value.startsWith(VAULT_VALUE_PREFIX) ? VAULT_VALUE_PREFIX : undefined;
+  if (prefix === undefined) throw ServiceError.badRequest(`invalid ${what}: no prefix`);
+  const separator = value.indexOf(':', prefix.length);
   if (separator < 0) throw ServiceError.badRequest(`invalid ${what}: wrong number of fields`);
-  const versionText = value.slice(VALUE_PREFIX.length, separator);
+  const versionText = value.slice(prefix.length, separator);
   const version = /^[1-9]\d{0,8}$/.test(versionText) ? Number(versionText) : NaN;
   if (Number.isNaN(version)) throw ServiceError.badRequest(`invalid ${what}: version number could not be decoded`);
   return { version, body: value.slice(separator + 1) };

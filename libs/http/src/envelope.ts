@@ -1,30 +1,9 @@
 /** The JSON shapes of Document 1: response envelope, wrap info, auth block. */
 
-export interface WrapInfo {
-  token: string;
-  accessor: string;
-  ttl: number;
-  creation_time: string;
-  creation_path: string;
-  wrapped_accessor?: string;
-}
+// The wire shapes are the SDK's, which clients install alone (libs/sdk is packed without this lib).
+import type { AuthBlock, Envelope, WrapInfo } from '@svc/sdk';
 
-export interface AuthBlock {
-  client_token: string;
-  accessor: string;
-  policies: string[];
-  token_policies: string[];
-  identity_policies?: string[];
-  metadata: Record<string, string> | null;
-  lease_duration: number;
-  renewable: boolean;
-  entity_id: string;
-  token_type: string;
-  orphan: boolean;
-  num_uses: number;
-  /** No multi-factor step exists: always null, as Vault answers without MFA. */
-  mfa_requirement: null;
-}
+export type { AuthBlock, Envelope, WrapInfo };
 
 /**
  * Response data already serialized as JSON. JSON.stringify was the largest cost of a 1,000-item
@@ -49,18 +28,6 @@ export class JsonText {
 /** Response data as an object, whichever form it came in. */
 export function dataObject(data: Record<string, unknown> | JsonText): Record<string, unknown> {
   return data instanceof JsonText ? data.value() : data;
-}
-
-export interface Envelope {
-  request_id: string;
-  lease_id: string;
-  renewable: boolean;
-  lease_duration: number;
-  data: Record<string, unknown> | null;
-  wrap_info: WrapInfo | null;
-  warnings: string[] | null;
-  auth: AuthBlock | null;
-  mount_type?: string;
 }
 
 /** The envelope as the server builds it: its data may still be JsonText. */

@@ -1,3 +1,5 @@
 export * from './errors';
 export * from './status';
 export * from './envelope';
+export * from './version';
+export * from './main';

@@ -29,6 +29,8 @@ export interface StartOptions {
   env?: NodeJS.ProcessEnv;
   /** The file-creation mask the process starts with (its parent's by default). */
   umask?: number;
+  /** Called with every line the process writes (stdout and stderr), as it comes. */
+  onLine?: (line: string) => void;
 }
 
 const START_TIMEOUT_MS = 120_000;
@@ -46,6 +48,7 @@ export function startServerProcess(name: string, args: string[], timeoutMs = STA
   const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...options.env } });
   const logs: string[] = [];
   const keep = (line: string) => {
+    options.onLine?.(line);
     logs.push(line);
     if (logs.length > MAX_LOG_LINES) logs.splice(0, logs.length - MAX_LOG_LINES);
   };

@@ -33,6 +33,8 @@ export interface TopologyOptions {
   gatewayConfig?: string;
   /** More HCL for the service processes (distributed only; all-in-one takes `gatewayConfig`), e.g. `provider_endpoints`. */
   serviceConfig?: string;
+  /** Called with every line a process writes, with the process's name (gateway-0, transit, ...). */
+  onLog?: (processName: string, line: string) => void;
 }
 
 export interface Topology {
@@ -70,7 +72,8 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
   const argsOf = new Map<string, () => string[]>();
   const start = (name: string, args: () => string[]) => {
     argsOf.set(name, args);
-    return startServerProcess(name, args());
+    const { onLog } = options;
+    return startServerProcess(name, args(), undefined, onLog && { onLine: (line) => onLog(name, line) });
   };
   let gatewayConfig = options.gatewayConfig ?? '';
   const cleanups: (() => Promise<void>)[] = [async () => rmSync(dir, { recursive: true, force: true })];

@@ -173,3 +173,48 @@ describe('sys helpers', () => {
     ]);
   });
 });
+
+describe('retries, timeouts and wrapping', () => {
+  it('retries a 5xx and a 412 with backoff, then gives the answer', async () => {
+    const statuses = [503, 412, 200];
+    reply(() => {
+      const status = statuses.shift()!;
+      return status === 200 ? { status, body: envelope('r', { data: { a: 1 } }) } : { status, body: { errors: ['not yet'] } };
+    });
+    const secret = await new SvcClient({ address, maxRetries: 2, retryWaitMs: 1 }).read('secret/a');
+    expect(secret?.data).toEqual({ a: 1 });
+    expect(requests).toHaveLength(3);
+  });
+
+  it('gives up after maxRetries with the last error, and never retries a 4xx or a 501', async () => {
+    reply(() => ({ status: 500, body: { errors: ['broken'] } }));
+    await expect(new SvcClient({ address, maxRetries: 1, retryWaitMs: 1 }).write('secret/a', {})).rejects.toMatchObject({ status: 500, errors: ['broken'] });
+    expect(requests).toHaveLength(2);
+    requests.length = 0;
+    for (const status of [400, 501]) {
+      reply(() => ({ status, body: { errors: ['no'] } }));
+      await expect(new SvcClient({ address, maxRetries: 3, retryWaitMs: 1 }).write('secret/a', {})).rejects.toMatchObject({ status });
+    }
+    expect(requests).toHaveLength(2);
+  });
+
+  it('aborts a request that takes longer than timeoutMs', async () => {
+    const silent = createServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const silentAddress = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    try {
+      await expect(new SvcClient({ address: silentAddress, timeoutMs: 100, maxRetries: 0 }).read('secret/a')).rejects.toBeInstanceOf(SvcConnectionError);
+    } finally {
+      silent.close();
+    }
+  });
+
+  it('asks for a wrapped answer with wrapTtl, for every request or one client derived for it', async () => {
+    reply(() => ({ status: 200, body: envelope('r', {}) }));
+    const client = new SvcClient({ address });
+    await client.withOptions({ wrapTtl: '5m' }).read('secret/a');
+    await client.read('secret/a');
+    expect(requests[0].headers['x-service-wrap-ttl']).toBe('5m');
+    expect(requests[1].headers).not.toHaveProperty('x-service-wrap-ttl');
+  });
+});

@@ -3,3 +3,4 @@ export { SysClient } from './sys';
 export { SvcApiError, SvcConnectionError } from './errors';
 export * from './types';
 export { cloudIamLoginData, NodeSha256, stsHost, type CloudCredentials, type CloudIamLoginData, type CloudIamLoginOptions } from './cloud-login';
+export * from './areas';

@@ -1,7 +1,41 @@
-import type { RekeyCompletion, RekeyStatus as RekeyProgress, VerificationStatus } from '@svc/seal';
-import type { Envelope } from '@svc/http';
+/** What the API answers (the envelope of Document 1): a secret, a token (`auth`) or a wrapping token. */
+export interface Envelope {
+  request_id: string;
+  lease_id: string;
+  renewable: boolean;
+  lease_duration: number;
+  data: Record<string, unknown> | null;
+  wrap_info: WrapInfo | null;
+  warnings: string[] | null;
+  auth: AuthBlock | null;
+  mount_type?: string;
+}
 
-export type { Envelope };
+export interface WrapInfo {
+  token: string;
+  accessor: string;
+  ttl: number;
+  creation_time: string;
+  creation_path: string;
+  wrapped_accessor?: string;
+}
+
+/** The token a login or token creation hands out, and what it grants. */
+export interface AuthBlock {
+  client_token: string;
+  accessor: string;
+  policies: string[];
+  token_policies: string[];
+  identity_policies?: string[];
+  metadata: Record<string, string> | null;
+  lease_duration: number;
+  renewable: boolean;
+  entity_id: string;
+  token_type: string;
+  orphan: boolean;
+  num_uses: number;
+  mfa_requirement: null;
+}
 
 export type QueryValue = string | number | boolean | string[];
 
@@ -12,12 +46,37 @@ export interface SvcClientOptions {
   namespace?: string;
   /** Abort a request after this long; default 60 s. */
   timeoutMs?: number;
+  /**
+   * Retries of a request answered 5xx (except 501) or 412, or not answered at all: default 2, with
+   * a backoff of 1 to 1.5 s growing with each attempt (as Vault's client).
+   */
+  maxRetries?: number;
+  /** Backoff before the first retry, in ms (default 1000); later retries wait longer. */
+  retryWaitMs?: number;
+  /** Wrap every answer in a single-use token of this TTL (`X-Service-Wrap-TTL`, e.g. "5m"). */
+  wrapTtl?: string;
+  tls?: TlsOptions;
+}
+
+/** TLS settings for an https address (PEM text). */
+export interface TlsOptions {
+  /** CA certificates to trust instead of the system's. */
+  ca?: string | string[];
+  /** Client certificate and key, for a listener that asks for one. */
+  cert?: string;
+  key?: string;
+  /** Name expected in the server's certificate (default: the address's host). */
+  serverName?: string;
+  /** Accept any server certificate: for tests only. */
+  insecureSkipVerify?: boolean;
 }
 
 export interface RequestOptions {
   body?: unknown;
   query?: Record<string, QueryValue | undefined>;
   headers?: Record<string, string>;
+  /** Send the answer to this request only through a wrapping token of this TTL. */
+  wrapTtl?: string;
 }
 
 export interface ApiResponse<T = unknown> {
@@ -110,11 +169,58 @@ export interface EnableMountInput {
 /** Which keys a rekey replaces: the unseal keys (`sys/rekey`) or the recovery keys (`sys/rekey-recovery-key`). */
 export type RekeyTarget = 'barrier' | 'recovery';
 
-/** The server's own shapes of the rekey and generate-root answers (the `sys/rekey*` and `sys/generate-root` contract). */
-export type { BackupRecord as RekeyBackup, GenerateRootStatus, RekeyStart as RekeyInitRequest } from '@svc/seal';
+export interface RekeyInitRequest {
+  /** Required unless the seal stores the new key (an auto-unseal seal's rekey rotates the root key). */
+  secret_shares?: number;
+  secret_threshold?: number;
+  pgp_keys?: string[];
+  backup?: boolean;
+  require_verification?: boolean;
+}
 
 /** Progress of a rekey, or (the threshold-th share's answer) its completion with the new shares. */
-export type RekeyStatus = RekeyProgress & Partial<Pick<RekeyCompletion, 'complete' | 'keys' | 'keys_base64'>>;
+export interface RekeyStatus {
+  started: boolean;
+  nonce: string;
+  t: number;
+  n: number;
+  progress: number;
+  required: number;
+  pgp_fingerprints: string[] | null;
+  backup: boolean;
+  verification_required: boolean;
+  verification_nonce?: string;
+  complete?: boolean;
+  keys?: string[];
+  keys_base64?: string[];
+}
 
 /** Verification progress, or `{nonce, complete}` once it completed. */
-export type RekeyVerificationStatus = Partial<VerificationStatus> & { nonce: string; complete?: boolean };
+export interface RekeyVerificationStatus {
+  nonce: string;
+  started?: boolean;
+  t?: number;
+  n?: number;
+  progress?: number;
+  complete?: boolean;
+}
+
+export interface RekeyBackup {
+  nonce: string;
+  /** PGP fingerprint -> the shares encrypted to that key (hex), in share order. */
+  keys: Record<string, string[]>;
+}
+
+export interface GenerateRootStatus {
+  started: boolean;
+  nonce: string;
+  progress: number;
+  required: number;
+  encoded_token: string;
+  encoded_root_token: string;
+  pgp_fingerprint: string;
+  /** Only in the answer that starts an attempt without a PGP key. */
+  otp: string;
+  otp_length: number;
+  complete: boolean;
+}

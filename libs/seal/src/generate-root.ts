@@ -1,5 +1,6 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import { ServiceError } from '@svc/http';
+import type { GenerateRootStatus } from '@svc/sdk';
 import type { TransactionalStore } from '@svc/storage';
 import { encryptForPgpKey, fingerprint } from './pgp';
 import type { ShareAuthority } from './rekey';
@@ -7,19 +8,7 @@ import { shareLength } from './shamir';
 import { StoredOperation, addShare, requireNonce } from './stored-operation';
 
 /** Vault's root generation status (`sys/generate-root/attempt`, `/update`). */
-export interface GenerateRootStatus {
-  started: boolean;
-  nonce: string;
-  progress: number;
-  required: number;
-  encoded_token: string;
-  encoded_root_token: string;
-  pgp_fingerprint: string;
-  /** Only in the answer that starts an attempt without a PGP key. */
-  otp: string;
-  otp_length: number;
-  complete: boolean;
-}
+export type { GenerateRootStatus };
 
 interface GenerateRootState {
   nonce: string;

@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { ServiceError } from '@svc/http';
+import type { RekeyBackup as BackupRecord, RekeyInitRequest as RekeyStart } from '@svc/sdk';
 import type { TransactionalStore } from '@svc/storage';
 import { UNSEAL_KEY_BYTES, combineShares, shareLength, splitKey, validateShareConfig } from './shamir';
 import { handOutShares, pgpFingerprints, type HandedOutShares } from './shares';
@@ -29,14 +30,7 @@ export interface RekeyTarget extends ShareAuthority {
   readonly storesNewKey?: boolean;
 }
 
-export interface RekeyStart {
-  /** Required unless the seal stores the new key (`RekeyTarget.storesNewKey`). */
-  secret_shares?: number;
-  secret_threshold?: number;
-  pgp_keys?: string[];
-  backup?: boolean;
-  require_verification?: boolean;
-}
+export type { BackupRecord, RekeyStart };
 
 /** The rekey operation object (Document 1, "Rekey operation"). */
 export interface RekeyStatus {
@@ -62,12 +56,6 @@ export interface VerificationStatus {
   t: number;
   n: number;
   progress: number;
-}
-
-export interface BackupRecord {
-  nonce: string;
-  /** PGP fingerprint -> the shares encrypted to that key (hex), in share order. */
-  keys: Record<string, string[]>;
 }
 
 interface RekeyState {

@@ -23,7 +23,10 @@ export const SERVER_USAGE = `Usage: svc server [options]
   -config=FILE                  Server configuration (HCL or JSON).
   -service=NAME                 Run one app of the distributed topology: ${serviceNames().join(', ')}
                                 (default: everything in this process).
+  -h, -help                     Print this help.
 `;
+
+const HELP_FLAGS = new Set(['-h', '-help', '--help']);
 
 /** Parses `svc server` flags (Vault style: -flag, -flag=value, -flag value). */
 export function parseServerFlags(argv: string[]): ServerFlags {
@@ -104,6 +107,10 @@ async function startDevServer(flags: ServerFlags): Promise<{ process: RunningPro
 
 /** `svc server`: runs until SIGINT or SIGTERM. */
 export async function runServerCommand(argv: string[], io: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream }): Promise<number> {
+  if (argv.some((arg) => HELP_FLAGS.has(arg))) {
+    io.stdout.write(SERVER_USAGE);
+    return 0;
+  }
   let flags: ServerFlags;
   try {
     flags = parseServerFlags(argv);
@@ -141,20 +148,4 @@ Unseal Key: ${dev.unsealKey}
 Root Token: ${dev.rootToken}
 
 `;
-}
-
-/**
- * Runs a command as the process's main: its result becomes the exit code; a failure nothing caught
- * is reported on stderr as one line and exits 1, rather than as Node's unhandled-rejection crash.
- */
-export function runAsMain(command: Promise<number>, stderr: NodeJS.WritableStream): void {
-  command.then(
-    (code) => {
-      process.exitCode = code;
-    },
-    (err: unknown) => {
-      stderr.write(`Error: ${err instanceof Error ? err.message : String(err)}\n`);
-      process.exitCode = 1;
-    },
-  );
 }

@@ -1,10 +1,11 @@
-import { FlagSpecs, parseArgs, UsageError } from './args';
+import { closest, FlagSpecs, parseArgs, UsageError } from './args';
 
 const specs: FlagSpecs = {
   address: { kind: 'string', description: 'address' },
   namespace: { kind: 'string', aliases: ['ns'], description: 'namespace' },
   'key-shares': { kind: 'int', description: 'shares' },
   reset: { kind: 'boolean', description: 'reset' },
+  policy: { kind: 'list', description: 'policies' },
 };
 
 describe('parseArgs', () => {
@@ -36,13 +37,31 @@ describe('parseArgs', () => {
     });
   });
 
+  it('collects a repeated list flag, splitting commas; the last value of any other flag wins', () => {
+    expect(parseArgs(['-policy=a,b', '-policy', 'c', '-address=x', '-address=y'], specs).flags).toEqual({ policy: ['a', 'b', 'c'], address: 'y' });
+  });
+
+  it('takes an empty value written with =, and K=V arguments that start like no flag', () => {
+    expect(parseArgs(['-namespace=', 'path', 'password=-x'], specs)).toEqual({ flags: { namespace: '' }, positionals: ['path', 'password=-x'] });
+  });
+
   it.each([
     [['-bogus'], 'unknown flag -bogus'],
+    [['-adress=x'], 'unknown flag -adress (did you mean -address?)'],
+    [['-reset=yes'], 'flag -reset must be true or false'],
     [['--bogus=1'], 'unknown flag -bogus'],
     [['-address'], 'flag -address needs a value'],
     [['-key-shares=three'], 'flag -key-shares must be an integer'],
     [['-reset=maybe'], 'flag -reset must be true or false'],
   ])('rejects %p', (argv, message) => {
     expect(() => parseArgs(argv, specs)).toThrow(new UsageError(message));
+  });
+});
+
+describe('closest', () => {
+  it('finds the nearest name within a third of its length, or nothing', () => {
+    expect(closest('sttaus', ['status', 'secrets list'])).toBe('status');
+    expect(closest('kv gte', ['kv get', 'kv put'])).toBe('kv get');
+    expect(closest('frobnicate', ['status', 'read'])).toBeUndefined();
   });
 });

@@ -1,11 +1,14 @@
+import { distance as editDistance } from 'fastest-levenshtein';
+import yargsParser from 'yargs-parser';
+
 /**
- * Vault-style command-line flags: `-flag=value`, `-flag value`, `--flag`, boolean `-flag`.
- * Written here rather than using util.parseArgs or minimist because those read `-key-shares`
- * as a cluster of one-letter flags. Flags may appear anywhere; `--` ends them; `-` alone is an
- * argument (stdin).
+ * Vault-style command-line flags (`-flag=value`, `-flag value`, `--flag`, boolean `-flag`), parsed
+ * by yargs-parser with short-option groups off, so `-key-shares` is one flag rather than a cluster
+ * of one-letter flags. Flags may appear anywhere; `--` ends them; `-` alone is an argument (stdin).
  */
 
-export type FlagKind = 'string' | 'boolean' | 'int';
+/** `list`: may be repeated, and each value may hold a comma-separated list (`-policy=a,b -policy=c`). */
+export type FlagKind = 'string' | 'boolean' | 'int' | 'list';
 
 export interface FlagSpec {
   kind: FlagKind;
@@ -15,8 +18,10 @@ export interface FlagSpec {
 
 export type FlagSpecs = Record<string, FlagSpec>;
 
+export type FlagValue = string | boolean | number | string[];
+
 export interface ParsedArgs {
-  flags: Record<string, string | boolean | number>;
+  flags: Record<string, FlagValue>;
   positionals: string[];
 }
 
@@ -31,35 +36,66 @@ export class UsageError extends Error {
 const TRUE_WORDS = new Set(['true', '1', 't']);
 const FALSE_WORDS = new Set(['false', '0', 'f']);
 
+const PARSER_CONFIGURATION: Partial<yargsParser.Configuration> = {
+  'short-option-groups': false,
+  'camel-case-expansion': false,
+  'dot-notation': false,
+  'parse-numbers': false,
+  'parse-positional-numbers': false,
+  'boolean-negation': false,
+  'duplicate-arguments-array': true,
+  'flatten-duplicate-arrays': true,
+  'greedy-arrays': false,
+  'strip-aliased': true,
+  'populate--': true,
+  'unknown-options-as-args': false,
+};
+
 export function parseArgs(argv: readonly string[], specs: FlagSpecs): ParsedArgs {
-  const byName = flagIndex(specs);
-  const parsed: ParsedArgs = { flags: {}, positionals: [] };
-  for (let index = 0; index < argv.length; index++) {
-    const arg = argv[index];
-    if (arg === '--') {
-      parsed.positionals.push(...argv.slice(index + 1));
-      break;
-    }
-    if (!arg.startsWith('-') || arg === '-') {
-      parsed.positionals.push(arg);
-      continue;
-    }
-    const body = arg.replace(/^--?/, '');
-    const equals = body.indexOf('=');
-    const name = equals < 0 ? body : body.slice(0, equals);
-    const inline = equals < 0 ? undefined : body.slice(equals + 1);
-    const canonical = byName.get(name);
-    if (!canonical) throw new UsageError(`unknown flag -${name}`);
-    const spec = specs[canonical];
-    if (spec.kind === 'boolean') {
-      parsed.flags[canonical] = inline === undefined ? true : parseBoolean(name, inline);
-      continue;
-    }
-    const value = inline ?? argv[++index];
-    if (value === undefined) throw new UsageError(`flag -${name} needs a value`);
-    parsed.flags[canonical] = spec.kind === 'int' ? parseInteger(name, value) : value;
+  const names = Object.keys(specs);
+  const ofKind = (...kinds: FlagKind[]) => names.filter((name) => kinds.includes(specs[name].kind));
+  const parsed = yargsParser([...argv], {
+    configuration: PARSER_CONFIGURATION,
+    string: ofKind('string', 'int', 'list'),
+    boolean: ofKind('boolean'),
+    alias: Object.fromEntries(names.filter((name) => specs[name].aliases).map((name) => [name, specs[name].aliases!])),
+  });
+  const { _: positionals, '--': rest, ...given } = parsed as yargsParser.Arguments & { '--'?: (string | number)[] };
+  const inline = inlineValues(argv);
+  const flags: Record<string, FlagValue> = {};
+  for (const [name, raw] of Object.entries(given)) {
+    const spec = specs[name];
+    if (!spec) throw new UsageError(`unknown flag -${name}${suggestion(name, names)}`);
+    const forms = [name, ...(spec.aliases ?? [])];
+    const written = forms.flatMap((form) => inline.get(form) ?? []);
+    flags[name] = flagValue(name, spec.kind, (Array.isArray(raw) ? raw : [raw]).map(String), written);
   }
-  return parsed;
+  return { flags, positionals: [...positionals, ...(rest ?? [])].map(String) };
+}
+
+/**
+ * The values written inline (`-name=value`) per flag name, before `--`: yargs reads `-flag=yes` of a
+ * boolean as false and a value flag with no value as "", which are refused here instead.
+ */
+function inlineValues(argv: readonly string[]): Map<string, string[]> {
+  const found = new Map<string, string[]>();
+  for (const arg of argv) {
+    if (arg === '--') break;
+    const match = /^--?([^=-][^=]*)=(.*)$/s.exec(arg);
+    if (match) found.set(match[1], [...(found.get(match[1]) ?? []), match[2]]);
+  }
+  return found;
+}
+
+function flagValue(name: string, kind: FlagKind, values: string[], written: string[]): FlagValue {
+  if (kind === 'boolean') {
+    const last = written[written.length - 1];
+    return last === undefined ? values[values.length - 1] === 'true' : parseBoolean(name, last);
+  }
+  const value = values[values.length - 1];
+  if (value === '' && !written.includes('')) throw new UsageError(`flag -${name} needs a value`);
+  if (kind === 'list') return values.flatMap((item) => item.split(',')).map((item) => item.trim()).filter(Boolean);
+  return kind === 'int' ? parseInteger(name, value) : value;
 }
 
 /** Usage lines for a set of flags. */
@@ -73,12 +109,20 @@ export function describeFlags(specs: FlagSpecs): string {
     .join('\n');
 }
 
-function flagIndex(specs: FlagSpecs): Map<string, string> {
-  const index = new Map<string, string>();
-  for (const [name, spec] of Object.entries(specs)) {
-    for (const alias of [name, ...(spec.aliases ?? [])]) index.set(alias, name);
+/** ` (did you mean -NAME?)` when a known name is close to `given`, else nothing. */
+export function suggestion(given: string, known: readonly string[], prefix = '-'): string {
+  const close = closest(given, known);
+  return close === undefined ? '' : ` (did you mean ${prefix}${close}?)`;
+}
+
+/** The known name nearest to `given` within a third of its length in edits, if any. */
+export function closest(given: string, known: readonly string[]): string | undefined {
+  let best: { name: string; distance: number } | undefined;
+  for (const name of known) {
+    const distance = editDistance(given, name);
+    if (distance <= Math.max(1, Math.floor(given.length / 3)) && (!best || distance < best.distance)) best = { name, distance };
   }
-  return index;
+  return best?.name;
 }
 
 function parseBoolean(name: string, value: string): boolean {

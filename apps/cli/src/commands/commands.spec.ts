@@ -45,7 +45,8 @@ async function svc(argv: string[], options: { stdin?: InputStream; env?: Record<
     stderr: { write: (chunk: string) => (stderr += chunk) },
     stdin: options.stdin ?? Readable.from([]),
     // HOME is the test's directory: the token helper file (~/.svc-token) is read and written there.
-    env: { SVC_ADDR: api.address, HOME: dir, ...options.env },
+    // No retries: the stub's 5xx answers are the point of the tests that send them.
+    env: { SVC_ADDR: api.address, HOME: dir, SVC_MAX_RETRIES: '0', ...options.env },
   };
   const code = await runClientCommand(argv, io);
   return { code, stdout, stderr };
@@ -114,7 +115,7 @@ describe('usage', () => {
     expect(flag.stderr).toContain('Error: unknown flag -bogus\nRun "svc read -help" for usage.');
     const format = await svc(['read', '-format=xml', 'secret/a']);
     expect(format.code).toBe(1);
-    expect(format.stderr).toContain('Error: -format must be table or json');
+    expect(format.stderr).toContain('Error: -format must be table, json or yaml');
     expect(api.requests).toHaveLength(0);
   });
 });
@@ -390,7 +391,7 @@ describe('svc read', () => {
       body: envelope('r', { data: { a: 'b' }, lease_id: 'db/creds/x/1', lease_duration: 3600, renewable: true, warnings: ['deprecated path'] }),
     }));
     const result = await svc(['read', 'db/creds/x']);
-    expect(result.stdout).toMatch(/lease_id +db\/creds\/x\/1\nlease_duration +3600s\nlease_renewable +true\na +b\n/);
+    expect(result.stdout).toMatch(/lease_id +db\/creds\/x\/1\nlease_duration +1h\nlease_renewable +true\na +b\n/);
     expect(result.stderr).toContain('* deprecated path');
   });
 
@@ -409,13 +410,19 @@ describe('svc read', () => {
   it('exits 2 with the API errors when refused', async () => {
     reply(() => ({ status: 403, body: { errors: ['permission denied'] } }));
     const result = await svc(['read', 'secret/x']);
-    expect(result).toEqual({ code: 2, stdout: '', stderr: 'Error: GET /v1/secret/x answered status 403\n* permission denied\n' });
+    expect(result).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        'Error: GET /v1/secret/x answered status 403\n* permission denied\n\n' +
+        'Hint: no token was sent, or the stored one (~/.svc-token) is refused: set SVC_TOKEN or run "svc login".\n',
+    });
   });
 
   it('needs exactly one path', async () => {
     const result = await svc(['read']);
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain('Error: read takes exactly one PATH argument');
+    expect(result.stderr).toContain('Error: read needs a PATH argument');
   });
 });
 
@@ -529,7 +536,7 @@ describe('svc login and the token helper file', () => {
     expect(await readFile(tokenFile(), 'utf8')).toBe('svs.from-login');
     expect((await stat(tokenFile())).mode & 0o777).toBe(0o600);
     expect(result.stdout).toMatch(/Success! You are now authenticated/);
-    expect(result.stdout).toMatch(/token_policies +\["reader","default"\]/);
+    expect(result.stdout).toMatch(/token_policies +\[reader default\]/);
     expect(result.stdout).toMatch(/token_meta_username +alice/);
     expect(result.stdout + result.stderr).not.toContain('s3cret pass');
 
@@ -610,9 +617,110 @@ describe('svc auth', () => {
     expect(listed.stdout.split('\n').slice(0, 4)).toEqual([
       'Path         Type        Accessor      Description',
       '----         ----        --------      -----------',
-      'token/       token       token_1',
+      'token/       token       token_1       n/a',
       'userpass/    userpass    userpass_1    people',
     ]);
     expect((await svc(['auth', 'enable'])).code).toBe(1);
+  });
+});
+
+describe('command lookup', () => {
+  it('lists every command, server and cluster included, with -h', async () => {
+    const result = await svc(['-h']);
+    expect(result.code).toBe(0);
+    for (const name of ['kv metadata get PATH', 'token create', 'policy fmt FILE', 'secrets move SOURCE DESTINATION', 'lease revoke', 'namespace create PATH', 'server ', 'cluster ']) {
+      expect(result.stdout).toContain(`  ${name}`);
+    }
+  });
+
+  it('lists a group\'s commands for the group alone, and suggests the nearest command for a typo', async () => {
+    const group = await svc(['token']);
+    expect(group.code).toBe(1);
+    expect(group.stderr).toContain('token capabilities [TOKEN | ACCESSOR] PATH');
+    expect(group.stderr).not.toContain('kv get');
+    const typo = await svc(['kv', 'gte', 'secret/a']);
+    expect(typo.stderr).toContain('Unknown command: kv gte secret/a (did you mean "svc kv get"?)');
+    expect(api.requests).toHaveLength(0);
+  });
+});
+
+describe('svc kv', () => {
+  const mountOf = (version: string) => (request: RecordedRequest): StubReply =>
+    request.url.startsWith('/v1/sys/internal/ui/mounts/')
+      ? { status: 200, body: envelope('r', { data: { type: 'kv', path: 'secret/', options: { version } } }) }
+      : { status: 200, body: envelope('r', { data: { data: { pw: 'x' }, metadata: { version: 3 } } }) };
+
+  it('asks which kv version the mount is, then reads MOUNT/data/PATH on version 2 and prints its sections', async () => {
+    reply(mountOf('2'));
+    const result = await svc(['kv', 'get', '-version=2', 'secret/app']);
+    expect(api.requests.map((request) => request.url)).toEqual(['/v1/sys/internal/ui/mounts/secret/app', '/v1/secret/data/app?version=2']);
+    expect(result.stdout).toMatch(/^== Secret Path ==\nsecret\/data\/app\n\n== Metadata ==\n[^]*version\s+3\n\n== Data ==\n[^]*pw\s+x\n$/);
+    expect((await svc(['kv', 'get', '-field=pw', 'secret/app'])).stdout).toBe('x');
+  });
+
+  it('reads MOUNT/PATH on version 1, and takes the mount from -mount', async () => {
+    reply(mountOf('1'));
+    await svc(['kv', 'put', '-mount=secret', 'app', 'a=b']);
+    expect(api.requests.map((request) => `${request.method} ${request.url}`)).toEqual(['GET /v1/sys/internal/ui/mounts/secret', 'PUT /v1/secret/app']);
+    expect(sentJson(1)).toEqual({ a: 'b' });
+  });
+
+  it('writes a new version with check-and-set, patches with a merge patch, and acts on -versions', async () => {
+    reply(mountOf('2'));
+    await svc(['kv', 'put', '-cas=3', 'secret/app', 'a=b']);
+    expect(sentJson(1)).toEqual({ data: { a: 'b' }, options: { cas: 3 } });
+    await svc(['kv', 'patch', 'secret/app', 'a=c']);
+    expect(sent(3)).toMatchObject({ method: 'PATCH', url: '/v1/secret/data/app' });
+    expect(sent(3).headers['content-type']).toBe('application/merge-patch+json');
+    await svc(['kv', 'destroy', '-versions=1,2', 'secret/app']);
+    expect(sent(5)).toMatchObject({ method: 'PUT', url: '/v1/secret/destroy/app' });
+    expect(sentJson(5)).toEqual({ versions: [1, 2] });
+    const missing = await svc(['kv', 'undelete', 'secret/app']);
+    expect([missing.code, missing.stderr]).toEqual([1, expect.stringContaining('kv undelete needs -versions')]);
+  });
+
+  it('refuses a path outside any kv engine', async () => {
+    reply(() => ({ status: 200, body: envelope('r', { data: { type: 'transit', path: 'transit/' } }) }));
+    const result = await svc(['kv', 'get', 'transit/keys/a']);
+    expect([result.code, result.stderr]).toEqual([1, expect.stringContaining('no kv secrets engine is mounted at "transit/keys/a"')]);
+  });
+});
+
+describe('svc token, secrets, lease and unwrap', () => {
+  it('token create sends the flags as the API fields and prints the auth block', async () => {
+    reply(() => ({ status: 200, body: envelope('r', { auth: { client_token: 'svs.new', accessor: 'a', policies: ['ops'], token_policies: ['ops'], metadata: null, lease_duration: 600, renewable: true } as never }) }));
+    const result = await svc(['token', 'create', '-policy=ops', '-policy=dev', '-ttl=10m', '-orphan', '-metadata=team=a', '-use-limit=3']);
+    expect(sentJson()).toEqual({ policies: ['ops', 'dev'], ttl: '10m', no_parent: true, meta: { team: 'a' }, num_uses: 3 });
+    expect(result.stdout).toMatch(/^token\s+svs\.new$/m);
+    expect(result.stdout).toMatch(/^token_duration\s+10m$/m);
+  });
+
+  it('token capabilities asks for the calling token, or another one', async () => {
+    reply(() => ({ status: 200, body: { capabilities: ['update', 'read'], 'secret/a': ['update', 'read'] } }));
+    expect((await svc(['token', 'capabilities', 'secret/a'])).stdout).toBe('read, update\n');
+    expect(sent()).toMatchObject({ url: '/v1/sys/capabilities-self' });
+    await svc(['token', 'capabilities', 'svs.other', 'secret/a']);
+    expect(sentJson(1)).toEqual({ token: 'svs.other', paths: ['secret/a'] });
+  });
+
+  it('secrets enable sends the engine version as an option', async () => {
+    await svc(['secrets', 'enable', '-path=kv1', '-version=1', '-max-lease-ttl=1h', 'kv']);
+    expect(sent()).toMatchObject({ method: 'PUT', url: '/v1/sys/mounts/kv1' });
+    expect(sentJson()).toEqual({ type: 'kv', description: '', config: { max_lease_ttl: '1h' }, options: { version: '1' } });
+  });
+
+  it('lease revoke -prefix revokes under a prefix; -force needs -prefix', async () => {
+    expect((await svc(['lease', 'revoke', '-prefix', 'database/creds/'])).stdout).toBe('Success! Revoked any leases with prefix: database/creds/\n');
+    expect(sent()).toMatchObject({ method: 'PUT', url: '/v1/sys/leases/revoke-prefix/database/creds/' });
+    expect((await svc(['lease', 'revoke', '-force', 'x'])).code).toBe(1);
+  });
+
+  it('unwrap prints the wrapped secret, and -wrap-ttl asks for a wrapped answer', async () => {
+    reply(() => ({ status: 200, body: envelope('r', { data: { password: 'inside' } }) }));
+    const result = await svc(['unwrap', 'svs.wrapping']);
+    expect(sentJson()).toEqual({ token: 'svs.wrapping' });
+    expect(result.stdout).toMatch(/^password\s+inside$/m);
+    await svc(['read', '-wrap-ttl=5m', 'secret/a']);
+    expect(sent(1).headers['x-service-wrap-ttl']).toBe('5m');
   });
 });

@@ -3,6 +3,7 @@ import type { FlagSpecs, ParsedArgs } from './args';
 
 export interface OutputStream {
   write(chunk: string): unknown;
+  isTTY?: boolean;
 }
 
 export type InputStream = NodeJS.ReadableStream & { isTTY?: boolean; setRawMode?(mode: boolean): unknown };
@@ -14,17 +15,18 @@ export interface CliIO {
   env: Record<string, string | undefined>;
 }
 
-export type OutputFormat = 'table' | 'json';
+export type OutputFormat = 'table' | 'json' | 'yaml';
 
 export interface CommandContext {
   client: SvcClient;
   io: CliIO;
   format: OutputFormat;
+  /** `-field=NAME`: print only this field's value. */
+  field?: string;
 }
 
+/** One command: a module under commands/ exporting it as `command`, listed in registry.ts. */
 export interface Command {
-  /** Words after `svc`, e.g. "operator init". */
-  name: string;
   /** Arguments after the name, for the usage line. */
   args: string;
   summary: string;

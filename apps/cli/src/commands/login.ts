@@ -2,10 +2,10 @@ import type { Envelope, SvcClient } from '@svc/sdk';
 import { UsageError } from './args';
 import type { CliIO, Command, CommandContext } from './context';
 import { println } from './context';
-import { keyValueTable, output, printWarnings, type Row } from './format';
+import { authRows, humanDuration, keyValueTable, output, printWarnings, type Row } from './format';
 import { readAll, readHiddenLine } from './stdin';
 import { storeToken } from './token-file';
-import { parseData } from './write';
+import { parseData } from './data';
 import { cloudLoginData } from './cloud-login';
 
 /** What a login shows: the token and what it grants, in the auth block's shape. */
@@ -15,8 +15,7 @@ interface LoginResult {
   rows: Row[];
 }
 
-export const loginCommand: Command = {
-  name: 'login',
+export const command: Command = {
   args: '[TOKEN | K=V...]',
   summary:
     'Authenticate and store the token in ~/.svc-token for later commands: with a token (the default method, ' +
@@ -71,7 +70,7 @@ async function tokenLogin(ctx: CommandContext, positionals: string[]): Promise<L
     rows: [
       ['token', token],
       ['token_accessor', data.accessor],
-      ['token_duration', duration(Number(data.ttl ?? 0))],
+      ['token_duration', Number(data.ttl ?? 0) === 0 ? '∞' : humanDuration(Number(data.ttl))],
       ['token_renewable', data.renewable],
       ['token_policies', data.policies],
       ['policies', data.policies],
@@ -99,16 +98,7 @@ async function methodLogin(ctx: CommandContext, method: string, path: string, po
   return {
     envelope: envelope!,
     token: auth.client_token,
-    rows: [
-      ['token', auth.client_token],
-      ['token_accessor', auth.accessor],
-      ['token_duration', duration(auth.lease_duration)],
-      ['token_renewable', auth.renewable],
-      ['token_policies', auth.token_policies],
-      ['identity_policies', auth.identity_policies ?? []],
-      ['policies', auth.policies],
-      ...metaRows(auth.metadata),
-    ],
+    rows: authRows(auth),
   };
 }
 
@@ -116,10 +106,6 @@ async function methodLogin(ctx: CommandContext, method: string, path: string, po
 async function prompted(io: CliIO, prompt: string, instead: string): Promise<string> {
   if (!io.stdin.isTTY) throw new UsageError(`stdin is not a terminal to prompt on: pass ${instead} (or - to read it from stdin)`);
   return readHiddenLine(io, prompt);
-}
-
-function duration(seconds: number): string {
-  return seconds === 0 ? '∞' : `${seconds}s`;
 }
 
 function metaRows(meta: Record<string, string> | null | undefined): Row[] {

@@ -23,8 +23,7 @@ export function sealStatusRows(status: SealStatus): Row[] {
   return rows;
 }
 
-export const statusCommand: Command = {
-  name: 'status',
+export const command: Command = {
   args: '',
   summary: 'Print the seal status. Exit code 0: unsealed, 1: error, 2: sealed.',
   flags: {},

@@ -1,76 +1,9 @@
-import { readFile } from 'node:fs/promises';
-import { UsageError } from './args';
-import type { CliIO, Command } from './context';
-import { println } from './context';
-import { keyValueTable, output, printWarnings, secretRows } from './format';
-import { readAll } from './stdin';
+import type { Command } from './context';
+import { writeLike } from './write-like';
 
-export const writeCommand: Command = {
-  name: 'write',
+export const command: Command = {
   args: 'PATH [-|K=V...]',
   summary: 'Write data to PATH. K=V sets a string, K=@FILE reads a file, K=- reads stdin, - reads a JSON object from stdin.',
   flags: { force: { kind: 'boolean', aliases: ['f'], description: 'allow writing no data' } },
-  async run(ctx, { flags, positionals }) {
-    const [path, ...pairs] = positionals;
-    if (!path) throw new UsageError('write needs a PATH argument');
-    const data = await parseData(pairs, ctx.io);
-    if (Object.keys(data).length === 0 && !flags.force) {
-      throw new UsageError('no data given: pass K=V pairs, - for JSON on stdin, or -force to write nothing');
-    }
-    const result = await ctx.client.write(path, data);
-    printWarnings(ctx, result);
-    if (result?.data || result?.auth) {
-      output(ctx, result, () => keyValueTable(secretRows(result)));
-    } else {
-      println(ctx.io.stdout, `Success! Data written to: ${path}`);
-    }
-    return 0;
-  },
+  run: (ctx, args) => writeLike(ctx, args, 'write', (path, data) => ctx.client.write(path, data)),
 };
-
-/** The request body from the arguments after PATH. Values never appear in errors. */
-export async function parseData(args: string[], io: CliIO): Promise<Record<string, unknown>> {
-  const data: Record<string, unknown> = {};
-  let stdinUsed = false;
-  const stdin = () => {
-    if (stdinUsed) throw new UsageError('stdin (-) can be used only once');
-    stdinUsed = true;
-    return readAll(io);
-  };
-  for (const [index, arg] of args.entries()) {
-    if (arg === '-') {
-      Object.assign(data, parseJsonObject(await stdin()));
-      continue;
-    }
-    const equals = arg.indexOf('=');
-    if (equals <= 0) throw new UsageError(`data argument ${index + 1} (after PATH) is not of the form K=V`);
-    const key = arg.slice(0, equals);
-    const value = arg.slice(equals + 1);
-    if (value === '-') data[key] = (await stdin()).replace(/\r?\n$/, '');
-    else if (value.startsWith('@')) data[key] = await readValueFile(key, value.slice(1));
-    else data[key] = value;
-  }
-  return data;
-}
-
-function parseJsonObject(text: string): Record<string, unknown> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    // The parser's message may quote the input, which may be secret.
-    throw new UsageError('stdin is not valid JSON');
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new UsageError('stdin must hold a JSON object');
-  }
-  return parsed as Record<string, unknown>;
-}
-
-async function readValueFile(key: string, path: string): Promise<string> {
-  try {
-    return await readFile(path, 'utf8');
-  } catch (err) {
-    throw new UsageError(`cannot read file "${path}" for ${key} (${(err as NodeJS.ErrnoException).code ?? err})`);
-  }
-}

@@ -7,7 +7,7 @@ import { responseEnvelope, type LogicalRequest, type LogicalResult } from '../re
 import type { RequestHandler } from '../request/request-handler';
 import { describeRequestError } from './request-errors';
 import type { UiAssets } from './ui-assets';
-import { decodePath, header, joinNamespace, operationFor, requestData, tokenFrom, wrapTtlFrom } from './request-parsing';
+import { acceptVaultHeaders, decodePath, header, joinNamespace, operationFor, requestData, tokenFrom, wrapTtlFrom } from './request-parsing';
 
 export interface HttpRequest {
   method: string;
@@ -90,6 +90,7 @@ export class RequestPipeline {
 
     if (!urlPath.startsWith('/v1/')) return this.uiResult(urlPath);
 
+    acceptVaultHeaders(req.headers);
     if (req.requireRequestHeader && header(req, 'x-service-request') !== 'true') {
       throw ServiceError.precondition('missing required header "X-Service-Request: true"');
     }

@@ -10,6 +10,25 @@ export function header(req: HttpRequest, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
+/** Vault's names of this API's headers, which clients written for Vault send. */
+const VAULT_HEADER_ALIASES: readonly (readonly [vault: string, ours: string])[] = [
+  ['x-vault-token', 'x-service-token'],
+  ['x-vault-namespace', 'x-service-namespace'],
+  ['x-vault-request', 'x-service-request'],
+  ['x-vault-wrap-ttl', 'x-service-wrap-ttl'],
+  ['x-vault-policy-override', 'x-service-policy-override'],
+];
+
+/**
+ * Takes each Vault header (`X-Vault-Token`, ...) as its `X-Service-` name when that one is absent,
+ * so applications written for Vault work unchanged; the request's own name wins when both are sent.
+ */
+export function acceptVaultHeaders(headers: HttpRequest['headers']): void {
+  for (const [vault, ours] of VAULT_HEADER_ALIASES) {
+    if (headers[vault] !== undefined && headers[ours] === undefined) headers[ours] = headers[vault];
+  }
+}
+
 export function tokenFrom(req: HttpRequest): string | undefined {
   const direct = header(req, 'x-service-token');
   if (direct) return direct;

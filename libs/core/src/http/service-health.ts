@@ -1,5 +1,5 @@
 import { jsonBody } from '@svc/http';
-import { VERSION } from '../version';
+import { VERSION } from '@svc/http';
 import { jsonError, type HttpRequest, type HttpResult } from './pipeline';
 
 /** What the HTTP front needs of whatever answers requests. */

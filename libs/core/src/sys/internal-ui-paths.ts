@@ -1,10 +1,9 @@
 import type { Acl, PathRule } from '@svc/acl';
 import type { PathDeclaration, Request, Response } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError, VERSION } from '@svc/http';
 import type { Core } from '../core';
 import type { MountEntry } from '../mounts/mount-table';
 import type { TokenEntry } from '../tokens/token-store';
-import { VERSION } from '../version';
 import { describeMount } from './mount-paths';
 import { tokenAcl } from './policy-paths';
 

@@ -1,6 +1,6 @@
 import { mergeOpenApi, openApiDocument, type OpenApiDocument, type PathDeclaration } from '@svc/framework';
 import type { Core } from '../core';
-import { VERSION } from '../version';
+import { VERSION } from '@svc/http';
 
 /** sys/internal/specs/openapi: the whole API of this server, built from every mount's declarations. */
 export function openApiPaths(core: Core): PathDeclaration[] {

@@ -1,7 +1,7 @@
 import type { PathDeclaration, Response } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import type { Core } from '../core';
-import { VERSION } from '../version';
+import { VERSION } from '@svc/http';
 
 /** sys/init, sys/unseal, sys/seal-status, sys/seal, sys/health, sys/leader, sys/key-status, sys/rotate. */
 export function sealPaths(core: Core): PathDeclaration[] {

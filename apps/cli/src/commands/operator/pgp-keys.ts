@@ -1,6 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { readKey } from 'openpgp';
-import { UsageError } from './args';
+import { UsageError } from '../args';
 
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 
@@ -18,6 +17,8 @@ export async function readPgpKeyFile(path: string): Promise<string> {
   const text = content.toString('utf8').trim();
   if (text.startsWith('-----BEGIN PGP PUBLIC KEY BLOCK-----')) {
     try {
+      // openpgp is large: loaded only when a key file is given.
+      const { readKey } = await import('openpgp');
       const key = await readKey({ armoredKey: text });
       return Buffer.from(key.write()).toString('base64');
     } catch (err) {

@@ -1,14 +1,11 @@
 import type { InitResponse } from '@svc/sdk';
-import { UsageError, type ParsedArgs } from './args';
-import type { Command, CommandContext } from './context';
-import { println } from './context';
-import { keyValueTable, output } from './format';
+import { UsageError } from '../args';
+import type { Command } from '../context';
+import { output } from '../format';
 import { readPgpKeyFile } from './pgp-keys';
-import { sealStatusRows } from './status';
-import { readHiddenLine } from './stdin';
+import { splitList } from './keys';
 
-export const operatorInitCommand: Command = {
-  name: 'operator init',
+export const command: Command = {
   args: '',
   summary: 'Initialize the service: create the root key and its unseal keys (or, with an auto-unseal seal, recovery keys) and the root token.',
   flags: {
@@ -48,62 +45,6 @@ export const operatorInitCommand: Command = {
     return 0;
   },
 };
-
-export const operatorUnsealCommand: Command = {
-  name: 'operator unseal',
-  args: '[KEY]',
-  summary: 'Provide one unseal key share (prompted without echo when KEY is omitted), or -reset.',
-  flags: {
-    reset: { kind: 'boolean', description: 'discard the unseal keys given so far' },
-    migrate: { kind: 'boolean', description: "during a seal migration: KEY is a share of the old seal's keys (unseal or recovery key)" },
-  },
-  async run(ctx, { flags, positionals }) {
-    if (flags.reset && positionals.length > 0) throw new UsageError('give either a key or -reset, not both');
-    if (flags.reset && flags.migrate) throw new UsageError('give either -migrate with a key or -reset, not both');
-    const key = flags.reset ? undefined : await keyArgument(ctx, positionals, 'operator unseal', 'Unseal Key');
-    const status = await ctx.client.sys.unseal(key === undefined ? { reset: true } : flags.migrate ? { key, migrate: true } : key);
-    output(ctx, status, () => keyValueTable(sealStatusRows(status)));
-    return 0;
-  },
-};
-
-export const operatorSealCommand: Command = {
-  name: 'operator seal',
-  args: '',
-  summary: 'Seal the service: it forgets its root key until unsealed again.',
-  flags: {},
-  async run(ctx) {
-    await ctx.client.sys.seal();
-    println(ctx.io.stdout, 'Success! Service is sealed.');
-    return 0;
-  },
-};
-
-/**
- * The one key share a command takes: its argument, else a line read from stdin (without echo on
- * a terminal). `label` names it in the prompt and in errors, e.g. "Unseal Key".
- */
-export async function keyArgument(ctx: CommandContext, positionals: string[], command: string, label: string): Promise<string> {
-  if (positionals.length > 1) throw new UsageError(`${command} takes at most one key`);
-  const key = (positionals[0] ?? (await readHiddenLine(ctx.io, `${label} (will be hidden): `))).trim();
-  if (key === '') throw new UsageError(`no ${label.toLowerCase()} given`);
-  return key;
-}
-
-/**
- * The one action flag given among `actions` (undefined: none, the command submits a key); more
- * than one, or one with a key argument, is a usage error.
- */
-export function chosenAction<A extends string>(flags: ParsedArgs['flags'], positionals: string[], actions: readonly A[]): A | undefined {
-  const chosen = actions.filter((action) => flags[action] !== undefined && flags[action] !== false);
-  if (chosen.length > 1) throw new UsageError(`give at most one of ${actions.map((a) => `-${a}`).join(', ')}`);
-  if (chosen.length > 0 && positionals.length > 0) throw new UsageError(`-${chosen[0]} takes no key`);
-  return chosen[0];
-}
-
-export function splitList(value: unknown): string[] {
-  return typeof value === 'string' ? value.split(',').map((item) => item.trim()).filter(Boolean) : [];
-}
 
 /** How the keys of an init were split: unseal keys (shamir seal) or recovery keys (auto-unseal). */
 interface KeySplit {

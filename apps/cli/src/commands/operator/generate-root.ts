@@ -1,16 +1,15 @@
 import type { GenerateRootStatus } from '@svc/sdk';
 import { decodeOtpToken } from '@svc/seal';
-import { UsageError } from './args';
-import type { Command } from './context';
-import { println } from './context';
-import { keyValueTable, output, type Row } from './format';
-import { chosenAction, keyArgument } from './operator';
+import { UsageError } from '../args';
+import type { Command } from '../context';
+import { println } from '../context';
+import { keyValueTable, output, type Row } from '../format';
+import { chosenAction, keyArgument } from './keys';
 import { readPgpKeyFile } from './pgp-keys';
 
 const ACTIONS = ['init', 'cancel', 'status', 'decode'] as const;
 
-export const operatorGenerateRootCommand: Command = {
-  name: 'operator generate-root',
+export const command: Command = {
   args: '[KEY]',
   summary: 'Generate a root token from a threshold of unseal (or recovery) keys: -init, then one key per call, then -decode.',
   flags: {

@@ -1,16 +1,15 @@
 import type { RekeyStatus, RekeyTarget, RekeyVerificationStatus } from '@svc/sdk';
-import { UsageError } from './args';
-import type { Command, CommandContext } from './context';
-import { println } from './context';
-import { keyValueTable, output, type Row } from './format';
-import { chosenAction, keyArgument, splitList } from './operator';
+import { UsageError } from '../args';
+import type { Command, CommandContext } from '../context';
+import { println } from '../context';
+import { keyValueTable, output, type Row } from '../format';
+import { chosenAction, keyArgument, splitList } from './keys';
 import { readPgpKeyFile } from './pgp-keys';
 
 /** The actions of `operator rekey` other than submitting a key; at most one per call. */
 const ACTIONS = ['init', 'cancel', 'status', 'backup-retrieve', 'backup-delete'] as const;
 
-export const operatorRekeyCommand: Command = {
-  name: 'operator rekey',
+export const command: Command = {
   args: '[KEY]',
   summary: 'Rekey the unseal keys (or, with -target=recovery, the recovery keys): -init, then one current key per call.',
   flags: {

@@ -1,0 +1,3 @@
+import { enableCommand } from '../mounts';
+
+export const command = enableCommand('auth');

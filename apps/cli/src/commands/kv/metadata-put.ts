@@ -1,0 +1,3 @@
+import { metadataWriteCommand } from './metadata-write';
+
+export const command = metadataWriteCommand('put');

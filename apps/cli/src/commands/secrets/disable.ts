@@ -1,0 +1,3 @@
+import { disableCommand } from '../mounts';
+
+export const command = disableCommand('secrets');

@@ -1,0 +1,3 @@
+import { listCommand } from '../mounts';
+
+export const command = listCommand('secrets');

@@ -1,0 +1,3 @@
+import { tuneCommand } from '../mounts';
+
+export const command = tuneCommand('secrets');

@@ -1,0 +1,283 @@
+import type { SvcClient } from './client';
+import type { AuthBlock, Envelope, WrapInfo } from './types';
+
+/** The answer's data, or an error naming the path when there is none. */
+function dataOf<T>(envelope: Envelope | null, path: string): T {
+  if (!envelope?.data) throw new Error(`${path} answered without data`);
+  return envelope.data as T;
+}
+
+function authOf(envelope: Envelope | null, path: string): AuthBlock {
+  if (!envelope?.auth) throw new Error(`${path} answered without a token`);
+  return envelope.auth;
+}
+
+export interface KvVersionMetadata {
+  created_time: string;
+  deletion_time: string;
+  destroyed: boolean;
+  version: number;
+  custom_metadata: Record<string, string> | null;
+}
+
+export interface KvSecret<T> {
+  data: T;
+  metadata: KvVersionMetadata;
+}
+
+/** A kv version 2 engine at `mount`: versions with check-and-set, soft delete, metadata. */
+export class KvV2 {
+  constructor(
+    private readonly client: SvcClient,
+    readonly mount: string,
+  ) {}
+
+  /** The latest version (or `version`); null when there is none, or it is deleted or destroyed. */
+  async get<T = Record<string, unknown>>(path: string, version?: number): Promise<KvSecret<T> | null> {
+    const answer = await this.client.read(`${this.mount}/data/${path}`, version === undefined ? undefined : { version });
+    const secret = answer?.data as { data: T | null; metadata: KvVersionMetadata } | undefined;
+    return secret?.data ? { data: secret.data, metadata: secret.metadata } : null;
+  }
+
+  /** Writes a new version; with `cas`, only if the current version is `cas` (0: only if none). */
+  async put(path: string, data: Record<string, unknown>, cas?: number): Promise<KvVersionMetadata> {
+    const where = `${this.mount}/data/${path}`;
+    return dataOf(await this.client.write(where, { data, ...(cas !== undefined && { options: { cas } }) }), where);
+  }
+
+  /** Merges `data` into the latest version as a new version. */
+  async patch(path: string, data: Record<string, unknown>): Promise<KvVersionMetadata> {
+    const where = `${this.mount}/data/${path}`;
+    return dataOf(await this.client.patch(where, { data }), where);
+  }
+
+  async list(path = ''): Promise<string[]> {
+    return ((await this.client.list(`${this.mount}/metadata/${path}`))?.data?.keys as string[] | undefined) ?? [];
+  }
+
+  /** Soft-deletes the latest version, or the given versions. */
+  async delete(path: string, versions?: number[]): Promise<void> {
+    if (versions) await this.client.write(`${this.mount}/delete/${path}`, { versions });
+    else await this.client.delete(`${this.mount}/data/${path}`);
+  }
+
+  async undelete(path: string, versions: number[]): Promise<void> {
+    await this.client.write(`${this.mount}/undelete/${path}`, { versions });
+  }
+
+  async destroy(path: string, versions: number[]): Promise<void> {
+    await this.client.write(`${this.mount}/destroy/${path}`, { versions });
+  }
+
+  async metadata(path: string): Promise<Record<string, unknown> | null> {
+    return (await this.client.read(`${this.mount}/metadata/${path}`))?.data ?? null;
+  }
+
+  /** Deletes every version and the metadata. */
+  async deleteAll(path: string): Promise<void> {
+    await this.client.delete(`${this.mount}/metadata/${path}`);
+  }
+}
+
+/** A transit engine at `mount`: named keys, encryption, rewrapping after rotation. */
+export class Transit {
+  constructor(
+    private readonly client: SvcClient,
+    readonly mount: string,
+  ) {}
+
+  async createKey(name: string, options: { type?: string; exportable?: boolean; derived?: boolean } = {}): Promise<void> {
+    await this.client.write(`${this.mount}/keys/${name}`, options);
+  }
+
+  async rotate(name: string): Promise<void> {
+    await this.client.write(`${this.mount}/keys/${name}/rotate`);
+  }
+
+  /** Encrypts bytes (or UTF-8 text); returns `svc:v<n>:...`. */
+  async encrypt(key: string, plaintext: Uint8Array | string, context?: Uint8Array): Promise<string> {
+    const where = `${this.mount}/encrypt/${key}`;
+    const body = { plaintext: Buffer.from(plaintext).toString('base64'), ...(context && { context: Buffer.from(context).toString('base64') }) };
+    return dataOf<{ ciphertext: string }>(await this.client.write(where, body), where).ciphertext;
+  }
+
+  /** Decrypts `svc:v<n>:...` (or Vault's `vault:v<n>:...`) back to bytes. */
+  async decrypt(key: string, ciphertext: string, context?: Uint8Array): Promise<Buffer> {
+    const where = `${this.mount}/decrypt/${key}`;
+    const body = { ciphertext, ...(context && { context: Buffer.from(context).toString('base64') }) };
+    return Buffer.from(dataOf<{ plaintext: string }>(await this.client.write(where, body), where).plaintext, 'base64');
+  }
+
+  /** Re-encrypts under the key's latest version without revealing the plaintext. */
+  async rewrap(key: string, ciphertext: string): Promise<string> {
+    const where = `${this.mount}/rewrap/${key}`;
+    return dataOf<{ ciphertext: string }>(await this.client.write(where, { ciphertext }), where).ciphertext;
+  }
+}
+
+export interface TokenCreateRequest {
+  policies?: string[];
+  ttl?: string;
+  explicit_max_ttl?: string;
+  period?: string;
+  renewable?: boolean;
+  no_parent?: boolean;
+  no_default_policy?: boolean;
+  display_name?: string;
+  meta?: Record<string, string>;
+  num_uses?: number;
+  type?: 'service' | 'batch';
+}
+
+/** The token store (auth/token). */
+export class Tokens {
+  constructor(private readonly client: SvcClient) {}
+
+  async create(request: TokenCreateRequest = {}, role?: string): Promise<AuthBlock> {
+    const where = role ? `auth/token/create/${role}` : 'auth/token/create';
+    return authOf(await this.client.write(where, { ...request }), where);
+  }
+
+  async lookupSelf(): Promise<Record<string, unknown>> {
+    return dataOf(await this.client.read('auth/token/lookup-self'), 'auth/token/lookup-self');
+  }
+
+  async lookup(token: string): Promise<Record<string, unknown>> {
+    return dataOf(await this.client.write('auth/token/lookup', { token }), 'auth/token/lookup');
+  }
+
+  async renewSelf(increment?: string): Promise<AuthBlock> {
+    return authOf(await this.client.write('auth/token/renew-self', increment ? { increment } : {}), 'auth/token/renew-self');
+  }
+
+  async revoke(token: string): Promise<void> {
+    await this.client.write('auth/token/revoke', { token });
+  }
+
+  async revokeSelf(): Promise<void> {
+    await this.client.write('auth/token/revoke-self');
+  }
+}
+
+/** Logins: each returns the token, and `client.withToken(auth.client_token)` acts as it. */
+export class Logins {
+  constructor(private readonly client: SvcClient) {}
+
+  userpass(username: string, password: string, mount = 'userpass'): Promise<AuthBlock> {
+    return this.login(`auth/${mount}/login/${encodeURIComponent(username)}`, { password });
+  }
+
+  approle(roleId: string, secretId?: string, mount = 'approle'): Promise<AuthBlock> {
+    return this.login(`auth/${mount}/login`, { role_id: roleId, ...(secretId !== undefined && { secret_id: secretId }) });
+  }
+
+  /** Any auth method's login path with its fields. */
+  async login(path: string, fields: Record<string, unknown>): Promise<AuthBlock> {
+    return authOf(await this.client.withToken(undefined).write(path, fields), path);
+  }
+}
+
+export interface LeaseInfo {
+  id: string;
+  issue_time: string;
+  expire_time: string | null;
+  last_renewal: string | null;
+  renewable: boolean;
+  ttl: number;
+}
+
+/** Leases of dynamic secrets: look up, renew (once or kept renewed), revoke. */
+export class Leases {
+  constructor(private readonly client: SvcClient) {}
+
+  async lookup(leaseId: string): Promise<LeaseInfo> {
+    return dataOf(await this.client.write('sys/leases/lookup', { lease_id: leaseId }), 'sys/leases/lookup');
+  }
+
+  /** Renews; the answer's `lease_duration` is the TTL granted from now. */
+  async renew(leaseId: string, incrementSeconds?: number): Promise<Envelope> {
+    const answer = await this.client.write('sys/leases/renew', { lease_id: leaseId, ...(incrementSeconds !== undefined && { increment: incrementSeconds }) });
+    if (!answer) throw new Error('sys/leases/renew answered nothing');
+    return answer;
+  }
+
+  async revoke(leaseId: string): Promise<void> {
+    await this.client.write('sys/leases/revoke', { lease_id: leaseId });
+  }
+
+  /**
+   * Keeps a lease renewed: renews when two thirds of the granted TTL have passed, until `stop()` or
+   * until a renewal fails or grants no more time (the lease reached its max TTL), which `onEnd` hears.
+   */
+  keepRenewed(leaseId: string, ttlSeconds: number, onEnd: (reason: Error | 'stopped' | 'max-ttl') => void = () => {}): { stop(): void } {
+    let timer: NodeJS.Timeout | undefined;
+    let stopped = false;
+    const schedule = (ttl: number) => {
+      timer = setTimeout(() => void renewNow(), Math.max(1, (ttl * 1000 * 2) / 3));
+      timer.unref();
+    };
+    const renewNow = async () => {
+      try {
+        const granted = (await this.renew(leaseId, ttlSeconds)).lease_duration;
+        if (stopped) return;
+        if (granted <= 0 || granted < ttlSeconds / 10) return onEnd('max-ttl');
+        schedule(granted);
+      } catch (err) {
+        if (!stopped) onEnd(err instanceof Error ? err : new Error(String(err)));
+      }
+    };
+    schedule(ttlSeconds);
+    return {
+      stop: () => {
+        stopped = true;
+        clearTimeout(timer);
+        onEnd('stopped');
+      },
+    };
+  }
+}
+
+/** Response wrapping: hand data over through a single-use token. */
+export class Wrapping {
+  constructor(private readonly client: SvcClient) {}
+
+  async wrap(data: Record<string, unknown>, ttl: string): Promise<WrapInfo> {
+    const answer = await this.client.withOptions({ wrapTtl: ttl }).write('sys/wrapping/wrap', data);
+    if (!answer?.wrap_info) throw new Error('sys/wrapping/wrap answered without a wrapping token');
+    return answer.wrap_info;
+  }
+
+  /** What the token wrapped (the token is spent). */
+  async unwrap(token: string): Promise<Envelope> {
+    const answer = await this.client.write('sys/wrapping/unwrap', { token });
+    if (!answer) throw new Error('sys/wrapping/unwrap answered nothing');
+    return answer;
+  }
+
+  async lookup(token: string): Promise<Record<string, unknown>> {
+    return dataOf(await this.client.write('sys/wrapping/lookup', { token }), 'sys/wrapping/lookup');
+  }
+}
+
+export interface DatabaseCredentials {
+  username: string;
+  password: string;
+  leaseId: string;
+  leaseDuration: number;
+  renewable: boolean;
+}
+
+/** A database engine at `mount`: dynamic credentials with their lease. */
+export class Database {
+  constructor(
+    private readonly client: SvcClient,
+    readonly mount: string,
+  ) {}
+
+  async credentials(role: string): Promise<DatabaseCredentials> {
+    const where = `${this.mount}/creds/${role}`;
+    const answer = await this.client.read(where);
+    const { username, password } = dataOf<{ username: string; password: string }>(answer, where);
+    return { username, password, leaseId: answer!.lease_id, leaseDuration: answer!.lease_duration, renewable: answer!.renewable };
+  }
+}
