@@ -38,6 +38,11 @@ export class SysClient {
     await this.client.request('PUT', 'sys/seal');
   }
 
+  /** Makes the gateway answering give up its active duties (the lease expiry) to a peer. */
+  async stepDown(): Promise<void> {
+    await this.client.request('PUT', 'sys/step-down');
+  }
+
   rekeyStatus(target: RekeyTarget): Promise<RekeyStatus> {
     return this.body('GET', `${rekeyBase(target)}/init`);
   }

@@ -317,6 +317,14 @@ describe('svc operator seal', () => {
   });
 });
 
+describe('svc operator step-down', () => {
+  it('asks the answering gateway to step down', async () => {
+    const result = await svc(['operator', 'step-down'], { env: { SVC_TOKEN: 's.root' } });
+    expect(sent()).toMatchObject({ method: 'PUT', url: '/v1/sys/step-down' });
+    expect(result).toEqual({ code: 0, stdout: 'Success! Stepped down: another gateway takes the active duties.\n', stderr: '' });
+  });
+});
+
 describe('svc operator rekey', () => {
   const progress = { started: true, nonce: 'n-1', t: 2, n: 3, progress: 1, required: 3, pgp_fingerprints: null, backup: false, verification_required: false };
 

@@ -64,6 +64,7 @@ export const COMMANDS: CommandEntry[] = [
   { name: 'operator init', load: () => import('./operator/init') },
   { name: 'operator unseal', load: () => import('./operator/unseal') },
   { name: 'operator seal', load: () => import('./operator/seal') },
+  { name: 'operator step-down', load: () => import('./operator/step-down') },
   { name: 'operator key-status', load: () => import('./operator/key-status') },
   { name: 'operator rotate', load: () => import('./operator/rotate') },
   { name: 'operator rekey', load: () => import('./operator/rekey') },
