@@ -4,8 +4,8 @@ import type { MicroserviceOptions } from '@nestjs/microservices';
 import type { ServerConfig } from '@svc/config';
 import { createLoggers, type Loggers } from './logger';
 import { BusTransport, ENGINE_HOST, EngineController } from './engine-microservice';
-import { connectShared, runGateway, runService, type GatewayOptions, type RunningProcess, type RunningService, type Shared } from './processes';
-import { engineTypes } from './engines';
+import { connectShared, runGateway, runService, runSnapshotService, type GatewayOptions, type RunningProcess, type RunningService, type Shared } from './processes';
+import { WORKER_SERVICES, hostableServices } from './engines';
 
 /**
  * Every process is a NestJS application context: the modules below wire the loggers, the shared connections (bus, locks) and the process itself (gateway or engine service)
@@ -93,9 +93,11 @@ export async function startGateway(config: ServerConfig, options: GatewayOptions
  * (`BusTransport`), with storage of its own; it holds the keyring only while some gateway is unsealed.
  */
 export async function startService(config: ServerConfig, service: string): Promise<RunningProcess> {
-  const services = engineTypes.services();
+  const services = hostableServices();
   if (!services.includes(service)) throw new Error(`unknown service "${service}"; expected one of ${services.join(', ')}`);
   if (!config.bus) throw new Error(`service "${service}" needs a bus "nats" stanza in its configuration`);
+  // A worker is reached by no one: it needs no transport, only its lifecycle.
+  if (WORKER_SERVICES.includes(service)) return start(ProcessModule.register(config, service, (loggers, shared) => runSnapshotService(config, loggers, shared)));
   const module = ProcessModule.register(config, service, (loggers, shared) => runService(config, service, loggers, shared), {
     controllers: [EngineController],
     providers: [{ provide: ENGINE_HOST, useFactory: (running: RunningService) => running.host, inject: [PROCESS] }],

@@ -24,7 +24,18 @@ export const ENGINE_TYPES: readonly EngineType[] = [
 /** The registry of the types above, for what needs no core: service processes, flags, configuration. */
 export const engineTypes = new EngineRegistry(ENGINE_TYPES);
 
-/** What `-service=` and the configuration's `services` accept: the gateway and every engine service. */
+/**
+ * Services that host no mount type but run background work over the storage: `snapshot` runs the
+ * automated snapshots. Each is its own app, and a module of the all-in-one process.
+ */
+export const WORKER_SERVICES: readonly string[] = ['snapshot'];
+
+/** The services a process may host besides the gateway: engine services, then workers. */
+export function hostableServices(): string[] {
+  return [...engineTypes.services(), ...WORKER_SERVICES];
+}
+
+/** What `-service=` and the configuration's `services` accept: the gateway and every service. */
 export function serviceNames(): string[] {
-  return [GATEWAY, ...engineTypes.services()];
+  return [GATEWAY, ...hostableServices()];
 }

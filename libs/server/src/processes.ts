@@ -5,8 +5,9 @@ import { Core, RequestPipeline, createSystemBackend, serviceHealthHandler, start
 import { EngineHost } from '@svc/engine-host';
 import { createLockManager, type LockManager } from '@svc/locks';
 import { KeyringReceiver } from '@svc/seal';
-import { Barrier, createPhysical } from '@svc/storage';
-import { ENGINE_TYPES, engineTypes } from './engines';
+import { SnapshotScheduler } from '@svc/snapshot';
+import { Barrier, createPhysical, type Physical } from '@svc/storage';
+import { ENGINE_TYPES, WORKER_SERVICES, engineTypes, hostableServices } from './engines';
 import type { Loggers } from './logger';
 
 export interface RunningProcess {
@@ -35,10 +36,10 @@ export interface GatewayOptions {
   beforeListen?: (core: Core) => Promise<void>;
 }
 
-/** Engine services named by the config that this process hosts itself (all-in-one). */
+/** Services named by the config that this process hosts itself (all-in-one). */
 function hostedServices(config: ServerConfig, distributed: boolean): string[] {
   if (distributed) return [];
-  const services = engineTypes.services();
+  const services = hostableServices();
   return config.services ? services.filter((name) => config.services?.includes(name)) : services;
 }
 
@@ -56,10 +57,13 @@ export async function runGateway(config: ServerConfig, options: GatewayOptions, 
     systemBackend: createSystemBackend,
     defaultKvVersion: options.defaultKvVersion,
   });
-  for (const service of hostedServices(config, options.distributed)) {
+  const hosted = hostedServices(config, options.distributed);
+  for (const service of hosted.filter((name) => !WORKER_SERVICES.includes(name))) {
     localServices.set(service, new EngineHost(service, engineTypes.factoriesFor(service), core.barrier, { locks: shared.locks, logger }));
   }
+  const scheduler = hosted.includes('snapshot') ? new SnapshotScheduler({ physical, barrier: core.barrier, locks: shared.locks, logger }) : undefined;
   await core.start();
+  scheduler?.start();
   await options.beforeListen?.(core);
   const frontend: HttpFrontend = await startHttpFrontend(new RequestPipeline(core.requestHandler(), logger, logRequest), config.listeners);
   const addresses = frontend.listeners.map((l) => l.address);
@@ -71,6 +75,7 @@ export async function runGateway(config: ServerConfig, options: GatewayOptions, 
     core,
     stop: async () => {
       await frontend.close();
+      await scheduler?.stop();
       await Promise.all([...localServices.values()].map((host) => host.closeAll()));
       await core.stop();
     },
@@ -82,14 +87,19 @@ export interface RunningService extends RunningProcess {
   host: EngineHost;
 }
 
-/** Builds and starts an engine service (see `startService`) on the process's loggers and connections. */
-export async function runService(config: ServerConfig, service: string, { logger, flush }: Loggers, shared: Shared): Promise<RunningService> {
-  const subjectPrefix = config.bus?.subjectPrefix;
+/** A service's storage: its own connection, and a barrier opened by the keyring gateways hand it while the cluster is unsealed. */
+interface ServiceStorage {
+  physical: Physical;
+  barrier: Barrier;
+  close(): Promise<void>;
+}
+
+async function openServiceStorage(config: ServerConfig, { logger }: Loggers, shared: Shared): Promise<ServiceStorage> {
   const physical = createPhysical(config.storage);
   await physical.open();
   const barrier = new Barrier(physical);
   const receiver = new KeyringReceiver(shared.bus, {
-    subjectPrefix,
+    subjectPrefix: config.bus?.subjectPrefix,
     onError: () => logger.warn('keyring request failed; retrying on the next announcement'),
   });
   receiver.onChange((keyring) => {
@@ -98,9 +108,18 @@ export async function runService(config: ServerConfig, service: string, { logger
     logger.info({ sealed: !keyring }, keyring ? 'keyring received' : 'keyring dropped');
   });
   await receiver.start();
-  const host = new EngineHost(service, engineTypes.factoriesFor(service), barrier, { locks: shared.locks, logger });
-  const cluster = host.follow(shared.bus, subjectPrefix);
-  // A listener, when configured, serves the service's health to orchestrators' probes.
+  return {
+    physical,
+    barrier,
+    close: async () => {
+      receiver.close();
+      await physical.close();
+    },
+  };
+}
+
+/** A listener, when configured, serves the service's health to orchestrators' probes. */
+async function startServiceHealth(config: ServerConfig, service: string, barrier: Barrier, shared: Shared): Promise<HttpFrontend | undefined> {
   const health = serviceHealthHandler({
     service,
     get sealed() {
@@ -110,9 +129,18 @@ export async function runService(config: ServerConfig, service: string, { logger
       return shared.bus.connected;
     },
   });
-  const frontend = config.listeners.length > 0 ? await startHttpFrontend(health, config.listeners) : undefined;
+  return config.listeners.length > 0 ? startHttpFrontend(health, config.listeners) : undefined;
+}
+
+/** Builds and starts an engine service (see `startService`) on the process's loggers and connections. */
+export async function runService(config: ServerConfig, service: string, loggers: Loggers, shared: Shared): Promise<RunningService> {
+  const { logger, flush } = loggers;
+  const storage = await openServiceStorage(config, loggers, shared);
+  const host = new EngineHost(service, engineTypes.factoriesFor(service), storage.barrier, { locks: shared.locks, logger });
+  const cluster = host.follow(shared.bus, config.bus?.subjectPrefix);
+  const frontend = await startServiceHealth(config, service, storage.barrier, shared);
   const addresses = frontend?.listeners.map((l) => l.address) ?? [];
-  logger.info({ service, storage: physical.kind, addresses }, 'service started');
+  logger.info({ service, storage: storage.physical.kind, addresses }, 'service started');
   flush();
   return {
     logger,
@@ -122,8 +150,33 @@ export async function runService(config: ServerConfig, service: string, { logger
       await frontend?.close();
       cluster.unsubscribe();
       await host.closeAll();
-      receiver.close();
-      await physical.close();
+      await storage.close();
+    },
+  };
+}
+
+/**
+ * The snapshot service: the automated snapshot scheduler over the service's own storage
+ * connection. It reads the store directly (ciphertext) and uses the keyring it is handed only to
+ * read the configurations and seal each archive's checksums, so no key material or snapshot
+ * crosses the bus.
+ */
+export async function runSnapshotService(config: ServerConfig, loggers: Loggers, shared: Shared): Promise<RunningProcess> {
+  const { logger, flush } = loggers;
+  const storage = await openServiceStorage(config, loggers, shared);
+  const scheduler = new SnapshotScheduler({ physical: storage.physical, barrier: storage.barrier, locks: shared.locks, logger });
+  scheduler.start();
+  const frontend = await startServiceHealth(config, 'snapshot', storage.barrier, shared);
+  const addresses = frontend?.listeners.map((l) => l.address) ?? [];
+  logger.info({ service: 'snapshot', storage: storage.physical.kind, addresses }, 'service started');
+  flush();
+  return {
+    logger,
+    addresses,
+    stop: async () => {
+      await frontend?.close();
+      await scheduler.stop();
+      await storage.close();
     },
   };
 }
