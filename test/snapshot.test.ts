@@ -50,17 +50,17 @@ async function repack(files: Map<string, Buffer>): Promise<Buffer> {
 const upload = (url: string, path: string, archive: Buffer | string, token: string): Promise<ApiResponse<Body>> =>
   api<Body>(url, 'POST', `/v1/sys/storage/raft/${path}`, { rawBody: archive, token, headers: { 'content-type': 'application/gzip' } });
 
-/** Another installation (its own seal and keys), whose snapshot every topology is offered. */
+/** Another installation (its own seal and keys; one gateway over PostgreSQL, quick to start), whose snapshot every topology is offered. */
 let other: Topology;
 let otherRoot: string;
 let otherKeys: string[];
 
 beforeAll(async () => {
-  other = await startTopology('all-in-one');
+  other = await startTopology('distributed');
   ({ rootToken: otherRoot, keys: otherKeys } = await initAndUnseal(other.urls[0]));
   const res = await api(other.urls[0], 'PUT', '/v1/secret/from-elsewhere', { body: { origin: 'other installation' }, token: otherRoot });
   expect(res.status).toBe(204);
-}, 120_000);
+}, 300_000);
 
 afterAll(() => other?.stop());
 
@@ -85,7 +85,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('snapshots, %s', (kin
     urls = topology.urls;
     ({ rootToken: root, keys } = await initAndUnseal(urls[0]));
     await eventually(async () => (await api<Body>(urls[urls.length - 1], 'GET', '/v1/sys/seal-status')).body.sealed === false, 15_000);
-  }, 120_000);
+  }, 300_000);
 
   afterAll(() => topology?.stop());
 

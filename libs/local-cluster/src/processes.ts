@@ -36,7 +36,10 @@ export interface StartOptions {
  * gateway carries the addresses it bound, so port 0 works). Rejects with the process output if it
  * exits first or does not start within `timeoutMs`.
  */
-export function startServerProcess(name: string, args: string[], timeoutMs = 30_000, options: StartOptions = {}): Promise<ServerProcess> {
+/** How long a process may take to start; SVC_TEST_START_TIMEOUT_MS raises it on a loaded machine. */
+const DEFAULT_START_TIMEOUT_MS = Number(process.env.SVC_TEST_START_TIMEOUT_MS ?? 30_000);
+
+export function startServerProcess(name: string, args: string[], timeoutMs = DEFAULT_START_TIMEOUT_MS, options: StartOptions = {}): Promise<ServerProcess> {
   const command = [process.execPath, SVC_BIN, 'server', ...args];
   // Node cannot set a child's umask; a shell sets it and then becomes the server.
   const [file, ...argv] = options.umask === undefined ? command : ['/bin/sh', '-c', `umask ${options.umask.toString(8)} && exec "$@"`, 'sh', ...command];

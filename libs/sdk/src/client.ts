@@ -36,22 +36,45 @@ export class SvcClient {
     return (await this.exchange<T>(method, path, opts)).response;
   }
 
+  /**
+   * A GET whose answer is a file (a snapshot), as a stream of its bytes; statuses >= 400 throw.
+   * No timeout: a large file takes as long as it takes.
+   */
+  async download(path: string): Promise<ReadableStream<Uint8Array>> {
+    const response = await this.fetch('GET', path, {}, {});
+    if (response.status >= 400 || !response.body) throw await this.failure('GET', path, response);
+    return response.body;
+  }
+
+  /** A POST whose body is a file (a snapshot restore), streamed as it is read; statuses >= 400 throw. */
+  async upload(path: string, body: AsyncIterable<Uint8Array>, contentType: string): Promise<void> {
+    const response = await this.fetch('POST', path, { headers: { 'Content-Type': contentType } }, { body: body as unknown as RequestInit['body'], duplex: 'half' } as RequestInit);
+    if (response.status >= 400) throw await this.failure('POST', path, response);
+    await response.body?.cancel();
+  }
+
+  private async failure(method: string, path: string, response: Response): Promise<Error> {
+    const text = await response.text();
+    return apiError(method, path, response.status, text === '' ? null : parseBody(text), text);
+  }
+
+  private async fetch(method: string, path: string, opts: RequestOptions, init: RequestInit): Promise<Response> {
+    try {
+      return await fetch(this.url(path, opts.query), { method, headers: this.headers(opts), ...init });
+    } catch (err) {
+      throw new SvcConnectionError(this.baseUrl, err);
+    }
+  }
+
   private async exchange<T>(
     method: string,
     path: string,
     opts: RequestOptions,
   ): Promise<{ response: ApiResponse<T>; text: string }> {
-    let response: Response;
-    try {
-      response = await fetch(this.url(path, opts.query), {
-        method,
-        headers: this.headers(opts),
-        body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
-        signal: AbortSignal.timeout(this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS),
-      });
-    } catch (err) {
-      throw new SvcConnectionError(this.baseUrl, err);
-    }
+    const response = await this.fetch(method, path, opts, {
+      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+      signal: AbortSignal.timeout(this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS),
+    });
     const text = await response.text();
     return {
       response: {

@@ -5,6 +5,7 @@ import { println } from './context';
 import { operatorGenerateRootCommand } from './generate-root';
 import { operatorInitCommand, operatorSealCommand, operatorUnsealCommand } from './operator';
 import { operatorRekeyCommand } from './rekey';
+import { operatorRaftSnapshotRestoreCommand, operatorRaftSnapshotSaveCommand } from './snapshot';
 import { deleteCommand, listCommand, readCommand } from './secrets';
 import { statusCommand } from './status';
 import { writeCommand } from './write';
@@ -26,6 +27,8 @@ const COMMANDS: Command[] = [
   operatorSealCommand,
   operatorRekeyCommand,
   operatorGenerateRootCommand,
+  operatorRaftSnapshotSaveCommand,
+  operatorRaftSnapshotRestoreCommand,
   readCommand,
   writeCommand,
   listCommand,
