@@ -4,7 +4,7 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
-import type { Readable, Writable } from 'node:stream';
+import { PassThrough, type Readable, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip, createGzip } from 'node:zlib';
 import { extract, pack } from 'tar-stream';
@@ -188,9 +188,13 @@ export async function openSnapshot(input: Readable, keyring: Keyring): Promise<O
         done(corrupt(`unexpected member ${JSON.stringify(header.name)} in the archive`));
       }
     });
+    // Piped rather than part of the pipeline: a malformed archive must not destroy the upload's
+    // connection, over which the refusal is still to be answered.
+    const source = input.pipe(new PassThrough());
     try {
-      await pipeline(input, createGunzip(), tar);
+      await pipeline(source, createGunzip(), tar);
     } catch (error) {
+      input.unpipe(source);
       if (error instanceof ServiceError) throw error;
       throw corrupt('the body is not a gzip-compressed tar archive of a snapshot, or it is truncated');
     }

@@ -116,6 +116,10 @@ function serveRequest(pipeline: HttpHandler, listener: ListenerContext, req: htt
  * rather than read the rest of a large upload.
  */
 function serveUpload(pipeline: HttpHandler, listener: ListenerContext, req: http.IncomingMessage, res: http.ServerResponse): void {
+  // A client cut off mid-upload (or one still sending when a refusal closes the connection) makes
+  // the request emit 'error'; whoever reads the body sees it through its own listener, and an
+  // unread body has none, which would end the process.
+  req.on('error', () => undefined);
   pipeline
     .handle({
       method: req.method ?? 'POST',
