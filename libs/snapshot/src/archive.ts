@@ -184,6 +184,8 @@ export async function openSnapshot(input: Readable, keyring: Keyring): Promise<O
         });
         stream.on('error', done);
       } else {
+        // Destroying the extractor errors the member's stream too: the refusal is the error reported.
+        stream.on('error', () => undefined);
         stream.resume();
         done(corrupt(`unexpected member ${JSON.stringify(header.name)} in the archive`));
       }

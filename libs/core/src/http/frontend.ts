@@ -112,8 +112,8 @@ function serveRequest(pipeline: HttpHandler, listener: ListenerContext, req: htt
 
 /**
  * A request whose body its handler reads as a stream (http/pipeline.ts, UPLOAD_PATHS), whatever
- * its size. An answer given before the body was read to its end (a refusal) closes the connection
- * rather than read the rest of a large upload.
+ * its size. What the handler left unread (a refusal comes before the body is read) is read and
+ * dropped: closing the connection over unread bytes resets it, and the client would lose the answer.
  */
 function serveUpload(pipeline: HttpHandler, listener: ListenerContext, req: http.IncomingMessage, res: http.ServerResponse): void {
   // A client cut off mid-upload (or one still sending when a refusal closes the connection) makes
@@ -130,7 +130,10 @@ function serveUpload(pipeline: HttpHandler, listener: ListenerContext, req: http
       remoteAddress: req.socket.remoteAddress,
       ...listenerRules(listener.config),
     })
-    .then((result) => send(res, listener, result, false, !req.complete))
+    .then((result) => {
+      if (!req.complete) req.resume();
+      send(res, listener, result, false);
+    })
     .catch(() => {
       requestAnswered(req.socket);
       res.destroy();
