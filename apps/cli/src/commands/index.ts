@@ -78,9 +78,9 @@ export async function runClientCommand(argv: string[], io: CliIO): Promise<numbe
   }
 }
 
+/** The command whose words begin argv, the longest first (`operator raft snapshot save` before `operator`). */
 function findCommand(argv: string[]): Command | undefined {
-  const twoWords = argv.slice(0, 2).join(' ');
-  return COMMANDS.find((command) => command.name === twoWords) ?? COMMANDS.find((command) => command.name === argv[0]);
+  return COMMANDS.filter((command) => command.name.split(' ').every((word, i) => argv[i] === word)).sort((a, b) => b.name.length - a.name.length)[0];
 }
 
 function outputFormat(value: unknown): OutputFormat {
