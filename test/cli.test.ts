@@ -280,8 +280,8 @@ describe('svc server -service', () => {
   test('names exactly the services that exist, in its usage and when refusing another', async () => {
     const refused = await svc(['server', '-dev', '-service=replication'], {});
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toContain('Error: unknown service "replication"; expected one of gateway, auth-cloud, cloud, database, sync, transit\n');
-    expect(refused.stderr).toContain('-service=NAME                 Run one app of the distributed topology: gateway, auth-cloud, cloud, database, sync, transit\n');
+    expect(refused.stderr).toContain('Error: unknown service "replication"; expected one of gateway, auth-cloud, cloud, database, snapshot, sync, transit\n');
+    expect(refused.stderr).toContain('-service=NAME                 Run one app of the distributed topology: gateway, auth-cloud, cloud, database, snapshot, sync, transit\n');
   });
 });
 

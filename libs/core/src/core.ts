@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Bus } from '@svc/bus';
 import { BusUnavailableError, decodeJson, encodeJson } from '@svc/bus';
@@ -16,6 +17,7 @@ import {
   MIGRATE_UNEXPECTED,
   Pkcs11KeyWrapper,
   Rekey,
+  SEAL_STORAGE_KEYS,
   SealUnavailableError,
   TransitKeyWrapper,
   createConfiguredSeal,
@@ -23,6 +25,7 @@ import {
   type RootKeyWrapper,
   type Seal,
 } from '@svc/seal';
+import { createSnapshot, openSnapshot, type SnapshotFile } from '@svc/snapshot';
 import { Barrier, CachedPhysical, createView, type Keyring, type Physical, type StorageView } from '@svc/storage';
 import { SYSTEM_MOUNT } from './mounts/system-mount';
 import { describeRequestError } from './http/request-errors';
@@ -56,12 +59,23 @@ const POLICY_PREFIX = 'sys/policy/';
 const KEYRING_CHANGED = 'core/keyring';
 /** Physical key counting cluster-wide seals, so a replica that missed one while cut off learns of it. */
 const SEAL_GENERATION_KEY = 'core/seal-generation';
+/** Not a storage key: tells the replicas that a snapshot replaced the whole storage. */
+const STORAGE_RESTORED = 'core/snapshot-restored';
+/**
+ * What a restore of this installation's own snapshot leaves as it is: the seal's entries (so the
+ * unseal keys and keyring in force stay in force; the keyring only grows, so it reads every
+ * snapshot of this installation) and the seal generation.
+ */
+const KEPT_ON_RESTORE: ReadonlySet<string> = new Set([...Object.values(SEAL_STORAGE_KEYS), SEAL_GENERATION_KEY]);
+const FOREIGN_SNAPSHOT =
+  'could not verify hash file, possibly the snapshot is using a different set of unseal keys; use the snapshot-force API to bypass this check';
 
 /** Storage keys whose contents gateway replicas cache in memory. */
 function isCachedKey(key: string): boolean {
   const inNamespace = key.replace(/^namespaces\/[^/]+\//, '');
   return (
     key === KEYRING_CHANGED ||
+    key === STORAGE_RESTORED ||
     key === NAMESPACES_KEY ||
     key === AUDIT_TABLE_KEY ||
     key.startsWith(TokenStore.ENTRY_PREFIX) ||
@@ -330,6 +344,7 @@ export class Core {
   private async reloadCaches(keys: string[]): Promise<void> {
     this.storageCache?.invalidate(keys);
     if (this.barrier.sealed) return;
+    if (keys.includes(STORAGE_RESTORED)) return this.reloadRestored();
     if (keys.includes(KEYRING_CHANGED)) await this.fetchRotatedKeyring();
     this.coreEngines.invalidate(keys);
     this.tokens.forgetKeys(keys);
@@ -362,10 +377,75 @@ export class Core {
       return;
     }
     await this.fetchRotatedKeyring();
+    await this.reloadState();
+  }
+
+  /** Drops every cache and reads the cached state again from storage. */
+  private async reloadState(): Promise<void> {
+    this.storageCache?.clear();
     await this.tokens.load();
     await this.namespaces.load(this.defaultKvVersion);
     await this.audit.load();
     this.leases.forgetSchedule();
+  }
+
+  /** sys/storage/raft/snapshot: an archive of the whole storage as of now (see @svc/snapshot). */
+  saveSnapshot(): Promise<SnapshotFile> {
+    return createSnapshot(this.options.physical, this.barrier.keyring);
+  }
+
+  /**
+   * sys/storage/raft/snapshot[-force]: checks the archive, then replaces the storage with it in one
+   * transaction. A snapshot of this installation keeps the seal's entries in force and every
+   * process reloads what it cached (mount tables, policies, tokens, engine backends with their
+   * caches), so the service answers as at the snapshot's time. Another installation's snapshot
+   * (forced) brings its own seal: the cluster seals, to be unsealed with that snapshot's keys.
+   */
+  async restoreSnapshot(body: Readable, force: boolean): Promise<void> {
+    const snapshot = await openSnapshot(body, this.barrier.keyring);
+    try {
+      if (!snapshot.sameInstallation && !force) throw ServiceError.badRequest(FOREIGN_SNAPSHOT);
+      const before = this.mountUuids();
+      await (this.storageCache ?? this.options.physical).replaceAll(snapshot.entries(), snapshot.sameInstallation ? KEPT_ON_RESTORE : new Set());
+      this.logger.warn({ snapshot: snapshot.meta.id, created_at: snapshot.meta.created_at, foreign: !snapshot.sameInstallation }, 'storage restored from a snapshot');
+      if (!snapshot.sameInstallation) {
+        // The storage is now readable only with the snapshot's keys: nothing is reloaded until then.
+        await this.dropBackends(before);
+        await this.sealNow();
+        return;
+      }
+      await this.reloadRestored(before);
+      this.replicas.noteWrite(STORAGE_RESTORED);
+    } finally {
+      await snapshot.dispose();
+    }
+  }
+
+  /**
+   * After a restore (here or on a peer): reloads the cached state and drops every engine backend,
+   * in this process and in every engine service, so none serves what it cached before.
+   */
+  private async reloadRestored(before: readonly string[] = this.mountUuids()): Promise<void> {
+    await this.reloadState();
+    await this.dropBackends(new Set([...before, ...this.mountUuids()]));
+  }
+
+  /** Drops the mounts' backends here and in every engine service; each is built again on its next request. */
+  private async dropBackends(uuids: Iterable<string>): Promise<void> {
+    for (const uuid of uuids) {
+      this.coreEngines.forget(uuid);
+      for (const local of this.options.localServices.values()) local.forget(uuid);
+      await this.options.bus.publish(mountRemovedSubject(this.config.bus?.subjectPrefix), encodeJson({ uuid }));
+    }
+  }
+
+  /** Every mount's uuid in every namespace, but the sys/ backend's (which is never rebuilt). */
+  private mountUuids(): string[] {
+    return this.namespaces
+      .all()
+      .flatMap((namespace) => namespace.allMounts())
+      .filter(({ mount }) => mount.type !== 'system')
+      .map(({ mount }) => mount.uuid);
   }
 
   private async sealGeneration(): Promise<number> {
@@ -662,9 +742,7 @@ export class Core {
 
   /** Deletes everything a disabled mount stored. */
   async purgeMountData(entry: MountEntry): Promise<void> {
-    this.coreEngines.forget(entry.uuid);
-    for (const local of this.options.localServices.values()) local.forget(entry.uuid);
-    await this.options.bus.publish(mountRemovedSubject(this.config.bus?.subjectPrefix), encodeJson({ uuid: entry.uuid }));
+    await this.dropBackends([entry.uuid]);
     await deleteTree(createView(this.barrier, mountStoragePrefix(entry)), '');
   }
 

@@ -91,6 +91,7 @@ export class EngineHost {
         capabilities: open ? UNRESTRICTED : capabilitySet(message.capabilities),
         remoteAddress: message.remoteAddress,
         contentType: message.contentType,
+        body: message.body,
       };
       switch (message.kind) {
         case 'operation':

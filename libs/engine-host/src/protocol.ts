@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { AuthResponse, Capability, Caller, MountInfo, Operation, Response } from '@svc/framework';
 import type { ErrorKind } from '@svc/http';
 
@@ -24,6 +25,8 @@ export interface OperationFields {
   capabilities: Capability[];
   remoteAddress?: string;
   contentType?: string;
+  /** A streamed request body (Request.body): only handed to engines in the gateway process, never over the bus. */
+  body?: Readable;
 }
 
 export type EngineReply =

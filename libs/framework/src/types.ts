@@ -2,6 +2,7 @@
  * The contract between the framework, the core and every engine. A backend is a list of path
  * declarations; everything else (parsing, coercion, validation, help, OpenAPI) derives from them.
  */
+import type { Readable } from 'node:stream';
 import type { AuthBlock } from '@svc/http';
 
 /** Field types a path can declare. Coercion rules are in fields.ts. */
@@ -94,6 +95,11 @@ export interface Request {
   remoteAddress?: string;
   /** Content type of the body, used by PATCH (merge-patch). */
   contentType?: string;
+  /**
+   * The request body as a stream, unparsed and without the listener's size limit: set only for the
+   * few gateway endpoints that take a file (snapshot restore); `data` is empty then.
+   */
+  body?: Readable;
 }
 
 /** What a handler returns; `undefined` means "nothing to return" (204). */
@@ -117,6 +123,8 @@ export interface Response {
   status?: number;
   /** Raw response body instead of the envelope (e.g. sys/health, seal-status return bare objects). */
   raw?: unknown;
+  /** A body streamed as it is (a snapshot download), its type and length in `headers`; gateway endpoints only. */
+  stream?: Readable;
   headers?: Record<string, string>;
 }
 

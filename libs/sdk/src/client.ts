@@ -1,8 +1,10 @@
 import { apiError, SvcConnectionError } from './errors';
 import { Database, KvV2, Leases, Logins, Tokens, Transit, Wrapping } from './areas';
 import { SysClient } from './sys';
-import { request as httpRequest } from 'node:http';
+import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { ApiResponse, Envelope, RequestOptions, SvcClientOptions, TlsOptions } from './types';
 
@@ -66,6 +68,35 @@ export class SvcClient {
   /** Sends a request and returns the answer whatever its status (health answers 429/503 with a body). */
   async send<T = unknown>(method: string, path: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
     return (await this.exchange<T>(method, path, opts)).response;
+  }
+
+  /**
+   * A GET whose answer is a file (a snapshot), as a stream of its bytes; statuses >= 400 throw.
+   * No timeout: a large file takes as long as it takes.
+   */
+  async download(path: string): Promise<Readable> {
+    const { request, response } = this.open('GET', path, {});
+    request.end();
+    return this.succeeded('GET', path, await response);
+  }
+
+  /** A POST whose body is a file (a snapshot restore), streamed as it is read; statuses >= 400 throw. */
+  async upload(path: string, body: Readable, contentType: string): Promise<void> {
+    const { request, response } = this.open('POST', path, { headers: { 'Content-Type': contentType } });
+    await Promise.all([pipeline(body, request), response.then(async (answer) => (await this.succeeded('POST', path, answer)).resume())]);
+  }
+
+  /** Starts a request whose body the caller streams; the answer arrives when the server gives it. */
+  private open(method: string, path: string, opts: RequestOptions): { request: ClientRequest; response: Promise<IncomingMessage> } {
+    const started = startHttp(new URL(this.url(path, opts.query)), method, this.headers(opts), undefined, this.options.tls);
+    return { request: started.request, response: started.response.catch((err: unknown) => Promise.reject(new SvcConnectionError(this.baseUrl, err))) };
+  }
+
+  /** The answer itself when it succeeded; otherwise the API error its body describes. */
+  private async succeeded(method: string, path: string, answer: IncomingMessage): Promise<IncomingMessage> {
+    if ((answer.statusCode ?? 0) < 400) return answer;
+    const text = await readText(answer);
+    throw apiError(method, path, answer.statusCode ?? 0, text === '' ? null : parseBody(text), text);
   }
 
   private async exchange<T>(
@@ -156,35 +187,41 @@ interface RawAnswer {
   text: string;
 }
 
-/** One HTTP exchange over node:http(s), which takes the TLS options (fetch in Node 20 does not). */
-function sendHttp(url: URL, method: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number, tls: TlsOptions | undefined): Promise<RawAnswer> {
+/** Starts one request over node:http(s), which takes the TLS options (fetch in Node 20 does not). */
+function startHttp(url: URL, method: string, headers: Record<string, string>, timeoutMs: number | undefined, tls: TlsOptions | undefined): { request: ClientRequest; response: Promise<IncomingMessage> } {
   const secure = url.protocol === 'https:';
   const send = secure ? httpsRequest : httpRequest;
-  return new Promise<RawAnswer>((resolve, reject) => {
-    const request = send(
+  let request!: ClientRequest;
+  const response = new Promise<IncomingMessage>((resolve, reject) => {
+    request = send(
       url,
       {
         method,
-        headers: body === undefined ? headers : { ...headers, 'Content-Length': String(Buffer.byteLength(body)) },
-        signal: AbortSignal.timeout(timeoutMs),
-        ...(secure && tls
-          ? { ca: tls.ca, cert: tls.cert, key: tls.key, servername: tls.serverName, rejectUnauthorized: !tls.insecureSkipVerify }
-          : {}),
+        headers,
+        ...(timeoutMs !== undefined && { signal: AbortSignal.timeout(timeoutMs) }),
+        ...(secure && tls ? { ca: tls.ca, cert: tls.cert, key: tls.key, servername: tls.serverName, rejectUnauthorized: !tls.insecureSkipVerify } : {}),
       },
-      (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('error', reject);
-        response.on('end', () => {
-          const flat: Record<string, string> = {};
-          for (const [name, value] of Object.entries(response.headers)) if (value !== undefined) flat[name] = String(value);
-          resolve({ status: response.statusCode ?? 0, headers: flat, text: Buffer.concat(chunks).toString('utf8') });
-        });
-      },
+      resolve,
     );
     request.on('error', reject);
-    request.end(body);
   });
+  return { request, response };
+}
+
+/** One whole HTTP exchange: the body sent, the answer read. */
+async function sendHttp(url: URL, method: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number, tls: TlsOptions | undefined): Promise<RawAnswer> {
+  const { request, response } = startHttp(url, method, body === undefined ? headers : { ...headers, 'Content-Length': String(Buffer.byteLength(body)) }, timeoutMs, tls);
+  request.end(body);
+  const answer = await response;
+  const flat: Record<string, string> = {};
+  for (const [name, value] of Object.entries(answer.headers)) if (value !== undefined) flat[name] = String(value);
+  return { status: answer.statusCode ?? 0, headers: flat, text: await readText(answer) };
+}
+
+async function readText(stream: Readable): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** Vault's client retries these: a server error other than "not implemented", and 412 (a replica not caught up yet). */

@@ -6,7 +6,8 @@ import { cloudBackendFactory } from '@svc/engine-cloud';
 import { approleBackendFactory } from '@svc/auth-approle';
 import type { ServerConfig } from '@svc/config';
 import type { LockManager } from '@svc/locks';
-import type { StorageView } from '@svc/storage';
+import type { Barrier, Physical, StorageView } from '@svc/storage';
+import { SnapshotScheduler } from '@svc/snapshot';
 import { SyncWorker } from '@svc/sync-worker';
 import type { Logger } from 'pino';
 import { userpassBackendFactory } from '@svc/auth-userpass';
@@ -32,8 +33,10 @@ export const ENGINE_TYPES: readonly EngineType[] = [
 /** The registry of the types above, for what needs no core: service processes, flags, configuration. */
 export const engineTypes = new EngineRegistry(ENGINE_TYPES);
 
-/** What a worker service runs on: the barrier's root, locks, a logger, the configuration. */
+/** What a worker service runs on: the physical storage and its barrier (and a view of the barrier's root), locks, a logger, the configuration. */
 export interface WorkerContext {
+  physical: Physical;
+  barrier: Barrier;
   storage: StorageView;
   locks: LockManager;
   logger: Logger;
@@ -54,6 +57,15 @@ export const WORKER_SERVICES: readonly WorkerService[] = [
       const worker = new SyncWorker({ storage, locks, logger, endpoints: config.providerEndpoints, sealed });
       worker.start();
       return worker;
+    },
+  },
+  {
+    // The automated snapshots: reads the ciphertext of the whole storage directly, so no snapshot crosses the bus.
+    name: 'snapshot',
+    start: ({ physical, barrier, locks, logger }) => {
+      const scheduler = new SnapshotScheduler({ physical, barrier, locks, logger });
+      scheduler.start();
+      return scheduler;
     },
   },
 ];

@@ -61,7 +61,7 @@ export async function runGateway(config: ServerConfig, options: GatewayOptions, 
     localServices.set(service, new EngineHost(service, engineTypes.factoriesFor(service), core.barrier, { locks: shared.locks, logger }));
   }
   await core.start();
-  const workers = startWorkers(hosted, { storage: createView(core.barrier, ''), locks: shared.locks, logger, config, sealed: () => core.barrier.sealed });
+  const workers = startWorkers(hosted, { physical, barrier: core.barrier, storage: createView(core.barrier, ''), locks: shared.locks, logger, config, sealed: () => core.barrier.sealed });
   await options.beforeListen?.(core);
   const ui = config.ui ? new UiAssets(DEFAULT_UI_DIRECTORY) : undefined;
   const frontend: HttpFrontend = await startHttpFrontend(new RequestPipeline(core.requestHandler(), logger, logRequest, ui), config.listeners);
@@ -109,7 +109,7 @@ export async function runService(config: ServerConfig, service: string, { logger
   await receiver.start();
   const host = new EngineHost(service, engineTypes.factoriesFor(service), barrier, { locks: shared.locks, logger });
   const cluster = host.follow(shared.bus, subjectPrefix);
-  const workers = startWorkers([service], { storage: createView(barrier, ''), locks: shared.locks, logger, config, sealed: () => barrier.sealed });
+  const workers = startWorkers([service], { physical, barrier, storage: createView(barrier, ''), locks: shared.locks, logger, config, sealed: () => barrier.sealed });
   // A listener, when configured, serves the service's health to orchestrators' probes.
   const health = serviceHealthHandler({
     service,

@@ -1,4 +1,4 @@
-import type { Physical, Transaction } from './types';
+import type { Physical, StoredEntry, Transaction } from './types';
 
 const DEFAULT_MAX_ENTRIES = 50_000;
 
@@ -72,6 +72,18 @@ export class CachedPhysical implements Physical {
     );
     for (const [key, value] of written) this.remember(key, value);
     return result;
+  }
+
+  scan<T>(consume: (entries: AsyncIterable<StoredEntry>) => Promise<T>): Promise<T> {
+    return this.inner.scan(consume);
+  }
+
+  async replaceAll(entries: AsyncIterable<StoredEntry>, keep: ReadonlySet<string>): Promise<void> {
+    try {
+      await this.inner.replaceAll(entries, keep);
+    } finally {
+      this.entries.clear();
+    }
   }
 
   /** Forgets keys another process may have changed. */

@@ -5,6 +5,7 @@ export { PostgresPhysical, type PostgresPhysicalOptions } from './postgres';
 export { EmbeddedPhysical, type EmbeddedPhysicalOptions } from './embedded';
 export { createPhysical } from './factory';
 export { Barrier, type WriteListener } from './barrier';
+export { BarrierCipher } from './barrier-cipher';
 export { createView } from './view';
 export { RecordStore } from './record-store';
 export { CachedPhysical } from './cache';

@@ -1,7 +1,7 @@
 import { Mutex } from 'async-mutex';
 import BTree from 'sorted-btree';
 import { checkKey, checkListPrefix } from './keys';
-import type { Physical, Transaction } from './types';
+import type { Physical, StoredEntry, Transaction } from './types';
 
 /**
  * Immediate children of `prefix` in a sorted key space. Keys under a sub-directory are skipped
@@ -94,6 +94,27 @@ export class InmemPhysical implements Physical {
 
   async delete(key: string): Promise<void> {
     return this.writers.runExclusive(() => this.committed.delete(key));
+  }
+
+  /** Iterates an O(1) copy-on-write clone of the committed tree: later writes do not reach it. */
+  async scan<T>(consume: (entries: AsyncIterable<StoredEntry>) => Promise<T>): Promise<T> {
+    const tree = this.committed.tree.clone();
+    async function* entries(): AsyncGenerator<StoredEntry> {
+      for (const [key, value] of tree.entries()) yield { key, value: Buffer.from(value) };
+    }
+    return consume(entries());
+  }
+
+  async replaceAll(entries: AsyncIterable<StoredEntry>, keep: ReadonlySet<string>): Promise<void> {
+    await this.writers.runExclusive(async () => {
+      const tree = new BTree<string, Buffer>();
+      for (const key of keep) {
+        const value = this.committed.tree.get(key);
+        if (value !== undefined) tree.set(key, value);
+      }
+      for await (const { key, value } of entries) if (!keep.has(key)) tree.set(checkKey(key), Buffer.from(value));
+      this.committed = new TreeOperations(tree);
+    });
   }
 
   async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {

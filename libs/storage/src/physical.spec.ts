@@ -271,6 +271,60 @@ describe.each([inmem, postgres, embedded])('Physical conformance: $name', (backe
     expect(await store.list('')).toEqual(['big/', 'bigger/']);
   }, 120_000);
 
+  /** Every entry a scan hands over, as key → text. */
+  const scanned = (from: Physical): Promise<Record<string, string>> =>
+    from.scan(async (entries) => {
+      const seen: Record<string, string> = {};
+      for await (const { key, value } of entries) seen[key] = value.toString('utf8');
+      return seen;
+    });
+
+  it('scans every entry as of one point in time, across more than one batch', async () => {
+    const names = Array.from({ length: 1_234 }, (_, i) => `k${i}`);
+    await fixture.bulkInsert('many/', names, bytes('v'));
+    await store.put('top', bytes('top'));
+    await store.put('a/b/c', bytes('deep'));
+    let lateWrite: Promise<void> | undefined;
+    const seen = await store.scan(async (entries) => {
+      const keys: string[] = [];
+      for await (const { key } of entries) {
+        // Not awaited here: the embedded store runs it only once the scan has returned.
+        lateWrite ??= fixture.peer.put('late', bytes('late'));
+        keys.push(key);
+      }
+      return keys;
+    });
+    await lateWrite;
+    expect(seen.sort()).toEqual(['a/b/c', ...names.map((name) => `many/${name}`), 'top'].sort());
+    expect(await store.get('late')).toEqual(bytes('late'));
+  }, 60_000);
+
+  it('replaces the whole store in one transaction, keeping the entries asked for', async () => {
+    await store.put('old/gone', bytes('old'));
+    await store.put('seal/kept', bytes('current'));
+    async function* incoming(): AsyncGenerator<{ key: string; value: Buffer }> {
+      for (let i = 0; i < 450; i++) yield { key: `new/k${i}`, value: bytes(`v${i}`) };
+      yield { key: 'seal/kept', value: bytes('from the snapshot') };
+    }
+    await store.replaceAll(incoming(), new Set(['seal/kept', 'seal/absent']));
+    const after = await scanned(store);
+    expect(Object.keys(after)).toHaveLength(451);
+    expect(after['seal/kept']).toBe('current');
+    expect(after['new/k449']).toBe('v449');
+    expect(after['old/gone']).toBeUndefined();
+    expect(await store.list('')).toEqual(['new/', 'seal/']);
+  });
+
+  it('keeps the store as it was when the replacement fails midway', async () => {
+    await store.put('before', bytes('before'));
+    async function* failing(): AsyncGenerator<{ key: string; value: Buffer }> {
+      for (let i = 0; i < 300; i++) yield { key: `partial/k${i}`, value: bytes('v') };
+      throw new Error('archive truncated');
+    }
+    await expect(store.replaceAll(failing(), new Set())).rejects.toThrow('archive truncated');
+    expect(await scanned(store)).toEqual({ before: 'before' });
+  });
+
   it('rejects empty keys, keys ending in a slash and list prefixes without one', async () => {
     await expect(store.put('', bytes('x'))).rejects.toMatchObject({ kind: 'bad-request', message: expect.stringContaining('empty') });
     await expect(store.get('dir/')).rejects.toMatchObject({ kind: 'bad-request', message: expect.stringContaining("end in '/'") });
@@ -294,7 +348,7 @@ describe('PostgresPhysical', () => {
     await fixture.store.put('small/a', bytes('v'));
     const plan = await withPgClient(async (client) => {
       await client.query(`ANALYZE "${table}"`);
-      const { rows } = await client.query(`EXPLAIN ${storeStatements(table).list.text}`, ['/small/', '/small0']);
+      const { rows } = await client.query(`EXPLAIN ${storeStatements(table, 500).list.text}`, ['/small/', '/small0']);
       return rows.map((row: Record<string, string>) => row['QUERY PLAN']).join('\n');
     });
     expect(plan).not.toContain('Seq Scan');

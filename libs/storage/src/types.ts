@@ -28,11 +28,28 @@ export interface TransactionalStore extends KeyValueStore {
   transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
 }
 
+/** One stored entry as the physical store holds it (barrier ciphertext, or a seal entry). */
+export interface StoredEntry {
+  key: string;
+  value: Buffer;
+}
+
 export interface Physical extends TransactionalStore {
   readonly kind: 'postgresql' | 'embedded' | 'inmem';
   /** Opens connections and runs migrations. */
   open(): Promise<void>;
   close(): Promise<void>;
+  /**
+   * Hands `consume` every entry of the store as of one point in time, a batch at a time (constant
+   * memory whatever the size of the store); writes made meanwhile are not seen. The embedded
+   * store serves nothing else until `consume` returns.
+   */
+  scan<T>(consume: (entries: AsyncIterable<StoredEntry>) => Promise<T>): Promise<T>;
+  /**
+   * Replaces the whole store with `entries` in one transaction, except the keys in `keep`, whose
+   * current entries stay (an entry of `entries` under such a key is skipped).
+   */
+  replaceAll(entries: AsyncIterable<StoredEntry>, keep: ReadonlySet<string>): Promise<void>;
 }
 
 /** A change that passed through the barrier; listeners hook replication, snapshots, cache invalidation. */

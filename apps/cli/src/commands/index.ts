@@ -15,6 +15,9 @@ const API_ERROR_EXIT_CODE = 2;
 const HELP_WORDS = new Set(['help', '-help', '--help', '-h']);
 const FORMATS: readonly OutputFormat[] = ['table', 'json', 'yaml'];
 
+/** The most words a command's name has (`operator raft snapshot save`). */
+const MAX_COMMAND_WORDS = Math.max(...COMMANDS.map((entry) => entry.name.split(' ').length));
+
 /** The commands `bin/svc.js` runs itself (they start servers); listed here for `svc -h`. */
 const SERVER_COMMANDS = [
   ['server', 'Start a server (svc server -h for its flags).'],
@@ -120,7 +123,7 @@ async function readPem(path: string, flag: string): Promise<string> {
 
 /** The longest command name that starts `argv`: "kv metadata get" before "kv". */
 function findCommand(argv: string[]): CommandEntry | undefined {
-  for (let words = 3; words > 0; words--) {
+  for (let words = MAX_COMMAND_WORDS; words > 0; words--) {
     const name = argv.slice(0, words).join(' ');
     const found = COMMANDS.find((entry) => entry.name === name);
     if (found) return found;
@@ -139,8 +142,10 @@ async function unknownCommand(argv: string[], io: CliIO): Promise<number> {
   }
   if (argv.length > 0) {
     const names = [...COMMANDS.map((entry) => entry.name), ...SERVER_COMMANDS.map(([name]) => name)];
-    // The command is one to three words; the rest are its arguments.
-    const near = [3, 2, 1].map((count) => closest(words.slice(0, count).join(' '), names)).find(Boolean);
+    // The command is its first words; the rest are its arguments.
+    const near = Array.from({ length: MAX_COMMAND_WORDS }, (_, i) => MAX_COMMAND_WORDS - i)
+      .map((count) => closest(words.slice(0, count).join(' '), names))
+      .find(Boolean);
     println(io.stderr, `Unknown command: ${argv.join(' ')}${near ? ` (did you mean "svc ${near}"?)` : ''}\n`);
   }
   println(io.stderr, await usage(COMMANDS));

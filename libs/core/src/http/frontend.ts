@@ -1,11 +1,12 @@
 import * as http from 'node:http';
 import type { Socket } from 'node:net';
+import { pipeline } from 'node:stream/promises';
 import type { ListenerConfig } from '@svc/config';
 import type { JsonBody } from '@svc/http';
 import { bindListener, type BoundListener, type ListenerContext } from './listeners';
 import type { HeaderList } from './headers';
 import { onParseError, requestAnswered, requestStarted, writeAndClose } from './list-method';
-import { jsonError, type HttpRequest, type HttpResult } from './pipeline';
+import { isUploadRequest, jsonError, type HttpRequest, type HttpResult } from './pipeline';
 import type { HttpHandler } from './service-health';
 
 /**
@@ -81,6 +82,10 @@ function serveRequest(pipeline: HttpHandler, listener: ListenerContext, req: htt
     send(res, listener, refusal, false, true);
     return;
   }
+  if (isUploadRequest(req.method, req.url)) {
+    serveUpload(pipeline, listener, req, res);
+    return;
+  }
   const limit = listener.config.maxRequestSize;
   readBody(req, limit).then(
     (body) => {
@@ -103,6 +108,36 @@ function serveRequest(pipeline: HttpHandler, listener: ListenerContext, req: htt
     requestAnswered(req.socket);
     res.destroy();
   });
+}
+
+/**
+ * A request whose body its handler reads as a stream (http/pipeline.ts, UPLOAD_PATHS), whatever
+ * its size. What the handler left unread (a refusal comes before the body is read) is read and
+ * dropped: closing the connection over unread bytes resets it, and the client would lose the answer.
+ */
+function serveUpload(pipeline: HttpHandler, listener: ListenerContext, req: http.IncomingMessage, res: http.ServerResponse): void {
+  // A client cut off mid-upload (or one still sending when a refusal closes the connection) makes
+  // the request emit 'error'; whoever reads the body sees it through its own listener, and an
+  // unread body has none, which would end the process.
+  req.on('error', () => undefined);
+  pipeline
+    .handle({
+      method: req.method ?? 'POST',
+      url: req.url ?? '/',
+      headers: req.headers,
+      body: undefined,
+      bodyStream: req,
+      remoteAddress: req.socket.remoteAddress,
+      ...listenerRules(listener.config),
+    })
+    .then((result) => {
+      if (!req.complete) req.resume();
+      send(res, listener, result, false);
+    })
+    .catch(() => {
+      requestAnswered(req.socket);
+      res.destroy();
+    });
 }
 
 /**
@@ -135,9 +170,19 @@ function send(res: http.ServerResponse, listener: ListenerContext, result: HttpR
   // The connection cannot carry another request (its parser failed): it closes after this answer.
   if (close) headers.push('connection', 'close');
   res.writeHead(result.status, headers);
+  if (result.stream) {
+    // Node drops the body of an answer to HEAD; a client that goes away mid-download ends the
+    // stream, whose owner cleans up on its 'close'.
+    pipeline(result.stream, res).then(
+      () => requestAnswered(res.socket as Socket),
+      () => res.destroy(),
+    );
+    return;
+  }
   res.end(head ? undefined : body);
   requestAnswered(res.socket as Socket);
 }
+
 
 const NO_HEADERS: HeaderList = [];
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { JsonLimits } from '@svc/config';
 import type { Operation, Response } from '@svc/framework';
@@ -14,6 +15,8 @@ export interface HttpRequest {
   url: string;
   headers: Record<string, string | string[] | undefined>;
   body: Buffer | undefined;
+  /** The body of an upload path (`isUploadRequest`), left unread for its handler to stream; `body` is undefined then. */
+  bodyStream?: Readable;
   remoteAddress?: string;
   requireRequestHeader: boolean;
   /** The listener's limits on a JSON body. */
@@ -25,6 +28,8 @@ export interface HttpRequest {
 export interface HttpResult {
   status: number;
   body?: JsonBody;
+  /** A body streamed to the client instead of `body` (a snapshot download); its headers say its type and length. */
+  stream?: Readable;
   contentType?: string;
   headers?: Record<string, string>;
   /** Unknown-path answers carry only the `default` custom headers (Document 1, rule 3). */
@@ -38,6 +43,18 @@ export interface RequestLine {
   path: string;
   status: number;
   durationMs: number;
+}
+
+/**
+ * Paths whose request body is a file, not JSON: the HTTP layer hands it to the handler as a stream
+ * and the listener's max_request_size does not apply (a snapshot is as large as the storage).
+ */
+const UPLOAD_PATHS = new Set(['/v1/sys/storage/raft/snapshot', '/v1/sys/storage/raft/snapshot-force']);
+
+export function isUploadRequest(method: string | undefined, url: string | undefined): boolean {
+  if (method !== 'POST' && method !== 'PUT') return false;
+  const queryStart = url?.indexOf('?') ?? -1;
+  return UPLOAD_PATHS.has(queryStart < 0 ? (url ?? '') : url!.slice(0, queryStart));
 }
 
 /** Longest logical path taken (namespace included), which bounds every name in it: keys, roles, namespaces. */
@@ -137,6 +154,7 @@ function logicalRequest(req: HttpRequest, id: string, urlPath: string, query: UR
     remoteAddress: req.remoteAddress,
     headers: req.headers,
     contentType: header(req, 'content-type'),
+    body: req.bodyStream,
   };
 }
 
@@ -169,6 +187,7 @@ function respond(operation: Operation, response: Response | undefined, body: Out
   // A read that finds nothing is a 404, as in Vault.
   if (!response || !body) return operation === 'read' ? jsonError(404, []) : { status: 204 };
   if (response.raw !== undefined) return json(response.status ?? 200, response.raw, response.headers);
+  if (response.stream) return { status: response.status ?? 200, stream: response.stream, headers: response.headers };
   const hasBody = body.data !== null || body.warnings !== null || body.auth !== null || body.lease_id !== '';
   if (!hasBody) return { status: response.status ?? 204, headers: response.headers };
   return envelopeResult(response.status ?? 200, body, response.headers, response.dataAtTopLevel);

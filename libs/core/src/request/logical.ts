@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { Operation, Response } from '@svc/framework';
 import { envelope, JsonText, type OutgoingEnvelope, type WrapInfo } from '@svc/http';
 
@@ -22,6 +23,8 @@ export interface LogicalRequest {
   /** Handed to the engines in the gateway process only (e.g. sys/wrapping reads the wrap TTL). */
   headers: RequestHeaders;
   contentType?: string;
+  /** The unparsed body of an upload path (see http/pipeline.ts), handed to gateway engines only. */
+  body?: Readable;
 }
 
 export interface Lease {

@@ -277,6 +277,7 @@ function engineRequest(ctx: Context, mount: MountInfo, mountPath: string, capabi
     capabilities: capabilityList(capabilities),
     remoteAddress: req.remoteAddress,
     contentType: req.contentType,
+    body: inProcess ? req.body : undefined,
   };
 }
 

@@ -17,9 +17,11 @@ import { internalUiPaths } from './internal-ui-paths';
 import { syncPaths } from './sync-paths';
 import { toolPaths } from '@svc/engine-transit';
 
+import { snapshotPaths } from './snapshot-paths';
+
 const SYSTEM_HELP = `The system backend: initialization and seal management, rekey and root token
 generation, mounts of secrets engines and auth methods, policies, namespaces, leases, response
-wrapping, tools (random bytes, hashes), host information, token counts, secret sync destinations and associations, the API description of this server and what the web UI asks.`;
+wrapping, tools (random bytes, hashes), host information, token counts, storage snapshots, secret sync destinations and associations, the API description of this server and what the web UI asks.`;
 
 export function createSystemBackend(core: Core): Backend {
   return new Backend({
@@ -39,6 +41,7 @@ export function createSystemBackend(core: Core): Backend {
       ...hostInfoPaths(),
       ...counterPaths(core),
       ...syncPaths(core),
+      ...snapshotPaths(core),
       ...openApiPaths(core),
       ...internalUiPaths(core),
       ...toolPaths('tools/'),

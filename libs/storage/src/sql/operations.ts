@@ -8,7 +8,7 @@ export type Row = Record<string, unknown>;
 export type RunStatement = (statement: Statement, values: unknown[]) => Promise<Row[]>;
 
 /** pg returns bytea as Buffer, PGlite as Uint8Array; both become a Buffer without copying. */
-function asBuffer(value: unknown): Buffer {
+export function asBuffer(value: unknown): Buffer {
   const bytes = value as Uint8Array;
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }

@@ -1,8 +1,15 @@
 import { DataSource, MigrationExecutor, type DataSourceOptions } from 'typeorm';
-import type { Physical, Transaction } from '../types';
+import type { Physical, StoredEntry, Transaction } from '../types';
 import { storeMigrations } from './migrations';
-import { type Row, SqlOperations } from './operations';
+import { rowAddress } from './layout';
+import { asBuffer, type Row, SqlOperations } from './operations';
 import { type Statement, type StoreStatements, storeStatements } from './statements';
+
+type IsolationLevel = 'READ COMMITTED' | 'REPEATABLE READ';
+
+/** Rows fetched from the scan's cursor at a time, and rows written per INSERT by replaceAll. */
+const SCAN_BATCH_ROWS = 500;
+const INSERT_BATCH_ROWS = 200;
 
 export type PostgresDataSourceOptions = Extract<DataSourceOptions, { type: 'postgres' }>;
 
@@ -23,7 +30,7 @@ export abstract class SqlPhysical implements Physical {
   private readonly statements: StoreStatements;
 
   protected constructor(private readonly table: string) {
-    this.statements = storeStatements(table);
+    this.statements = storeStatements(table, SCAN_BATCH_ROWS);
   }
 
   /** Driver-specific data source options (connection URL and pool, or the PGlite driver). */
@@ -83,15 +90,63 @@ export abstract class SqlPhysical implements Physical {
   }
 
   async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+    return this.inTransaction('READ COMMITTED', async (connection) => {
+      const tx = new SqlOperations(this.statements, (statement, values) => this.runOn(connection, statement, values));
+      try {
+        return await fn(tx);
+      } finally {
+        tx.finish();
+      }
+    });
+  }
+
+  /** A cursor inside one repeatable-read transaction: every batch comes from the same point in time. */
+  async scan<T>(consume: (entries: AsyncIterable<StoredEntry>) => Promise<T>): Promise<T> {
+    return this.inTransaction('REPEATABLE READ', async (connection) => {
+      await this.runOn(connection, this.statements.scanCursor, []);
+      const fetchBatch = () => this.runOn(connection, this.statements.scanFetch, []);
+      async function* entries(): AsyncGenerator<StoredEntry> {
+        for (let rows = await fetchBatch(); rows.length > 0; rows = await fetchBatch()) {
+          for (const row of rows) yield { key: (row.parent_path as string).slice(1) + (row.name as string), value: asBuffer(row.value) };
+        }
+      }
+      return consume(entries());
+    });
+  }
+
+  async replaceAll(entries: AsyncIterable<StoredEntry>, keep: ReadonlySet<string>): Promise<void> {
+    await this.inTransaction('READ COMMITTED', async (connection) => {
+      const tx = new SqlOperations(this.statements, (statement, values) => this.runOn(connection, statement, values));
+      const kept: StoredEntry[] = [];
+      for (const key of keep) {
+        const value = await tx.get(key);
+        if (value) kept.push({ key, value });
+      }
+      await this.runOn(connection, this.statements.deleteAll, []);
+      let batch = kept;
+      for await (const entry of entries) {
+        if (keep.has(entry.key)) continue;
+        batch.push(entry);
+        if (batch.length >= INSERT_BATCH_ROWS) {
+          await this.runOn(connection, this.statements.insertRows(batch.length), insertValues(batch));
+          batch = [];
+        }
+      }
+      if (batch.length > 0) await this.runOn(connection, this.statements.insertRows(batch.length), insertValues(batch));
+      tx.finish();
+    });
+  }
+
+  /** Runs `work` on one connection inside a transaction, committed when it returns, rolled back when it throws. */
+  private inTransaction<T>(isolation: IsolationLevel, work: (connection: SqlConnection) => Promise<T>): Promise<T> {
     const { dataSource } = this.connection();
     return this.exclusive(async () => {
       const runner = dataSource.createQueryRunner();
       try {
         const connection = (await runner.connect()) as SqlConnection;
-        await runner.startTransaction();
-        const tx = new SqlOperations(this.statements, (statement, values) => this.runOn(connection, statement, values));
+        await runner.startTransaction(isolation);
         try {
-          const result = await fn(tx);
+          const result = await work(connection);
           await runner.commitTransaction();
           return result;
         } catch (error) {
@@ -99,8 +154,6 @@ export abstract class SqlPhysical implements Physical {
           // gone, and the server aborts the transaction then anyway.
           if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
           throw error;
-        } finally {
-          tx.finish();
         }
       } finally {
         await runner.release();
@@ -132,4 +185,12 @@ export abstract class SqlPhysical implements Physical {
   private operations(): SqlOperations {
     return this.connection().direct;
   }
+}
+
+/** The parameters of `insertRows(entries.length)`: directory, name and value of each entry in turn. */
+function insertValues(entries: readonly StoredEntry[]): unknown[] {
+  return entries.flatMap(({ key, value }) => {
+    const { directory, name } = rowAddress(key);
+    return [directory, name, value];
+  });
 }

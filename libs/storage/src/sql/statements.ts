@@ -10,6 +10,12 @@ export interface StoreStatements {
   delete: Statement;
   list: Statement;
   lock: Statement;
+  /** Opens the cursor `svc_scan` over every row (inside a transaction); `scanFetch` reads its next batch. */
+  scanCursor: Statement;
+  scanFetch: Statement;
+  deleteAll: Statement;
+  /** Inserts `rows` rows: $1-$3 the first row's directory, name and value, $4-$6 the second's, ... */
+  insertRows(rows: number): Statement;
 }
 
 const SAFE_TABLE_NAME = /^[a-z_][a-z0-9_]{0,47}$/;
@@ -31,7 +37,7 @@ export function quoteTable(table: string): string {
  * with the number of children, not with the number of keys below them.
  * $1 stored directory, $2 its upper bound.
  */
-export function storeStatements(table: string): StoreStatements {
+export function storeStatements(table: string, scanBatchRows: number): StoreStatements {
   const t = quoteTable(table);
   const nextSegment = `split_part(substr(parent_path, length($1::text) + 1), '/', 1)`;
   return {
@@ -63,5 +69,13 @@ export function storeStatements(table: string): StoreStatements {
     },
     // Namespaced by table so stores sharing a database do not contend on each other's keys.
     lock: { name: 'svc_storage_lock', text: `SELECT pg_advisory_xact_lock(hashtextextended('${table}:' || $1::text, 0))` },
+    // Unnamed: a cursor lives only in its transaction, and the batch statements vary in length.
+    scanCursor: { name: '', text: `DECLARE svc_scan NO SCROLL CURSOR FOR SELECT parent_path, name, value FROM ${t} ORDER BY parent_path, name` },
+    scanFetch: { name: '', text: `FETCH ${scanBatchRows} FROM svc_scan` },
+    deleteAll: { name: '', text: `DELETE FROM ${t}` },
+    insertRows: (rows) => ({
+      name: '',
+      text: `INSERT INTO ${t} (parent_path, name, value) VALUES ${Array.from({ length: rows }, (_, i) => `($${3 * i + 1}, $${3 * i + 2}, $${3 * i + 3})`).join(', ')}`,
+    }),
   };
 }

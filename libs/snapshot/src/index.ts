@@ -1,0 +1,4 @@
+export * from './archive';
+export * from './config';
+export * from './targets';
+export * from './scheduler';
