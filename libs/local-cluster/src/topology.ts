@@ -31,6 +31,8 @@ export interface TopologyOptions {
   nats?: { url: string; gateway?: string; service?: string };
   /** More HCL for the gateways (all-in-one: the process), e.g. a `seal` stanza. */
   gatewayConfig?: string;
+  /** More HCL for the engine services (distributed only), e.g. `log_level = "debug"`. */
+  serviceConfig?: string;
 }
 
 export interface Topology {
@@ -109,7 +111,8 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
         ...(options.services ?? []).map((service, i, all) => {
           const copy = all.slice(0, i).filter((s) => s === service).length;
           const name = copy === 0 ? service : `${service}-${copy}`;
-          return start(name, [configFor(name, options.serviceListeners ? PLAIN_LISTENER : '', options.nats?.service), `-service=${service}`]);
+          const listeners = options.serviceListeners ? PLAIN_LISTENER : '';
+          return start(name, [configFor(name, `${listeners}\n${options.serviceConfig ?? ''}`, options.nats?.service), `-service=${service}`]);
         }),
       ]);
       processes.push(...rest);
