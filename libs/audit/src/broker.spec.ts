@@ -1,3 +1,4 @@
+import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { ServiceError } from '@svc/http';
@@ -121,6 +122,25 @@ describe('AuditBroker', () => {
     expect(String(deviceErrors[0].error)).not.toContain(SECRETS.clientToken);
     const responseError = await captureError(broker.logResponse({ request: sampleRequest() }));
     expect(responseError.errors).toEqual(['audit: no audit device could log the response']);
+  });
+
+  it('reopens every device after a rotation, reporting one that cannot reopen and returning the others', async () => {
+    broker.register(fileDevice('rotated'));
+    const nested = new FileAuditDevice('nested', { file_path: join(temp.dir, 'nested', 'audit.log') }, randomBytes(32));
+    broker.register(nested);
+    await broker.logRequest({ request: sampleRequest() });
+    renameSync(join(temp.dir, 'rotated.log'), join(temp.dir, 'rotated.log.1'));
+    // A file where the device's directory was: it cannot be opened again.
+    rmSync(join(temp.dir, 'nested'), { recursive: true });
+    writeFileSync(join(temp.dir, 'nested'), '');
+
+    expect(await broker.reopen()).toEqual(['rotated']);
+    expect(deviceErrors.map((failure) => failure.path)).toEqual(['nested']);
+    expect(String(deviceErrors[0].error)).toContain('ENOTDIR');
+
+    await broker.logResponse({ request: sampleRequest(), response: sampleResponse() });
+    expect(linesOf('rotated').map((line) => line.type)).toEqual(['response']);
+    expect(readLines(join(temp.dir, 'rotated.log.1')).map((line) => JSON.parse(line).type)).toEqual(['request']);
   });
 
   it('succeeds when another device logged the entry, still reporting the failed one', async () => {

@@ -76,6 +76,17 @@ export class AuditBroker {
     return device.hash(input);
   }
 
+  /** Reopens every device (log rotation); one that fails is reported and the rest still reopen. Returns the paths reopened. */
+  async reopen(): Promise<string[]> {
+    const devices = this.list();
+    const outcomes = await Promise.allSettled(devices.map((device) => device.reopen()));
+    return devices.filter((device, index) => {
+      const outcome = outcomes[index];
+      if (outcome.status === 'rejected') this.onDeviceError(device.path, outcome.reason);
+      return outcome.status === 'fulfilled';
+    }).map((device) => device.path);
+  }
+
   async close(): Promise<void> {
     const devices = this.list();
     this.devices.clear();

@@ -90,6 +90,8 @@ export interface AuditDevice {
   log(line: AuditLine, nonHmacKeys?: NonHmacKeys): Promise<void>;
   /** The HMAC this device writes for `input` (sys/audit-hash). */
   hash(input: string): string;
+  /** Reopens what the device writes to, so a log rotated away is followed by a new file (SIGHUP). */
+  reopen(): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -1,7 +1,7 @@
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, DEFAULT_JSON_LIMITS, DEFAULT_TIMEOUTS, devConfig, loadConfigFile, parseConfig, parseHcl } from './index';
+import { ConfigError, DEFAULT_ADDRESS, DEFAULT_JSON_LIMITS, DEFAULT_TIMEOUTS, devConfig, loadConfigFile, parseConfig, parseHcl } from './index';
 
 /** What the server's registry would pass: the config lib knows no service names of its own. */
 const KNOWN_SERVICES = ['gateway', 'transit'];
@@ -672,6 +672,39 @@ describe('loadConfigFile', () => {
     await expectConfigError(loadConfigFile(path, KNOWN_SERVICES), `${path}: a storage stanza is required`);
     await expectConfigError(loadConfigFile(join(dir, 'server.yaml'), KNOWN_SERVICES), 'configuration files must end in .hcl or .json');
     await expectConfigError(loadConfigFile(join(dir, 'missing.hcl'), KNOWN_SERVICES), 'cannot read configuration file (ENOENT)');
+  });
+});
+
+describe('unknown fields', () => {
+  it('are warnings naming the file, the stanza and the field, in every stanza of an HCL file, without their values', async () => {
+    const path = join(dir, 'typos.hcl');
+    await writeFile(
+      path,
+      `listener "tcp" {\n  tls_disable = true\n}\nlistener "tcp" {\n  adress = "127.0.0.1:8300"\n  tls_disable = true\n}\n` +
+        `storage "inmem" {}\nbus "nats" {\n  servers = ["nats://a:4222"]\n  subjet_prefix = "hunter2"\n}\n` +
+        `locks "redis" {\n  address = "127.0.0.1:6379"\n  key_prefx = "svc:"\n}\n` +
+        `seal "transit" {\n  address = "https://seal:8200"\n  token = "s.t"\n  key_name = "autounseal"\n  mount = "transit"\n}\nlog_levl = "debug"\n`,
+    );
+    const config = await loadConfigFile(path, KNOWN_SERVICES);
+    expect(config.listeners[1].address).toBe(DEFAULT_ADDRESS);
+    expect(config.warnings).toEqual([
+      `${path}: listener "tcp" [1]: unknown field "adress" ignored`,
+      `${path}: bus "nats": unknown field "subjet_prefix" ignored`,
+      `${path}: locks "redis": unknown field "key_prefx" ignored`,
+      `${path}: seal "transit": unknown field "mount" ignored`,
+      `${path}: unknown field "log_levl" ignored`,
+    ]);
+    expect(config.warnings?.join()).not.toContain('hunter2');
+  });
+
+  it('are warnings in a JSON file too', async () => {
+    const path = join(dir, 'typos.json');
+    await writeFile(path, JSON.stringify({ listener: [{ tcp: { tls_disable: true, adress: '127.0.0.1:8300' } }], storage: { embedded: { path: dir, pth: dir } }, uii: true }));
+    expect((await loadConfigFile(path, KNOWN_SERVICES)).warnings).toEqual([
+      `${path}: listener "tcp" [0]: unknown field "adress" ignored`,
+      `${path}: storage "embedded": unknown field "pth" ignored`,
+      `${path}: unknown field "uii" ignored`,
+    ]);
   });
 });
 

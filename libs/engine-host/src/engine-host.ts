@@ -72,7 +72,34 @@ export class EngineHost {
     };
   }
 
+  /**
+   * Serves one message from the gateway and logs it at debug: the gateway's request id, where and
+   * what, the outcome and how long it took; never the request's or the response's data.
+   */
   async handle(message: EngineRequest): Promise<EngineReply> {
+    const started = performance.now();
+    const reply = await this.serve(message);
+    const { logger } = this.services;
+    if (logger.isLevelEnabled('debug')) {
+      logger.debug(
+        {
+          request_id: message.requestId,
+          kind: message.kind,
+          namespace: message.mount.namespace,
+          mount: message.mount.path,
+          path: message.path,
+          operation: message.operation,
+          outcome: reply.ok ? 'ok' : reply.kind,
+          ...(reply.ok ? {} : { errors: reply.errors }),
+          duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
+        },
+        'request served',
+      );
+    }
+    return reply;
+  }
+
+  private async serve(message: EngineRequest): Promise<EngineReply> {
     try {
       if (this.requireUnsealed && this.barrier.sealed) throw ServiceError.sealed(`service ${this.service} is sealed`);
       const mounted = this.forMount(message.mount);
@@ -111,7 +138,7 @@ export class EngineHost {
       }
     } catch (err) {
       // The caller sees only "internal error": the log is where an operator finds the cause.
-      if (!(err instanceof ServiceError)) this.services.logger.error({ request_id: message.requestId, err: describeRequestError(err) }, 'internal error');
+      if (!(err instanceof ServiceError)) this.services.logger.error({ request_id: message.requestId, mount: message.mount.path, path: message.path, err: describeRequestError(err) }, 'internal error');
       return { ok: false, ...errorOf(err) };
     }
   }

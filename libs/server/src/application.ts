@@ -4,7 +4,7 @@ import type { MicroserviceOptions } from '@nestjs/microservices';
 import type { ServerConfig } from '@svc/config';
 import { createLoggers, type Loggers } from './logger';
 import { BusTransport, ENGINE_HOST, EngineController } from './engine-microservice';
-import { connectShared, runGateway, runService, type GatewayOptions, type RunningProcess, type RunningService, type Shared } from './processes';
+import { connectShared, logConfigWarnings, runGateway, runService, type GatewayOptions, type RunningProcess, type RunningService, type Shared } from './processes';
 import { serviceProcesses } from './engines';
 
 /**
@@ -43,7 +43,14 @@ class InfrastructureModule {
     return {
       module: InfrastructureModule,
       providers: [
-        { provide: LOGGERS, useFactory: (): Loggers => createLoggers(config, name) },
+        {
+          provide: LOGGERS,
+          useFactory: (): Loggers => {
+            const loggers = createLoggers(config, name);
+            logConfigWarnings(config, loggers.logger);
+            return loggers;
+          },
+        },
         { provide: SHARED, useFactory: (loggers: Loggers): Promise<Shared> => connectShared(config, name, loggers.logger), inject: [LOGGERS] },
         SharedConnections,
       ],

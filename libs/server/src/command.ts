@@ -105,7 +105,7 @@ async function startDevServer(flags: ServerFlags): Promise<{ process: RunningPro
   };
 }
 
-/** `svc server`: runs until SIGINT or SIGTERM. */
+/** `svc server`: runs until SIGINT or SIGTERM; SIGHUP reloads (see `RunningProcess.reload`). */
 export async function runServerCommand(argv: string[], io: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream }): Promise<number> {
   if (argv.some((arg) => HELP_FLAGS.has(arg))) {
     io.stdout.write(SERVER_USAGE);
@@ -126,13 +126,31 @@ export async function runServerCommand(argv: string[], io: { stdout: NodeJS.Writ
     return 1;
   }
   if (started.dev) io.stderr.write(devBanner(started.dev));
+  const running = started.process;
+  const reload = () => void reloadServer(flags, running);
+  process.on('SIGHUP', reload);
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
   });
-  await started.process.stop();
+  process.off('SIGHUP', reload);
+  await running.stop();
   return 0;
+}
+
+/** Re-reads the configuration file (a dev server has none) and reloads; a file that no longer parses changes nothing. */
+async function reloadServer(flags: ServerFlags, running: RunningProcess): Promise<void> {
+  let config: ServerConfig | undefined;
+  if (flags.config) {
+    try {
+      config = await loadConfigFile(flags.config, serviceNames());
+    } catch (err) {
+      running.logger.error({ error: (err as Error).message }, 'reload on SIGHUP failed: the configuration has errors; nothing was reloaded');
+      return;
+    }
+  }
+  await running.reload(config).catch((err: unknown) => running.logger.error({ error: (err as Error).message }, 'reload on SIGHUP failed'));
 }
 
 function devBanner(dev: DevCredentials): string {

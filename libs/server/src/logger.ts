@@ -9,6 +9,8 @@ export interface Loggers {
   logRequest(line: RequestLine): void;
   /** Writes out what is buffered (after a line others wait for, like "gateway started"). */
   flush(): void;
+  /** Changes the level of every line from now on (SIGHUP re-reads `log_level`). */
+  setLevel(level: ServerConfig['logLevel']): void;
 }
 
 /** How long a log line may wait in the buffer. */
@@ -55,11 +57,17 @@ export function createLoggers(config: Pick<ServerConfig, 'logLevel'>, service: s
   // one the HTTP parser accepted (an HTTP token: nothing to escape); the path may hold anything.
   const prefix = `{"level":${INFO},"time":"`;
   const bindings = `","service":${JSON.stringify(service)},"pid":${process.pid},"request_id":"`;
-  const logRequest = logger.isLevelEnabled('info')
-    ? (line: RequestLine) =>
-        destination.write(
-          `${prefix}${isoNow()}${bindings}${line.requestId}","method":"${line.method}","path":${JSON.stringify(line.path)},"status":${line.status},"duration_ms":${line.durationMs},"msg":"request"}\n`,
-        )
-    : () => undefined;
-  return { logger, logRequest, flush };
+  // Asked once per level change rather than once per request.
+  let requestLines = logger.isLevelEnabled('info');
+  const logRequest = (line: RequestLine) => {
+    if (!requestLines) return;
+    destination.write(
+      `${prefix}${isoNow()}${bindings}${line.requestId}","method":"${line.method}","path":${JSON.stringify(line.path)},"status":${line.status},"duration_ms":${line.durationMs},"msg":"request"}\n`,
+    );
+  };
+  const setLevel = (level: ServerConfig['logLevel']) => {
+    logger.level = level;
+    requestLines = logger.isLevelEnabled('info');
+  };
+  return { logger, logRequest, flush, setLevel };
 }

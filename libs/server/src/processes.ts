@@ -14,6 +14,11 @@ export interface RunningProcess {
   /** Addresses the HTTP listeners bound (gateway only). */
   addresses: string[];
   core?: Core;
+  /**
+   * What Vault does on SIGHUP: reopens the audit files (log rotation) and, given the configuration
+   * read again, applies its log level; logs what it reloaded.
+   */
+  reload(config?: ServerConfig): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -42,8 +47,26 @@ function hostedServices(config: ServerConfig, distributed: boolean): string[] {
   return config.services ? services.filter((name) => config.services?.includes(name)) : services;
 }
 
+/** Logs the configuration's warnings (unknown fields, ignored variables), each naming its file and field. */
+export function logConfigWarnings(config: ServerConfig, logger: Logger): void {
+  for (const warning of config.warnings ?? []) logger.warn(warning);
+}
+
+/** The `reload` of a process whose audit files (none for an engine service) `reopenAudit` reopens. */
+function reloader({ logger, setLevel }: Loggers, reopenAudit: () => Promise<string[]>): RunningProcess['reload'] {
+  return async (config) => {
+    if (config) {
+      logConfigWarnings(config, logger);
+      setLevel(config.logLevel);
+    }
+    const auditDevices = await reopenAudit();
+    logger.info({ ...(config ? { log_level: config.logLevel } : {}), audit_devices_reopened: auditDevices }, 'reloaded on SIGHUP');
+  };
+}
+
 /** Builds and starts the gateway's parts (see `startGateway`) on the process's loggers and connections. */
-export async function runGateway(config: ServerConfig, options: GatewayOptions, { logger, logRequest, flush }: Loggers, shared: Shared): Promise<RunningProcess> {
+export async function runGateway(config: ServerConfig, options: GatewayOptions, loggers: Loggers, shared: Shared): Promise<RunningProcess> {
+  const { logger, logRequest, flush } = loggers;
   const physical = createPhysical(config.storage);
   const localServices = new Map<string, EngineHost>();
   const core = new Core({
@@ -72,11 +95,14 @@ export async function runGateway(config: ServerConfig, options: GatewayOptions, 
     logger,
     addresses,
     core,
+    reload: reloader(loggers, () => core.audit.reopen()),
     stop: async () => {
+      logger.info('gateway stopping');
       await frontend.close();
       await Promise.all(workers.map((worker) => worker.stop()));
       await Promise.all([...localServices.values()].map((host) => host.closeAll()));
       await core.stop();
+      logger.info('gateway stopped');
     },
   };
 }
@@ -92,7 +118,8 @@ export interface RunningService extends RunningProcess {
 }
 
 /** Builds and starts an engine service (see `startService`) on the process's loggers and connections. */
-export async function runService(config: ServerConfig, service: string, { logger, flush }: Loggers, shared: Shared): Promise<RunningService> {
+export async function runService(config: ServerConfig, service: string, loggers: Loggers, shared: Shared): Promise<RunningService> {
+  const { logger, flush } = loggers;
   const subjectPrefix = config.bus?.subjectPrefix;
   const physical = createPhysical(config.storage);
   await physical.open();
@@ -122,19 +149,22 @@ export async function runService(config: ServerConfig, service: string, { logger
   });
   const frontend = config.listeners.length > 0 ? await startHttpFrontend(health, config.listeners) : undefined;
   const addresses = frontend?.listeners.map((l) => l.address) ?? [];
-  logger.info({ service, storage: physical.kind, addresses }, 'service started');
+  logger.info({ storage: physical.kind, addresses }, 'service started');
   flush();
   return {
     logger,
     addresses,
     host,
+    reload: reloader(loggers, async () => []),
     stop: async () => {
+      logger.info('service stopping');
       await frontend?.close();
       await Promise.all(workers.map((worker) => worker.stop()));
       cluster.unsubscribe();
       await host.closeAll();
       receiver.close();
       await physical.close();
+      logger.info('service stopped');
     },
   };
 }

@@ -44,6 +44,11 @@ export class AuditDevices {
     await this.broker.close();
   }
 
+  /** Reopens the devices' files after a log rotation (SIGHUP); returns the paths reopened. */
+  reopen(): Promise<string[]> {
+    return this.broker.reopen();
+  }
+
   list(): AuditDeviceRecord[] {
     return this.records;
   }
