@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { extname } from 'node:path';
+import { extname, isAbsolute } from 'node:path';
 import type { ServerConfig } from './types';
 import { blocksOf } from './blocks';
 import { withSecretsFromEnvironment } from './environment';
@@ -94,6 +94,8 @@ async function buildConfig(top: Section, sourceName: string, environment: NodeJS
   const apiAddr = url(top, 'api_addr');
   const clusterAddr = url(top, 'cluster_addr');
   const services = serviceNames(top, knownServices);
+  const pluginDirectory = top.string('plugin_directory');
+  if (pluginDirectory !== undefined && !isAbsolute(pluginDirectory)) throw top.error('plugin_directory must be an absolute path');
   const config: ServerConfig = {
     listeners,
     storage,
@@ -107,6 +109,7 @@ async function buildConfig(top: Section, sourceName: string, environment: NodeJS
     defaultLeaseTtl,
     maxLeaseTtl,
     ...(services ? { services } : {}),
+    ...(pluginDirectory !== undefined ? { pluginDirectory } : {}),
     warnings,
   };
   top.warnUnknown(warnings);

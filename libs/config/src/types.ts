@@ -61,6 +61,8 @@ export interface ServerConfig {
   logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error';
   defaultLeaseTtl: number;
   maxLeaseTtl: number;
+  /** Where the executables of external plugins live (`plugin_directory`): catalog commands are resolved inside it. */
+  pluginDirectory?: string;
   /** Which engine services this process runs in all-in-one mode (default: all). */
   services?: string[];
   /** Problems that did not stop parsing, e.g. unknown fields that were ignored. */

@@ -29,6 +29,7 @@ import { Authorizer } from './access/authorizer';
 import { ResponseWrapper } from './wrapping/response-wrapper';
 import { AUDIT_TABLE_KEY, AuditDevices } from './audit/audit-devices';
 import { Logins } from './auth/logins';
+import { Plugins } from './plugins/plugins';
 import { RequestHandler } from './request/request-handler';
 
 const PERIODIC_INTERVAL_MS = 60_000;
@@ -41,6 +42,8 @@ const POLICY_PREFIX = 'sys/policy/';
 const KEYRING_CHANGED = 'core/keyring';
 /** Physical key counting cluster-wide seals, so a replica that missed one while cut off learns of it. */
 const SEAL_GENERATION_KEY = 'core/seal-generation';
+/** Barrier key of the last global plugin reload: the mounts whose backends every gateway replica drops. */
+const PLUGIN_RELOAD_KEY = 'core/plugin-reload';
 
 /** Storage keys whose contents gateway replicas cache in memory. */
 function isCachedKey(key: string): boolean {
@@ -49,6 +52,7 @@ function isCachedKey(key: string): boolean {
     key === KEYRING_CHANGED ||
     key === NAMESPACES_KEY ||
     key === AUDIT_TABLE_KEY ||
+    key === PLUGIN_RELOAD_KEY ||
     key.startsWith(TokenStore.ENTRY_PREFIX) ||
     key.startsWith(LEASE_KEY_PREFIX) ||
     inNamespace === MOUNTS_KEY ||
@@ -83,6 +87,8 @@ export interface CoreOptions {
   localServices: Map<string, EngineHost>;
   /** Builds the sys/ backend; given the core so its handlers can drive it. */
   systemBackend: (core: Core) => Backend;
+  /** The database engine's built-in plugins, listed by sys/plugins/catalog. */
+  databasePlugins?: readonly { name: string; version: string }[];
   /** Version of the kv engine mounted at secret/ on first unseal (dev mode uses 2). */
   defaultKvVersion?: '1' | '2';
 }
@@ -124,6 +130,8 @@ export class Core {
   /** Every mount type: where it runs, which table it belongs to, how its backend is built. */
   readonly engines: EngineRegistry;
   private readonly coreEngines: EngineHost;
+  /** The plugin catalogs, and the external plugins this gateway runs for its mounts. */
+  readonly plugins: Plugins;
   private readonly distributor: KeyringDistributor;
   /** Replicas share storage and one keyring: a peer's unseal (or seal) reaches this one too. */
   private readonly peers: KeyringReceiver;
@@ -183,6 +191,7 @@ export class Core {
     this.generateRoot = new GenerateRoot(coreView, 'generate-root', () => this.seal.authorityKeys, () => this.createRootToken(), SERVICE_TOKEN_LENGTH);
     this.engines = new EngineRegistry([...this.ownEngineTypes(), ...options.engineTypes]);
     this.coreEngines = new EngineHost(GATEWAY, this.engines.factoriesFor(GATEWAY), this.barrier, { locks: options.locks, logger: options.logger }, false);
+    this.plugins = new Plugins(this.barrier, this.engines, options.databasePlugins ?? [], options.config.pluginDirectory, options.logger);
     const subjectPrefix = options.config.bus?.subjectPrefix;
     this.distributor = new KeyringDistributor(options.bus, { subjectPrefix });
     this.peers = new KeyringReceiver(options.bus, {
@@ -299,7 +308,12 @@ export class Core {
     if (this.barrier.sealed) return;
     if (keys.includes(KEYRING_CHANGED)) await this.fetchRotatedKeyring();
     this.coreEngines.invalidate(keys);
+    this.plugins.host.invalidate(keys);
     this.tokens.forgetKeys(keys);
+    if (keys.includes(PLUGIN_RELOAD_KEY)) {
+      const reload = await createView(this.barrier, '').getJSON<{ mounts: string[] }>(PLUGIN_RELOAD_KEY);
+      for (const uuid of reload?.mounts ?? []) this.dropBackends(uuid);
+    }
     if (keys.includes(AUDIT_TABLE_KEY)) await this.audit.load();
     await this.leases.noteRemoteChange(keys.filter((key) => key.startsWith(LEASE_KEY_PREFIX)));
     if (keys.includes(NAMESPACES_KEY)) {
@@ -312,6 +326,12 @@ export class Core {
       if (own.includes(MOUNTS_KEY) || own.includes(AUTH_MOUNTS_KEY)) await namespace.load();
       for (const key of own) if (key.startsWith(POLICY_PREFIX)) namespace.policies.forget(key.slice(POLICY_PREFIX.length));
     }
+    // A mount disabled through another replica: its plugin process here stops too.
+    this.plugins.host.retainOnly(new Set(this.allMounts().map((mount) => mount.uuid)));
+  }
+
+  private allMounts(): MountEntry[] {
+    return this.namespaces.all().flatMap((namespace) => namespace.allMounts().map(({ mount }) => mount));
   }
 
   /**
@@ -345,6 +365,7 @@ export class Core {
     this.seal.close();
     clearInterval(this.periodic);
     await this.coreEngines.closeAll();
+    await this.plugins.host.closeAll();
     await this.leases.stop();
     this.replicas.stop();
     this.services.stop();
@@ -422,6 +443,7 @@ export class Core {
     this.periodic = undefined;
     this.distributor.close(); // a sealed replica must not hand out its old keyring
     await this.leases.stop();
+    await this.plugins.host.closeAll();
     await this.seal.seal();
     await this.audit.close();
     this.storageCache?.clear();
@@ -494,6 +516,7 @@ export class Core {
 
   /** Sends an operation to the engine that owns the mount type. */
   dispatch(message: EngineRequest): Promise<EngineReply> {
+    if (message.mount.external) return this.plugins.host.handle(message);
     const engine = this.engines.get(message.mount.type);
     if (!engine) return Promise.reject(ServiceError.badRequest(`unsupported mount type "${message.mount.type}"`));
     if (engine.runsIn === GATEWAY) return this.coreEngines.handle(message);
@@ -611,10 +634,30 @@ export class Core {
 
   /** Deletes everything a disabled mount stored. */
   async purgeMountData(entry: MountEntry): Promise<void> {
-    this.coreEngines.forget(entry.uuid);
-    for (const local of this.options.localServices.values()) local.forget(entry.uuid);
-    await this.options.bus.publish(mountRemovedSubject(this.config.bus?.subjectPrefix), encodeJson({ uuid: entry.uuid }));
+    await this.dropBackendsEverywhere(entry.uuid);
     await deleteTree(createView(this.barrier, mountStoragePrefix(entry)), '');
+  }
+
+  /**
+   * sys/plugins/reload/backend: the mounts' backends are dropped (plugin processes stopped) here
+   * and in the engine services, and built again on their next request; `global` has every other
+   * gateway replica drop its own too, before the call returns.
+   */
+  async reloadBackends(uuids: readonly string[], global: boolean): Promise<void> {
+    for (const uuid of uuids) await this.dropBackendsEverywhere(uuid);
+    if (global) await createView(this.barrier, '').putJSON(PLUGIN_RELOAD_KEY, { mounts: uuids });
+  }
+
+  /** Drops a mount's backend in this process and, over the bus, in the engine services. */
+  private async dropBackendsEverywhere(uuid: string): Promise<void> {
+    this.dropBackends(uuid);
+    await this.options.bus.publish(mountRemovedSubject(this.config.bus?.subjectPrefix), encodeJson({ uuid }));
+  }
+
+  private dropBackends(uuid: string): void {
+    this.coreEngines.forget(uuid);
+    this.plugins.host.forget(uuid);
+    for (const local of this.options.localServices.values()) local.forget(uuid);
   }
 
   /** Remounts complete synchronously; the id lets clients poll as Vault's API expects. */
@@ -640,7 +683,7 @@ export class Core {
   async runPeriodicFunctions(): Promise<void> {
     await this.options.locks.withLock('core-periodic', PERIODIC_INTERVAL_MS, async () => {
       for (const { mount } of this.namespaces.all().flatMap((namespace) => namespace.allMounts())) {
-        if (mount.type === 'system' || !this.engines.get(mount.type)) continue;
+        if (mount.type === 'system' || (!mount.external && !this.engines.get(mount.type))) continue;
         const reply = await this.dispatch({
           kind: 'periodic',
           requestId: randomUUID(),

@@ -6,7 +6,7 @@ import { EngineHost } from '@svc/engine-host';
 import { createLockManager, type LockManager } from '@svc/locks';
 import { KeyringReceiver } from '@svc/seal';
 import { Barrier, createPhysical } from '@svc/storage';
-import { ENGINE_TYPES, engineTypes } from './engines';
+import { DATABASE_PLUGIN_VERSIONS, ENGINE_TYPES, engineTypes } from './engines';
 import type { Loggers } from './logger';
 
 export interface RunningProcess {
@@ -52,6 +52,7 @@ export async function runGateway(config: ServerConfig, options: GatewayOptions, 
     ...shared,
     logger,
     engineTypes: ENGINE_TYPES,
+    databasePlugins: DATABASE_PLUGIN_VERSIONS,
     localServices,
     systemBackend: createSystemBackend,
     defaultKvVersion: options.defaultKvVersion,

@@ -13,10 +13,11 @@ import { passwordPolicyPaths } from './password-policy-paths';
 import { auditPaths } from './audit-paths';
 import { hostInfoPaths } from './host-info-paths';
 import { counterPaths } from './counter-paths';
+import { pluginPaths } from './plugin-paths';
 
 const SYSTEM_HELP = `The system backend: initialization and seal management, rekey and root token
 generation, mounts of secrets engines and auth methods, policies, namespaces, leases, response
-wrapping, host information, token counts, and the API description of this server.`;
+wrapping, the plugin catalogs, host information, token counts, and the API description of this server.`;
 
 export function createSystemBackend(core: Core): Backend {
   return new Backend({
@@ -35,6 +36,7 @@ export function createSystemBackend(core: Core): Backend {
       ...auditPaths(core),
       ...hostInfoPaths(),
       ...counterPaths(core),
+      ...pluginPaths(core),
       ...openApiPaths(core),
     ],
   });
