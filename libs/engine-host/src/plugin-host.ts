@@ -165,13 +165,11 @@ class PluginProcess {
   private stopped = false;
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
-  private readonly transactions = new Map<number, OpenTransaction>();
-  private nextTx = 1;
   private failures = 0;
   private startedAt = 0;
   private restartTimer?: NodeJS.Timeout;
   private exited?: Promise<void>;
-  private readonly storage: StorageView;
+  private readonly storage: PluginStorage;
   private name: string;
   private readonly log: Logger;
 
@@ -184,7 +182,7 @@ class PluginProcess {
     /** Restarts after a crash (a mount's plugin); a probe does not. */
     private readonly restarts: boolean,
   ) {
-    this.storage = createView(barrier, mountStoragePrefix(mount));
+    this.storage = new PluginStorage(createView(barrier, mountStoragePrefix(mount)));
     this.name = mount.type;
     this.log = logger.child({ plugin: mount.type, mount_path: mount.path });
   }
@@ -227,7 +225,7 @@ class PluginProcess {
   }
 
   invalidate(keys: readonly string[]): void {
-    const prefix = this.storage.prefix;
+    const prefix = this.storage.view.prefix;
     for (const key of keys) if (key.startsWith(prefix)) this.channel?.send({ type: 'invalidate', key: key.slice(prefix.length) });
   }
 
@@ -305,7 +303,7 @@ class PluginProcess {
       pending?.resolve(frame.reply);
     } else if (frame.type === 'storage') {
       const { id, call } = frame;
-      this.serveStorage(call).then(
+      this.storage.serve(call).then(
         (result) => this.channel?.send({ type: 'storage-result', id, result }),
         (err: unknown) => {
           if (!(err instanceof ServiceError)) this.log.error({ err: describeRequestError(err) }, 'plugin storage call failed');
@@ -315,64 +313,10 @@ class PluginProcess {
     }
   }
 
-  private async serveStorage(call: StorageCall): Promise<StorageResult> {
-    switch (call.op) {
-      case 'begin':
-        return { ok: true, tx: await this.begin() };
-      case 'commit':
-      case 'rollback': {
-        const open = this.transaction(call.tx);
-        this.transactions.delete(call.tx);
-        open.finish(call.op === 'commit');
-        await open.done;
-        return { ok: true };
-      }
-      case 'lock':
-        await this.transaction(call.tx).tx.lock(call.key);
-        return { ok: true };
-      default: {
-        const store: KeyValueStore = call.tx === undefined ? this.storage : this.transaction(call.tx).tx;
-        if (call.op === 'get') return { ok: true, value: (await store.get(call.key))?.toString('base64') ?? null };
-        if (call.op === 'put') await store.put(call.key, Buffer.from(call.value, 'base64'));
-        else if (call.op === 'delete') await store.delete(call.key);
-        else return { ok: true, keys: await store.list(call.prefix) };
-        return { ok: true };
-      }
-    }
-  }
-
-  /** Opens a transaction that stays open until the plugin commits or rolls it back (or exits). */
-  private begin(): Promise<number> {
-    const id = this.nextTx++;
-    return new Promise<number>((started, failed) => {
-      let finish: (commit: boolean) => void = () => undefined;
-      const body = new Promise<void>((finished, undo) => {
-        finish = (commit) => (commit ? finished() : undo(new RolledBack()));
-      });
-      const open: Omit<OpenTransaction, 'tx' | 'done'> & Partial<OpenTransaction> = { finish };
-      // The storage layer may call back before `transaction` returns: `open` is filled in either order.
-      const done = this.storage.transaction(async (tx) => {
-        open.tx = tx;
-        this.transactions.set(id, open as OpenTransaction);
-        started(id);
-        await body;
-      });
-      open.done = done.catch(ignoreRollback);
-      open.done.catch((err: unknown) => failed(err));
-    });
-  }
-
-  private transaction(id: number): OpenTransaction {
-    const open = this.transactions.get(id);
-    if (!open) throw ServiceError.badRequest(`plugin storage: no open transaction ${id}`);
-    return open;
-  }
-
   private onExit(code: number | null, signal: NodeJS.Signals | null): void {
     this.channel = undefined;
     this.child = undefined;
-    for (const open of this.transactions.values()) open.finish(false);
-    this.transactions.clear();
+    this.storage.rollBackAll();
     const reason = `plugin "${this.name}" exited (${describeExit(code, signal)}); it is being restarted`;
     for (const pending of this.pending.values()) pending.resolve({ ok: false, kind: 'unavailable', errors: [reason] });
     this.pending.clear();
@@ -397,6 +341,76 @@ class PluginProcess {
       );
     }, delay);
     this.restartTimer.unref();
+  }
+}
+
+/**
+ * Serves a plugin's storage calls on its mount's view of the barrier. A transaction the plugin
+ * begins stays open here until it commits or rolls back (or exits: then it is rolled back).
+ */
+export class PluginStorage {
+  private readonly transactions = new Map<number, OpenTransaction>();
+  private nextTx = 1;
+
+  constructor(readonly view: StorageView) {}
+
+  async serve(call: StorageCall): Promise<StorageResult> {
+    switch (call.op) {
+      case 'begin':
+        return { ok: true, tx: await this.begin() };
+      case 'commit':
+      case 'rollback': {
+        const open = this.transaction(call.tx);
+        this.transactions.delete(call.tx);
+        open.finish(call.op === 'commit');
+        await open.done;
+        return { ok: true };
+      }
+      case 'lock':
+        await this.transaction(call.tx).tx.lock(call.key);
+        return { ok: true };
+      default: {
+        const store: KeyValueStore = call.tx === undefined ? this.view : this.transaction(call.tx).tx;
+        if (call.op === 'get') return { ok: true, value: (await store.get(call.key))?.toString('base64') ?? null };
+        if (call.op === 'put') await store.put(call.key, Buffer.from(call.value, 'base64'));
+        else if (call.op === 'delete') await store.delete(call.key);
+        else return { ok: true, keys: await store.list(call.prefix) };
+        return { ok: true };
+      }
+    }
+  }
+
+  /** Opens a transaction that stays open until the plugin commits or rolls it back (or exits). */
+  private begin(): Promise<number> {
+    const id = this.nextTx++;
+    return new Promise<number>((started, failed) => {
+      let finish: (commit: boolean) => void = () => undefined;
+      const body = new Promise<void>((finished, undo) => {
+        finish = (commit) => (commit ? finished() : undo(new RolledBack()));
+      });
+      const open: Omit<OpenTransaction, 'tx' | 'done'> & Partial<OpenTransaction> = { finish };
+      // The storage layer may call back before `transaction` returns: `open` is filled in either order.
+      const done = this.view.transaction(async (tx) => {
+        open.tx = tx;
+        this.transactions.set(id, open as OpenTransaction);
+        started(id);
+        await body;
+      });
+      open.done = done.catch(ignoreRollback);
+      open.done.catch((err: unknown) => failed(err));
+    });
+  }
+
+  private transaction(id: number): OpenTransaction {
+    const open = this.transactions.get(id);
+    if (!open) throw ServiceError.badRequest(`plugin storage: no open transaction ${id}`);
+    return open;
+  }
+
+  /** The plugin is gone: its open transactions are undone. */
+  rollBackAll(): void {
+    for (const open of this.transactions.values()) open.finish(false);
+    this.transactions.clear();
   }
 }
 
