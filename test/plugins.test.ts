@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { loadConfigFile } from '@svc/config';
 import { createPhysical } from '@svc/storage';
-import { api, assertingCalls, eventually, initAndUnseal, startTopology, type Topology, type TopologyKind } from '@svc/testing';
+import { api, assertingCalls, eventually, initAndUnseal, runCli, startTopology, type Topology, type TopologyKind } from '@svc/testing';
 
 const ROOT = path.resolve(__dirname, '..');
 const PLUGIN_MAIN = path.join(ROOT, 'dist', 'examples', 'plugin-notes', 'src', 'main.js');
@@ -47,6 +47,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('plugins, %s', (kind)
   beforeAll(async () => {
     pluginDir = mkdtempSync(path.join(tmpdir(), 'svc-plugins-'));
     sha256 = installPlugin(pluginDir, 'notes');
+    installPlugin(pluginDir, 'notes-cli');
     topology = await startTopology(kind, { gateways: 2, gatewayConfig: `plugin_directory = "${pluginDir}"` });
     urls = topology.urls;
     ({ rootToken: root } = await initAndUnseal(urls[0]));
@@ -138,6 +139,25 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('plugins, %s', (kind)
       expect((await ok('GET', 'sys/plugins/catalog/secret/kv')).data).toMatchObject({ name: 'kv', builtin: true, version: 'v0.1.0+builtin.svc' });
       await refused('DELETE', 'sys/plugins/catalog/secret/kv?version=v0.1.0%2Bbuiltin.svc', undefined, 400, /cannot delete the built-in plugin "kv"/);
     });
+  });
+
+  test('svc plugin register, list, info, reload and deregister', async () => {
+    const cli = (...args: string[]) => runCli(args, { SVC_ADDR: urls[0], SVC_TOKEN: root });
+    const registered = await cli('plugin', 'register', '-sha256', sha256, '-version=v0.9.0', '-args=--label=cli,--verbose', 'secret', 'notes-cli');
+    expect([registered.code, registered.stdout]).toEqual([0, 'Success! Registered plugin: notes-cli\n']);
+    expect((await ok('GET', 'sys/plugins/catalog/secret/notes-cli?version=v0.9.0')).data).toMatchObject({ command: 'notes-cli', args: ['--label=cli', '--verbose'] });
+    const bad = await cli('plugin', 'register', '-sha256', 'c'.repeat(64), '-command=notes', 'secret', 'notes-bad');
+    expect([bad.code, bad.stderr]).toEqual([2, expect.stringMatching(/sha256 of .* does not match the catalog/)]);
+    const listed = await cli('plugin', 'list', 'secret');
+    expect(listed.stdout.split('\n').slice(0, 3)).toEqual(['Name         Version', '----         -------', 'cloud        v0.1.0+builtin.svc']);
+    expect(listed.stdout).toMatch(/^notes-cli {4,}v0\.9\.0$/m);
+    const info = await cli('plugin', 'info', '-version=v0.9.0', '-format=json', 'secret', 'notes-cli');
+    expect(JSON.parse(info.stdout)).toMatchObject({ name: 'notes-cli', version: 'v0.9.0', builtin: false, sha256 });
+    const reload = await cli('plugin', 'reload', '-mounts=secret/');
+    expect([reload.code, reload.stdout]).toEqual([0, 'Success! Reloaded mounts: secret/\n']);
+    const removed = await cli('plugin', 'deregister', '-version=v0.9.0', 'secret', 'notes-cli');
+    expect([removed.code, removed.stdout]).toEqual([0, 'Success! Deregistered plugin (if it was registered): notes-cli\n']);
+    expect((await call('GET', 'sys/plugins/catalog/secret/notes-cli?version=v0.9.0')).status).toBe(404);
   });
 
   describe('external plugins', () => {

@@ -1,7 +1,7 @@
 import { UsageError } from './args';
 import type { Command } from './context';
 import { println } from './context';
-import { formatValue, output } from './format';
+import { columnsTable, formatValue, output } from './format';
 import { onlyPath } from './secrets';
 
 export const authEnableCommand: Command = {
@@ -42,15 +42,14 @@ export const authListCommand: Command = {
   flags: {},
   async run(ctx) {
     const mounts = ((await ctx.client.read('sys/auth'))?.data ?? {}) as Record<string, { type: string; accessor: string; description: string }>;
-    output(ctx, mounts, () => {
-      const rows = [['Path', 'Type', 'Accessor', 'Description'], ['----', '----', '--------', '-----------']].concat(
+    output(ctx, mounts, () =>
+      columnsTable(
+        ['Path', 'Type', 'Accessor', 'Description'],
         Object.entries(mounts)
           .sort(([a], [b]) => a.localeCompare(b))
           .map(([path, mount]) => [path, mount.type, mount.accessor, formatValue(mount.description)]),
-      );
-      const widths = rows[0].map((_, column) => Math.max(...rows.map((row) => row[column].length)));
-      return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column])).join('    ').trimEnd()).join('\n');
-    });
+      ),
+    );
     return 0;
   },
 };

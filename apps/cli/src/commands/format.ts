@@ -11,6 +11,13 @@ export function keyValueTable(rows: Row[]): string {
   return all.map(([key, value]) => `${key.padEnd(width)}    ${value}`.trimEnd()).join('\n');
 }
 
+/** Columns under a header row and a row of dashes, padded to the widest cell (`svc auth list`, `svc plugin list`). */
+export function columnsTable(header: string[], rows: string[][]): string {
+  const all = [header, header.map((title) => '-'.repeat(title.length)), ...rows];
+  const widths = header.map((_, column) => Math.max(...all.map((row) => row[column].length)));
+  return all.map((row) => row.map((cell, column) => cell.padEnd(widths[column])).join('    ').trimEnd()).join('\n');
+}
+
 export function formatValue(value: unknown): string {
   if (typeof value === 'string') return value;
   if (value === null || value === undefined) return 'n/a';

@@ -10,6 +10,7 @@ import { statusCommand } from './status';
 import { writeCommand } from './write';
 import { loginCommand } from './login';
 import { authDisableCommand, authEnableCommand, authListCommand } from './auth';
+import { PLUGIN_COMMANDS } from './plugin';
 import { storedToken } from './token-file';
 
 export type { CliIO, InputStream, OutputStream } from './context';
@@ -34,6 +35,7 @@ const COMMANDS: Command[] = [
   authEnableCommand,
   authDisableCommand,
   authListCommand,
+  ...PLUGIN_COMMANDS,
 ];
 
 /** Flags every client command accepts; they override SVC_ADDR, SVC_NAMESPACE and SVC_FORMAT. */

@@ -1,0 +1,125 @@
+import { UsageError } from './args';
+import type { Command, CommandContext } from './context';
+import { println } from './context';
+import { columnsTable, keyValueTable, output } from './format';
+
+// `svc plugin ...`: the plugin catalog (sys/plugins/catalog) and plugin reloads, as Vault's `vault plugin`.
+
+function typeAndName(command: string, positionals: string[]): [type: string, name: string] {
+  if (positionals.length !== 2) throw new UsageError(`${command} takes a TYPE (auth, database or secret) and a NAME`);
+  return [positionals[0], positionals[1]];
+}
+
+/** A comma-separated flag as a list ('' is none). */
+function list(value: string | number | boolean | undefined): string[] {
+  return value === undefined || value === '' ? [] : String(value).split(',');
+}
+
+const versionQuery = (version: unknown) => (version ? `?version=${encodeURIComponent(String(version))}` : '');
+
+export const pluginRegisterCommand: Command = {
+  name: 'plugin register',
+  args: 'TYPE NAME',
+  summary: 'Register a plugin in the catalog (its executable in the server\'s plugin_directory).',
+  flags: {
+    sha256: { kind: 'string', description: 'SHA-256 of the plugin executable or OCI image (required)' },
+    command: { kind: 'string', description: 'executable, relative to the plugin directory (default: NAME unless -oci_image)' },
+    args: { kind: 'string', description: 'arguments to start the plugin with, comma-separated' },
+    env: { kind: 'string', description: 'KEY=value environment entries, comma-separated' },
+    version: { kind: 'string', description: 'semantic version of the plugin' },
+    oci_image: { kind: 'string', description: 'OCI image to run the plugin from' },
+    runtime: { kind: 'string', description: 'plugin runtime to run the OCI image with' },
+  },
+  async run(ctx, { flags, positionals }) {
+    const [type, name] = typeAndName('plugin register', positionals);
+    if (!flags.sha256) throw new UsageError('plugin register needs -sha256');
+    const ociImage = String(flags.oci_image ?? '');
+    await ctx.client.write(`sys/plugins/catalog/${type}/${name}`, {
+      sha256: flags.sha256,
+      command: String(flags.command ?? (ociImage ? '' : name)),
+      args: list(flags.args),
+      env: list(flags.env),
+      version: flags.version ?? '',
+      oci_image: ociImage,
+      runtime: flags.runtime ?? '',
+    });
+    println(ctx.io.stdout, `Success! Registered plugin: ${name}`);
+    return 0;
+  },
+};
+
+export const pluginDeregisterCommand: Command = {
+  name: 'plugin deregister',
+  args: 'TYPE NAME',
+  summary: 'Remove a plugin (one version of it) from the catalog.',
+  flags: { version: { kind: 'string', description: 'the version to remove (default: the unversioned registration)' } },
+  async run(ctx, { flags, positionals }) {
+    const [type, name] = typeAndName('plugin deregister', positionals);
+    await ctx.client.delete(`sys/plugins/catalog/${type}/${name}${versionQuery(flags.version)}`);
+    println(ctx.io.stdout, `Success! Deregistered plugin (if it was registered): ${name}`);
+    return 0;
+  },
+};
+
+export const pluginInfoCommand: Command = {
+  name: 'plugin info',
+  args: 'TYPE NAME',
+  summary: 'Show a plugin of the catalog.',
+  flags: { version: { kind: 'string', description: 'the version to show' } },
+  async run(ctx, { flags, positionals }) {
+    const [type, name] = typeAndName('plugin info', positionals);
+    const plugin = await ctx.client.read(`sys/plugins/catalog/${type}/${name}${versionQuery(flags.version)}`);
+    if (!plugin?.data) {
+      println(ctx.io.stderr, `No value found for plugin ${type}/${name}`);
+      return 2;
+    }
+    const data = plugin.data;
+    output(ctx, data, () => keyValueTable(Object.entries(data).sort(([a], [b]) => a.localeCompare(b))));
+    return 0;
+  },
+};
+
+interface DetailedPlugin {
+  name: string;
+  type: string;
+  version: string;
+  deprecation_status?: string;
+}
+
+export const pluginListCommand: Command = {
+  name: 'plugin list',
+  args: '[TYPE]',
+  summary: 'List the plugins of the catalog, built in and registered (of one TYPE).',
+  flags: { detailed: { kind: 'boolean', description: 'show every version, with its type and deprecation status' } },
+  async run(ctx, { flags, positionals }) {
+    if (positionals.length > 1) throw new UsageError('plugin list takes at most one TYPE');
+    const catalog = (await ctx.client.read('sys/plugins/catalog'))?.data as { detailed?: DetailedPlugin[] } | undefined;
+    const plugins = (catalog?.detailed ?? []).filter((plugin) => positionals.length === 0 || plugin.type === positionals[0]);
+    output(ctx, plugins, () =>
+      flags.detailed
+        ? columnsTable(['Name', 'Type', 'Version', 'Deprecation Status'], plugins.map((plugin) => [plugin.name, plugin.type, plugin.version, plugin.deprecation_status ?? 'n/a']))
+        : columnsTable(['Name', 'Version'], plugins.map((plugin) => [plugin.name, plugin.version || 'n/a'])),
+    );
+    return 0;
+  },
+};
+
+export const pluginReloadCommand: Command = {
+  name: 'plugin reload',
+  args: '',
+  summary: 'Reload the backends of a plugin\'s mounts, or of the mounts named.',
+  flags: {
+    plugin: { kind: 'string', description: 'reload every mount of this plugin' },
+    mounts: { kind: 'string', description: 'reload these mounts (comma-separated paths)' },
+    scope: { kind: 'string', description: '"global": on every gateway of the cluster (default: the one answering)' },
+  },
+  async run(ctx: CommandContext, { flags }) {
+    const answer = await ctx.client.write('sys/plugins/reload/backend', { plugin: flags.plugin ?? '', mounts: list(flags.mounts), scope: flags.scope ?? '' });
+    const what = flags.plugin ? `plugin: ${String(flags.plugin)}` : `mounts: ${list(flags.mounts).join(', ')}`;
+    const reloadId = (answer?.data as { reload_id?: string } | undefined)?.reload_id;
+    println(ctx.io.stdout, flags.scope === 'global' ? `Success! Reloading ${what}, reload_id: ${reloadId ?? ''}` : `Success! Reloaded ${what}`);
+    return 0;
+  },
+};
+
+export const PLUGIN_COMMANDS: Command[] = [pluginRegisterCommand, pluginDeregisterCommand, pluginInfoCommand, pluginListCommand, pluginReloadCommand];
