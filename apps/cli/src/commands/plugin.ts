@@ -15,7 +15,8 @@ function list(value: string | number | boolean | undefined): string[] {
   return value === undefined || value === '' ? [] : String(value).split(',');
 }
 
-const versionQuery = (version: unknown) => (version ? `?version=${encodeURIComponent(String(version))}` : '');
+/** The `version` query parameter of a catalog read or delete, when -version is given. */
+const versionQuery = (version: unknown) => ({ version: version ? String(version) : undefined });
 
 export const pluginRegisterCommand: Command = {
   name: 'plugin register',
@@ -55,7 +56,7 @@ export const pluginDeregisterCommand: Command = {
   flags: { version: { kind: 'string', description: 'the version to remove (default: the unversioned registration)' } },
   async run(ctx, { flags, positionals }) {
     const [type, name] = typeAndName('plugin deregister', positionals);
-    await ctx.client.delete(`sys/plugins/catalog/${type}/${name}${versionQuery(flags.version)}`);
+    await ctx.client.request('DELETE', `sys/plugins/catalog/${type}/${name}`, { query: versionQuery(flags.version) });
     println(ctx.io.stdout, `Success! Deregistered plugin (if it was registered): ${name}`);
     return 0;
   },
@@ -68,7 +69,7 @@ export const pluginInfoCommand: Command = {
   flags: { version: { kind: 'string', description: 'the version to show' } },
   async run(ctx, { flags, positionals }) {
     const [type, name] = typeAndName('plugin info', positionals);
-    const plugin = await ctx.client.read(`sys/plugins/catalog/${type}/${name}${versionQuery(flags.version)}`);
+    const plugin = await ctx.client.read(`sys/plugins/catalog/${type}/${name}`, versionQuery(flags.version));
     if (!plugin?.data) {
       println(ctx.io.stderr, `No value found for plugin ${type}/${name}`);
       return 2;
