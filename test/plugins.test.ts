@@ -52,7 +52,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('plugins, %s', (kind)
     urls = topology.urls;
     ({ rootToken: root } = await initAndUnseal(urls[0]));
     await eventually(async () => (await Promise.all(urls.map((url) => api(url, 'GET', '/v1/sys/seal-status')))).every((res) => (res.body as { sealed?: boolean }).sealed === false));
-  }, 120_000);
+  }, 180_000);
 
   afterAll(async () => {
     await topology?.stop();
@@ -158,6 +158,20 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('plugins, %s', (kind)
     const removed = await cli('plugin', 'deregister', '-version=v0.9.0', 'secret', 'notes-cli');
     expect([removed.code, removed.stdout]).toEqual([0, 'Success! Deregistered plugin (if it was registered): notes-cli\n']);
     expect((await call('GET', 'sys/plugins/catalog/secret/notes-cli?version=v0.9.0')).status).toBe(404);
+
+    const runtime = await cli('plugin', 'runtime', 'register', '-type=container', '-oci_runtime=runc', '-cpu_nanos=250000000', 'cli-runtime');
+    expect([runtime.code, runtime.stdout]).toEqual([0, 'Success! Registered plugin runtime: cli-runtime\n']);
+    expect((await cli('plugin', 'runtime', 'list')).stdout).toMatch(/^cli-runtime\s+container\s+runc\s+n\/a\s+250000000\s+0$/m);
+    expect(JSON.parse((await cli('plugin', 'runtime', 'info', '-format=json', 'cli-runtime')).stdout)).toEqual({
+      name: 'cli-runtime',
+      type: 'container',
+      oci_runtime: 'runc',
+      cgroup_parent: '',
+      cpu_nanos: 250_000_000,
+      memory_bytes: 0,
+    });
+    expect((await cli('plugin', 'runtime', 'deregister', 'cli-runtime')).stdout).toBe('Success! Deregistered plugin runtime: cli-runtime\n');
+    expect((await call('GET', 'sys/plugins/runtimes/catalog/container/cli-runtime')).status).toBe(404);
   });
 
   describe('external plugins', () => {
@@ -191,7 +205,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('plugins, %s', (kind)
       process.kill(before.pid, 'SIGKILL');
       const down = await notesAt('notes', 'first');
       expect([down.status, down.body.errors.join()]).toEqual([503, expect.stringMatching(/plugin "notes" exited \(signal SIGKILL\)/)]);
-      await eventually(async () => (await notesAt('notes', 'first')).status === 200, 15_000, 100);
+      await eventually(async () => (await notesAt('notes', 'first')).status === 200, 60_000, 200);
       expect((await info('notes')).pid).not.toBe(before.pid);
       expect((await notesAt('notes', 'first')).body.data).toEqual({ value: `${SECRET}-2`, version: 2 });
     });

@@ -35,7 +35,7 @@ export interface PluginHostOptions {
   stopTimeoutMs?: number;
 }
 
-const DEFAULTS: Required<PluginHostOptions> = { startTimeoutMs: 10_000, backoffMs: 1_000, maxBackoffMs: 30_000, stopTimeoutMs: 5_000 };
+const DEFAULTS: Required<PluginHostOptions> = { startTimeoutMs: 30_000, backoffMs: 1_000, maxBackoffMs: 30_000, stopTimeoutMs: 5_000 };
 
 /** A plugin that ran this long since its start counts as healthy: its next crash restarts after the first delay again. */
 const HEALTHY_RUN_MS = 60_000;

@@ -78,8 +78,13 @@ export async function runClientCommand(argv: string[], io: CliIO): Promise<numbe
 }
 
 function findCommand(argv: string[]): Command | undefined {
-  const twoWords = argv.slice(0, 2).join(' ');
-  return COMMANDS.find((command) => command.name === twoWords) ?? COMMANDS.find((command) => command.name === argv[0]);
+  // The longest name that the words start with (`plugin runtime list` before `plugin list`).
+  for (const words of [3, 2, 1]) {
+    const name = argv.slice(0, words).join(' ');
+    const command = argv.length >= words ? COMMANDS.find((candidate) => candidate.name === name) : undefined;
+    if (command) return command;
+  }
+  return undefined;
 }
 
 function outputFormat(value: unknown): OutputFormat {

@@ -123,4 +123,101 @@ export const pluginReloadCommand: Command = {
   },
 };
 
-export const PLUGIN_COMMANDS: Command[] = [pluginRegisterCommand, pluginDeregisterCommand, pluginInfoCommand, pluginListCommand, pluginReloadCommand];
+const RUNTIME_TYPE_FLAG = { type: { kind: 'string' as const, description: 'the runtime type (only "container", the default)' } };
+
+function runtimeName(command: string, positionals: string[]): string {
+  if (positionals.length !== 1) throw new UsageError(`${command} takes exactly one NAME`);
+  return positionals[0];
+}
+
+const runtimeType = (flags: Record<string, unknown>) => String(flags.type ?? 'container');
+
+export const pluginRuntimeRegisterCommand: Command = {
+  name: 'plugin runtime register',
+  args: 'NAME',
+  summary: 'Register a plugin runtime (sys/plugins/runtimes/catalog), or update it.',
+  flags: {
+    ...RUNTIME_TYPE_FLAG,
+    oci_runtime: { kind: 'string', description: 'OCI-compliant container runtime (default runsc)' },
+    cgroup_parent: { kind: 'string', description: 'parent cgroup of each container' },
+    cpu_nanos: { kind: 'int', description: 'CPU limit per container in billionths of a CPU' },
+    memory_bytes: { kind: 'int', description: 'memory limit per container in bytes' },
+  },
+  async run(ctx, { flags, positionals }) {
+    const name = runtimeName('plugin runtime register', positionals);
+    const { type: _type, ...fields } = flags;
+    await ctx.client.write(`sys/plugins/runtimes/catalog/${runtimeType(flags)}/${name}`, fields);
+    println(ctx.io.stdout, `Success! Registered plugin runtime: ${name}`);
+    return 0;
+  },
+};
+
+export const pluginRuntimeDeregisterCommand: Command = {
+  name: 'plugin runtime deregister',
+  args: 'NAME',
+  summary: 'Remove a plugin runtime; refused while a registered plugin uses it.',
+  flags: RUNTIME_TYPE_FLAG,
+  async run(ctx, { flags, positionals }) {
+    const name = runtimeName('plugin runtime deregister', positionals);
+    await ctx.client.delete(`sys/plugins/runtimes/catalog/${runtimeType(flags)}/${name}`);
+    println(ctx.io.stdout, `Success! Deregistered plugin runtime: ${name}`);
+    return 0;
+  },
+};
+
+export const pluginRuntimeInfoCommand: Command = {
+  name: 'plugin runtime info',
+  args: 'NAME',
+  summary: 'Show a plugin runtime.',
+  flags: RUNTIME_TYPE_FLAG,
+  async run(ctx, { flags, positionals }) {
+    const name = runtimeName('plugin runtime info', positionals);
+    const runtime = await ctx.client.read(`sys/plugins/runtimes/catalog/${runtimeType(flags)}/${name}`);
+    if (!runtime?.data) {
+      println(ctx.io.stderr, `No value found for plugin runtime ${name}`);
+      return 2;
+    }
+    const data = runtime.data;
+    output(ctx, data, () => keyValueTable(Object.entries(data).sort(([a], [b]) => a.localeCompare(b))));
+    return 0;
+  },
+};
+
+interface Runtime {
+  name: string;
+  type: string;
+  oci_runtime: string;
+  cgroup_parent: string;
+  cpu_nanos: number;
+  memory_bytes: number;
+}
+
+export const pluginRuntimeListCommand: Command = {
+  name: 'plugin runtime list',
+  args: '',
+  summary: 'List the plugin runtimes.',
+  flags: { type: { kind: 'string', description: 'only runtimes of this type (container)' } },
+  async run(ctx, { flags }) {
+    const listed = await ctx.client.read('sys/plugins/runtimes/catalog', { type: flags.type === undefined ? undefined : String(flags.type) });
+    const runtimes = ((listed?.data as { runtimes?: Runtime[] } | undefined)?.runtimes ?? []);
+    output(ctx, runtimes, () =>
+      columnsTable(
+        ['Name', 'Type', 'OCI Runtime', 'Parent Cgroup', 'CPU Nanos', 'Memory Bytes'],
+        runtimes.map((runtime) => [runtime.name, runtime.type, runtime.oci_runtime, runtime.cgroup_parent || 'n/a', String(runtime.cpu_nanos), String(runtime.memory_bytes)]),
+      ),
+    );
+    return 0;
+  },
+};
+
+export const PLUGIN_COMMANDS: Command[] = [
+  pluginRegisterCommand,
+  pluginDeregisterCommand,
+  pluginInfoCommand,
+  pluginListCommand,
+  pluginReloadCommand,
+  pluginRuntimeRegisterCommand,
+  pluginRuntimeDeregisterCommand,
+  pluginRuntimeInfoCommand,
+  pluginRuntimeListCommand,
+];
