@@ -1,7 +1,8 @@
 import { UsageError } from './args';
 import type { Command, CommandContext } from './context';
 import { println } from './context';
-import { columnsTable, keyValueTable, output } from './format';
+import type { Envelope } from '@svc/sdk';
+import { columnsTable, formatValue, keyValueTable, output } from './format';
 
 // `svc plugin ...`: the plugin catalog (sys/plugins/catalog) and plugin reloads, as Vault's `vault plugin`.
 
@@ -13,6 +14,17 @@ function typeAndName(command: string, positionals: string[]): [type: string, nam
 /** A comma-separated flag as a list ('' is none). */
 function list(value: string | number | boolean | undefined): string[] {
   return value === undefined || value === '' ? [] : String(value).split(',');
+}
+
+/** Prints a catalog entry as a table (or JSON); exit code 2 when there is none. */
+function show(ctx: CommandContext, entry: Envelope | null, what: string): number {
+  const data = entry?.data;
+  if (!data) {
+    println(ctx.io.stderr, `No value found for ${what}`);
+    return 2;
+  }
+  output(ctx, data, () => keyValueTable(Object.entries(data).sort(([a], [b]) => a.localeCompare(b))));
+  return 0;
 }
 
 /** The `version` query parameter of a catalog read or delete, when -version is given. */
@@ -69,14 +81,7 @@ export const pluginInfoCommand: Command = {
   flags: { version: { kind: 'string', description: 'the version to show' } },
   async run(ctx, { flags, positionals }) {
     const [type, name] = typeAndName('plugin info', positionals);
-    const plugin = await ctx.client.read(`sys/plugins/catalog/${type}/${name}`, versionQuery(flags.version));
-    if (!plugin?.data) {
-      println(ctx.io.stderr, `No value found for plugin ${type}/${name}`);
-      return 2;
-    }
-    const data = plugin.data;
-    output(ctx, data, () => keyValueTable(Object.entries(data).sort(([a], [b]) => a.localeCompare(b))));
-    return 0;
+    return show(ctx, await ctx.client.read(`sys/plugins/catalog/${type}/${name}`, versionQuery(flags.version)), `plugin ${type}/${name}`);
   },
 };
 
@@ -172,25 +177,9 @@ export const pluginRuntimeInfoCommand: Command = {
   flags: RUNTIME_TYPE_FLAG,
   async run(ctx, { flags, positionals }) {
     const name = runtimeName('plugin runtime info', positionals);
-    const runtime = await ctx.client.read(`sys/plugins/runtimes/catalog/${runtimeType(flags)}/${name}`);
-    if (!runtime?.data) {
-      println(ctx.io.stderr, `No value found for plugin runtime ${name}`);
-      return 2;
-    }
-    const data = runtime.data;
-    output(ctx, data, () => keyValueTable(Object.entries(data).sort(([a], [b]) => a.localeCompare(b))));
-    return 0;
+    return show(ctx, await ctx.client.read(`sys/plugins/runtimes/catalog/${runtimeType(flags)}/${name}`), `plugin runtime ${name}`);
   },
 };
-
-interface Runtime {
-  name: string;
-  type: string;
-  oci_runtime: string;
-  cgroup_parent: string;
-  cpu_nanos: number;
-  memory_bytes: number;
-}
 
 export const pluginRuntimeListCommand: Command = {
   name: 'plugin runtime list',
@@ -199,11 +188,11 @@ export const pluginRuntimeListCommand: Command = {
   flags: { type: { kind: 'string', description: 'only runtimes of this type (container)' } },
   async run(ctx, { flags }) {
     const listed = await ctx.client.read('sys/plugins/runtimes/catalog', { type: flags.type === undefined ? undefined : String(flags.type) });
-    const runtimes = ((listed?.data as { runtimes?: Runtime[] } | undefined)?.runtimes ?? []);
+    const runtimes = (listed?.data as { runtimes?: Record<string, unknown>[] } | undefined)?.runtimes ?? [];
     output(ctx, runtimes, () =>
       columnsTable(
         ['Name', 'Type', 'OCI Runtime', 'Parent Cgroup', 'CPU Nanos', 'Memory Bytes'],
-        runtimes.map((runtime) => [runtime.name, runtime.type, runtime.oci_runtime, runtime.cgroup_parent || 'n/a', String(runtime.cpu_nanos), String(runtime.memory_bytes)]),
+        runtimes.map((runtime) => ['name', 'type', 'oci_runtime', 'cgroup_parent', 'cpu_nanos', 'memory_bytes'].map((field) => formatValue(runtime[field] === '' ? null : runtime[field]))),
       ),
     );
     return 0;
