@@ -437,6 +437,13 @@ storage "inmem" {}
     expect(config.bus).toEqual({ type: 'nats', servers: ['nats://127.0.0.1:4222'], subjectPrefix: 'svc-prod_2' });
     expect(config.warnings).toEqual([]);
   });
+
+  it('reads the plugin directory, which must be an absolute path', async () => {
+    const config = await parseConfig(`${minimalHcl}plugin_directory = "/usr/local/libexec/svc-plugins"\n`, 'hcl', 'config.hcl');
+    expect([config.pluginDirectory, config.warnings]).toEqual(['/usr/local/libexec/svc-plugins', []]);
+    expect((await parseConfig(minimalHcl, 'hcl', 'config.hcl')).pluginDirectory).toBeUndefined();
+    await expectConfigError(parseConfig(`${minimalHcl}plugin_directory = "plugins"\n`, 'hcl', 'config.hcl'), 'config.hcl: plugin_directory must be an absolute path');
+  });
 });
 
 describe('parseHcl', () => {

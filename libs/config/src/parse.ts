@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { extname } from 'node:path';
+import { extname, isAbsolute } from 'node:path';
 import type { ServerConfig } from './types';
 import { blocksOf } from './blocks';
 import { withSecretsFromEnvironment } from './environment';
@@ -96,6 +96,8 @@ async function buildConfig(top: Section, sourceName: string, environment: NodeJS
   const clusterAddr = url(top, 'cluster_addr');
   const services = serviceNames(top, knownServices);
   const providerEndpoints = parseProviderEndpoints(top.raw('provider_endpoints'), sourceName, environment, warnings);
+  const pluginDirectory = top.string('plugin_directory');
+  if (pluginDirectory !== undefined && !isAbsolute(pluginDirectory)) throw top.error('plugin_directory must be an absolute path');
   const config: ServerConfig = {
     listeners,
     storage,
@@ -111,6 +113,7 @@ async function buildConfig(top: Section, sourceName: string, environment: NodeJS
     maxLeaseTtl,
     ...(services ? { services } : {}),
     providerEndpoints,
+    ...(pluginDirectory !== undefined ? { pluginDirectory } : {}),
     warnings,
   };
   top.warnUnknown(warnings);

@@ -75,6 +75,8 @@ export interface ServerConfig {
   logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error';
   defaultLeaseTtl: number;
   maxLeaseTtl: number;
+  /** Where the executables of external plugins live (`plugin_directory`): catalog commands are resolved inside it. */
+  pluginDirectory?: string;
   /** Which engine services this process runs in all-in-one mode (default: all). */
   services?: string[];
   /** API base URLs the sync worker uses instead of the providers' public ones. */

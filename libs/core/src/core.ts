@@ -47,6 +47,7 @@ import { Authorizer } from './access/authorizer';
 import { ResponseWrapper } from './wrapping/response-wrapper';
 import { AUDIT_TABLE_KEY, AuditDevices } from './audit/audit-devices';
 import { Logins } from './auth/logins';
+import { Plugins } from './plugins/plugins';
 import { RequestHandler } from './request/request-handler';
 
 const PERIODIC_INTERVAL_MS = 60_000;
@@ -69,6 +70,8 @@ const STORAGE_RESTORED = 'core/snapshot-restored';
 const KEPT_ON_RESTORE: ReadonlySet<string> = new Set([...Object.values(SEAL_STORAGE_KEYS), SEAL_GENERATION_KEY]);
 const FOREIGN_SNAPSHOT =
   'could not verify hash file, possibly the snapshot is using a different set of unseal keys; use the snapshot-force API to bypass this check';
+/** Barrier key of the last global plugin reload: the mounts whose backends every gateway replica drops. */
+const PLUGIN_RELOAD_KEY = 'core/plugin-reload';
 
 /** Storage keys whose contents gateway replicas cache in memory. */
 function isCachedKey(key: string): boolean {
@@ -78,6 +81,7 @@ function isCachedKey(key: string): boolean {
     key === STORAGE_RESTORED ||
     key === NAMESPACES_KEY ||
     key === AUDIT_TABLE_KEY ||
+    key === PLUGIN_RELOAD_KEY ||
     key.startsWith(TokenStore.ENTRY_PREFIX) ||
     key.startsWith(LEASE_KEY_PREFIX) ||
     inNamespace === MOUNTS_KEY ||
@@ -112,6 +116,8 @@ export interface CoreOptions {
   localServices: Map<string, EngineHost>;
   /** Builds the sys/ backend; given the core so its handlers can drive it. */
   systemBackend: (core: Core) => Backend;
+  /** The database engine's built-in plugins, listed by sys/plugins/catalog. */
+  databasePlugins?: readonly { name: string; version: string }[];
   /** Version of the kv engine mounted at secret/ on first unseal (dev mode uses 2). */
   defaultKvVersion?: '1' | '2';
 }
@@ -155,6 +161,8 @@ export class Core {
   /** Every mount type: where it runs, which table it belongs to, how its backend is built. */
   readonly engines: EngineRegistry;
   private readonly coreEngines: EngineHost;
+  /** The plugin catalogs, and the external plugins this gateway runs for its mounts. */
+  readonly plugins: Plugins;
   private readonly distributor: KeyringDistributor;
   /** Replicas share storage and one keyring: a peer's unseal (or seal) reaches this one too. */
   private readonly peers: KeyringReceiver;
@@ -216,6 +224,7 @@ export class Core {
     this.generateRoot = new GenerateRoot(coreView, 'generate-root', () => this.seal.authorityKeys, () => this.createRootToken(), SERVICE_TOKEN_LENGTH);
     this.engines = new EngineRegistry([...this.ownEngineTypes(), ...options.engineTypes]);
     this.coreEngines = new EngineHost(GATEWAY, this.engines.factoriesFor(GATEWAY), this.barrier, { locks: options.locks, logger: options.logger }, false);
+    this.plugins = new Plugins(this.barrier, this.engines, options.databasePlugins ?? [], options.config.pluginDirectory, options.logger);
     const subjectPrefix = options.config.bus?.subjectPrefix;
     this.distributor = new KeyringDistributor(options.bus, { subjectPrefix });
     this.peers = new KeyringReceiver(options.bus, {
@@ -347,7 +356,12 @@ export class Core {
     if (keys.includes(STORAGE_RESTORED)) return this.reloadRestored();
     if (keys.includes(KEYRING_CHANGED)) await this.fetchRotatedKeyring();
     this.coreEngines.invalidate(keys);
+    this.plugins.host.invalidate(keys);
     this.tokens.forgetKeys(keys);
+    if (keys.includes(PLUGIN_RELOAD_KEY)) {
+      const reload = await createView(this.barrier, '').getJSON<{ mounts: string[] }>(PLUGIN_RELOAD_KEY);
+      for (const uuid of reload?.mounts ?? []) this.dropLocalBackend(uuid);
+    }
     if (keys.includes(AUDIT_TABLE_KEY)) await this.audit.load();
     await this.leases.noteRemoteChange(keys.filter((key) => key.startsWith(LEASE_KEY_PREFIX)));
     if (keys.includes(NAMESPACES_KEY)) {
@@ -360,6 +374,12 @@ export class Core {
       if (own.includes(MOUNTS_KEY) || own.includes(AUTH_MOUNTS_KEY)) await namespace.load();
       for (const key of own) if (key.startsWith(POLICY_PREFIX)) namespace.policies.forget(key.slice(POLICY_PREFIX.length));
     }
+    // A mount disabled through another replica: its plugin process here stops too.
+    this.plugins.host.retainOnly(new Set(this.allMounts().map((mount) => mount.uuid)));
+  }
+
+  private allMounts(): MountEntry[] {
+    return this.namespaces.all().flatMap((namespace) => namespace.allMounts().map(({ mount }) => mount));
   }
 
   /**
@@ -430,13 +450,19 @@ export class Core {
     await this.dropBackends(new Set([...before, ...this.mountUuids()]));
   }
 
-  /** Drops the mounts' backends here and in every engine service; each is built again on its next request. */
+  /** Drops the mounts' backends here (plugin processes stopped) and in every engine service; each is built again on its next request. */
   private async dropBackends(uuids: Iterable<string>): Promise<void> {
     for (const uuid of uuids) {
-      this.coreEngines.forget(uuid);
-      for (const local of this.options.localServices.values()) local.forget(uuid);
+      this.dropLocalBackend(uuid);
       await this.options.bus.publish(mountRemovedSubject(this.config.bus?.subjectPrefix), encodeJson({ uuid }));
     }
+  }
+
+  /** Drops a mount's backend in this process only. */
+  private dropLocalBackend(uuid: string): void {
+    this.coreEngines.forget(uuid);
+    this.plugins.host.forget(uuid);
+    for (const local of this.options.localServices.values()) local.forget(uuid);
   }
 
   /** Every mount's uuid in every namespace, but the sys/ backend's (which is never rebuilt). */
@@ -458,6 +484,7 @@ export class Core {
     this.seal.close();
     clearInterval(this.periodic);
     await this.coreEngines.closeAll();
+    await this.plugins.host.closeAll();
     await this.leases.stop();
     this.replicas.stop();
     this.services.stop();
@@ -550,6 +577,7 @@ export class Core {
     this.periodic = undefined;
     this.distributor.close(); // a sealed replica must not hand out its old keyring
     await this.leases.stop();
+    await this.plugins.host.closeAll();
     await this.seal.seal();
     await this.audit.close();
     this.storageCache?.clear();
@@ -621,6 +649,7 @@ export class Core {
 
   /** Sends an operation to the engine that owns the mount type. */
   dispatch(message: EngineRequest): Promise<EngineReply> {
+    if (message.mount.external) return this.plugins.host.handle(message);
     const engine = this.engines.forMount(message.mount);
     if (!engine) return Promise.reject(ServiceError.badRequest(`unsupported mount type "${message.mount.type}"`));
     if (engine.runsIn === GATEWAY) return this.coreEngines.handle(message);
@@ -746,6 +775,16 @@ export class Core {
     await deleteTree(createView(this.barrier, mountStoragePrefix(entry)), '');
   }
 
+  /**
+   * sys/plugins/reload/backend: the mounts' backends are dropped (plugin processes stopped) here
+   * and in the engine services, and built again on their next request; `global` has every other
+   * gateway replica drop its own too, before the call returns.
+   */
+  async reloadBackends(uuids: readonly string[], global: boolean): Promise<void> {
+    await this.dropBackends(uuids);
+    if (global) await createView(this.barrier, '').putJSON(PLUGIN_RELOAD_KEY, { mounts: uuids });
+  }
+
   /** Remounts complete synchronously; the id lets clients poll as Vault's API expects. */
   newMigrationId(from: string, to: string): string {
     const id = randomUUID();
@@ -769,7 +808,7 @@ export class Core {
   async runPeriodicFunctions(): Promise<void> {
     await this.options.locks.withLock('core-periodic', PERIODIC_INTERVAL_MS, async () => {
       for (const { mount } of this.namespaces.all().flatMap((namespace) => namespace.allMounts())) {
-        if (mount.type === 'system' || !this.engines.forMount(mount)) continue;
+        if (mount.type === 'system' || (!mount.external && !this.engines.forMount(mount))) continue;
         const reply = await this.dispatch({
           kind: 'periodic',
           requestId: randomUUID(),

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Backend, Capability, MountInfo, PathOperation, Request } from '@svc/framework';
+import type { Logger } from 'pino';
 import type { Bus, Subscription } from '@svc/bus';
 import { decodeJson, encodeJson } from '@svc/bus';
 import { describeRequestError, errorOf, ServiceError } from '@svc/http';
@@ -104,42 +105,9 @@ export class EngineHost {
       if (this.requireUnsealed && this.barrier.sealed) throw ServiceError.sealed(`service ${this.service} is sealed`);
       const mounted = this.forMount(message.mount);
       if (!mounted.initialized) await this.initialized(message.mount.uuid, mounted);
-      const { backend } = mounted;
-      const open = message.kind === 'operation' && enforceOperationFlags(backend, message);
-      const req: Request = {
-        requestId: message.requestId,
-        operation: message.operation,
-        path: message.path,
-        data: message.data,
-        headers: message.headers,
-        mount: message.mount,
-        caller: message.caller,
-        // Unauthenticated operations (init, login) are outside the ACL, as in Vault.
-        capabilities: open ? UNRESTRICTED : capabilitySet(message.capabilities),
-        remoteAddress: message.remoteAddress,
-        contentType: message.contentType,
-        body: message.body,
-      };
-      switch (message.kind) {
-        case 'operation':
-          return { ok: true, response: await backend.handle(req) };
-        case 'help':
-          return { ok: true, help: backend.help(message.path) };
-        case 'renew':
-          return { ok: true, response: await backend.renewSecret(req, message.secretType, message.internalData) };
-        case 'renew-auth':
-          return { ok: true, response: { auth: await backend.renewAuth(req, message.auth) } };
-        case 'periodic':
-          await backend.periodic();
-          return { ok: true };
-        case 'revoke':
-          await backend.revokeSecret(req, message.secretType, message.internalData);
-          return { ok: true };
-      }
+      return await serveBackend(mounted.backend, message);
     } catch (err) {
-      // The caller sees only "internal error": the log is where an operator finds the cause.
-      if (!(err instanceof ServiceError)) this.services.logger.error({ request_id: message.requestId, mount: message.mount.path, path: message.path, err: describeRequestError(err) }, 'internal error');
-      return { ok: false, ...errorOf(err) };
+      return errorReply(err, message, this.services.logger);
     }
   }
 
@@ -257,11 +225,52 @@ export class EngineHost {
   }
 }
 
+/** Runs one message on a mount's backend: the operation flags are enforced here, for every engine alike. */
+export async function serveBackend(backend: Backend, message: EngineRequest): Promise<EngineReply> {
+  const open = message.kind === 'operation' && enforceOperationFlags(backend, message);
+  const req: Request = {
+    requestId: message.requestId,
+    operation: message.operation,
+    path: message.path,
+    data: message.data,
+    headers: message.headers,
+    mount: message.mount,
+    caller: message.caller,
+    // Unauthenticated operations (init, login) are outside the ACL, as in Vault.
+    capabilities: open ? UNRESTRICTED : capabilitySet(message.capabilities),
+    remoteAddress: message.remoteAddress,
+    contentType: message.contentType,
+    body: message.body,
+  };
+  switch (message.kind) {
+    case 'operation':
+      return { ok: true, response: await backend.handle(req) };
+    case 'help':
+      return { ok: true, help: backend.help(message.path) };
+    case 'renew':
+      return { ok: true, response: await backend.renewSecret(req, message.secretType, message.internalData) };
+    case 'renew-auth':
+      return { ok: true, response: { auth: await backend.renewAuth(req, message.auth) } };
+    case 'periodic':
+      await backend.periodic();
+      return { ok: true };
+    case 'revoke':
+      await backend.revokeSecret(req, message.secretType, message.internalData);
+      return { ok: true };
+  }
+}
+
+/** The reply for a failed message; the caller sees only "internal error", the log is where an operator finds the cause. */
+export function errorReply(err: unknown, message: Pick<EngineRequest, 'requestId' | 'mount' | 'path'>, logger: Logger): EngineReply {
+  if (!(err instanceof ServiceError)) logger.error({ request_id: message.requestId, mount: message.mount.path, path: message.path, err: describeRequestError(err) }, 'internal error');
+  return { ok: false, ...errorOf(err) };
+}
+
 /**
  * Mount options are a few short strings: compared member by member on every request. A message
  * may carry them as null, as sys/mounts shows a mount without options.
  */
-function sameOptions(built: Record<string, string> | null, current: Record<string, string> | null): boolean {
+export function sameOptions(built: Record<string, string> | null, current: Record<string, string> | null): boolean {
   if (built === current) return true;
   const a = built ?? {};
   const b = current ?? {};

@@ -64,6 +64,10 @@ export interface MountInfo {
    * A type name may be in both tables (`cloud`: credentials engine and auth method).
    */
   table?: 'auth';
+  /** Served by an external plugin from the catalog (its `type` is the plugin's name), not a built-in engine. */
+  external?: boolean;
+  /** The plugin version the mount runs ('' for the unversioned registration or the built-in). */
+  plugin_version?: string;
 }
 
 /** Who is calling. Filled by the gateway after token lookup. */

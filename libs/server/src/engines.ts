@@ -1,7 +1,7 @@
 import { EngineRegistry, GATEWAY, type EngineType } from '@svc/engine-host';
 import { kvBackendFactory } from '@svc/engine-kv';
 import { transitBackendFactory } from '@svc/engine-transit';
-import { databaseBackendFactory } from '@svc/engine-database';
+import { databaseBackendFactory, PLUGINS as DATABASE_PLUGINS } from '@svc/engine-database';
 import { cloudBackendFactory } from '@svc/engine-cloud';
 import { approleBackendFactory } from '@svc/auth-approle';
 import type { ServerConfig } from '@svc/config';
@@ -79,3 +79,6 @@ export function serviceProcesses(): string[] {
 export function serviceNames(): string[] {
   return [GATEWAY, ...serviceProcesses()];
 }
+
+/** The database engine's built-in plugins, for the plugin catalog's listing. */
+export const DATABASE_PLUGIN_VERSIONS = [...DATABASE_PLUGINS.values()].map(({ name, version }) => ({ name, version }));

@@ -6,7 +6,7 @@ import { EngineHost } from '@svc/engine-host';
 import { createLockManager, type LockManager } from '@svc/locks';
 import { KeyringReceiver } from '@svc/seal';
 import { Barrier, createPhysical, createView } from '@svc/storage';
-import { ENGINE_TYPES, engineTypes, serviceProcesses, WORKER_SERVICES, type WorkerContext } from './engines';
+import { DATABASE_PLUGIN_VERSIONS, ENGINE_TYPES, engineTypes, serviceProcesses, WORKER_SERVICES, type WorkerContext } from './engines';
 import type { Loggers } from './logger';
 
 export interface RunningProcess {
@@ -75,6 +75,7 @@ export async function runGateway(config: ServerConfig, options: GatewayOptions, 
     ...shared,
     logger,
     engineTypes: ENGINE_TYPES,
+    databasePlugins: DATABASE_PLUGIN_VERSIONS,
     localServices,
     systemBackend: createSystemBackend,
     defaultKvVersion: options.defaultKvVersion,

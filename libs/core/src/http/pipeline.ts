@@ -183,7 +183,7 @@ function httpResult(req: LogicalRequest, result: LogicalResult): HttpResult {
 
 /** The HTTP answer for an engine's response and its envelope. */
 function respond(operation: Operation, response: Response | undefined, body: OutgoingEnvelope | undefined): HttpResult {
-  if (operation === 'list' && !hasListKeys(response)) return jsonError(404, []);
+  if (operation === 'list' && isEmptyList(response)) return jsonError(404, []);
   // A read that finds nothing is a 404, as in Vault.
   if (!response || !body) return operation === 'read' ? jsonError(404, []) : { status: 204 };
   if (response.raw !== undefined) return json(response.status ?? 200, response.raw, response.headers);
@@ -210,7 +210,10 @@ function unknownPath(): HttpResult {
   return { ...jsonError(404, [UNSUPPORTED_PATH]), defaultsOnly: true };
 }
 
-function hasListKeys(response: Response | undefined): boolean {
-  const keys = response?.data?.keys;
-  return Array.isArray(keys) && keys.length > 0;
+/** A LIST answers 404 without keys; an answer of other data (sys/plugins/runtimes/catalog's `runtimes`) is returned as it is, as Vault does. */
+function isEmptyList(response: Response | undefined): boolean {
+  const data = response?.data;
+  if (!data) return true;
+  if ('keys' in data) return !Array.isArray(data.keys) || data.keys.length === 0;
+  return Object.keys(data).length === 0;
 }

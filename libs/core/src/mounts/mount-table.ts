@@ -26,6 +26,7 @@ export interface MountRequest {
   local?: boolean;
   seal_wrap?: boolean;
   plugin_version?: string;
+  external?: boolean;
 }
 
 export function normalizeMountPath(path: string): string {
@@ -102,6 +103,7 @@ export class MountTable {
       seal_wrap: req.seal_wrap ?? false,
       plugin_version: req.plugin_version ?? '',
       ...(this.kind === 'auth' ? { table: 'auth' as const } : {}),
+      ...(req.external ? { external: true } : {}),
     };
     assertTtls(entry.config, defaults);
     await this.persist(new Map(this.entries).set(path, entry));

@@ -1,7 +1,8 @@
-import { parseDuration, type FieldData, type FieldMap, type PathDeclaration, type Request, type Response } from '@svc/framework';
+import { parseDuration, type FieldData, type MountInfo, type FieldMap, type PathDeclaration, type Request, type Response } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import type { Core } from '../core';
-import type { MountEntry, MountTable } from '../mounts/mount-table';
+import type { MountEntry, MountRequest, MountTable } from '../mounts/mount-table';
+import { BUILTIN_VERSION } from '../plugins/plugins';
 
 const MOUNT_FIELDS: FieldMap = {
   type: { type: 'string', required: true, description: 'Type of the engine or auth method, e.g. "kv" or "transit".' },
@@ -10,7 +11,8 @@ const MOUNT_FIELDS: FieldMap = {
   options: { type: 'kv-pairs', default: {}, description: 'Engine options, e.g. {"version": "2"} for kv.' },
   local: { type: 'bool', default: false, description: 'Mount is local to this cluster (not replicated).' },
   seal_wrap: { type: 'bool', default: false, description: 'Seal-wrap the mount (accepted for compatibility).' },
-  plugin_version: { type: 'string', default: '', description: 'Plugin version to run.' },
+  plugin_version: { type: 'string', default: '', description: 'Plugin version to run: a version registered in the plugin catalog, or the built-in one.' },
+  plugin_name: { type: 'string', default: '', description: 'With type "plugin": the name of the plugin to mount (from the plugin catalog).' },
 };
 
 const TUNE_FIELDS: FieldMap = {
@@ -49,7 +51,7 @@ export function describeMount(entry: MountEntry): Record<string, unknown> {
     seal_wrap: entry.seal_wrap,
     external_entropy_access: false,
     plugin_version: entry.plugin_version,
-    running_plugin_version: entry.plugin_version || `v${entry.type}-builtin`,
+    running_plugin_version: entry.external ? entry.plugin_version : BUILTIN_VERSION,
     deprecation_status: 'supported',
   };
 }
@@ -71,6 +73,34 @@ function mountConfig(f: FieldData): Partial<MountEntry['config']> {
   }
   if (config.listing_visibility !== undefined) out.listing_visibility = listingVisibility('config.listing_visibility', config.listing_visibility);
   return out;
+}
+
+/** The plugin a mount request names: its type, or with type "plugin" its `plugin_name` (Vault's older form). */
+function pluginName(f: FieldData): string {
+  const type = f.get<string>('type');
+  if (type !== 'plugin') return type;
+  const config = f.get<Record<string, unknown>>('config') ?? {};
+  const name = f.get<string>('plugin_name') || (typeof config.plugin_name === 'string' ? config.plugin_name : '');
+  if (name === '') throw ServiceError.badRequest('plugin_name must be given to mount a plugin of type "plugin"');
+  return name;
+}
+
+/** The mount a request would create, for starting its plugin before the mount exists. */
+function mountInfoOf(request: MountRequest, namespace: string): MountInfo {
+  return {
+    path: request.path,
+    type: request.type,
+    uuid: 'new-mount',
+    accessor: '',
+    namespace,
+    description: request.description ?? '',
+    config: { default_lease_ttl: 0, max_lease_ttl: 0 },
+    options: request.options ?? {},
+    local: false,
+    seal_wrap: false,
+    external: true,
+    plugin_version: request.plugin_version,
+  };
 }
 
 /** sys/mounts and sys/auth share one shape; `prefix` is "mounts" or "auth". */
@@ -140,28 +170,31 @@ function tablePaths(core: Core, prefix: 'mounts' | 'auth'): PathDeclaration[] {
         update: {
           summary: `Enable a ${kind} at this path.`,
           handler: async (req, f) => {
-            const type = f.get<string>('type');
+            const type = pluginName(f);
             const wanted = prefix === 'mounts' ? 'secret' : 'auth';
             const engine = core.engines.get(type, wanted);
             if (engine?.table === wanted && engine.builtin) {
               throw ServiceError.badRequest(`${kind} type "${type}" is mounted in every namespace and cannot be enabled again`);
             }
-            if (engine?.table !== wanted) {
-              throw ServiceError.badRequest(`unknown ${kind} type "${type}"; known types: ${core.engines.mountable(wanted).join(', ') || 'none'}`);
+            const plugin = await core.plugins.forMount(wanted, type, f.get('plugin_version'));
+            if (!plugin) throw ServiceError.badRequest(`unknown ${kind} type "${type}"; known types: ${(await core.plugins.mountable(wanted)).join(', ') || 'none'}`);
+            if (plugin.external && wanted === 'auth') {
+              throw ServiceError.badRequest(`auth method "${type}" is an external plugin: this server runs external plugins as secrets engines only`);
             }
-            await table(req).mount(
-              {
-                path: f.params.path,
-                type,
-                description: f.get('description'),
-                config: mountConfig(f),
-                options: f.get('options'),
-                local: f.get('local'),
-                seal_wrap: f.get('seal_wrap'),
-                plugin_version: f.get('plugin_version'),
-              },
-              systemTtls(),
-            );
+            const request = {
+              path: f.params.path,
+              type,
+              description: f.get<string>('description'),
+              config: mountConfig(f),
+              options: f.get<Record<string, string>>('options'),
+              local: f.get<boolean>('local'),
+              seal_wrap: f.get<boolean>('seal_wrap'),
+              plugin_version: plugin.version,
+              external: plugin.external,
+            };
+            // An external plugin is started once before it is mounted, so one that cannot run is refused now.
+            if (plugin.external) await core.plugins.host.check(mountInfoOf(request, core.namespaceOf(req).path));
+            await table(req).mount(request, systemTtls());
             return undefined;
           },
         },
