@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { ServiceError } from '@svc/http';
-import type { RekeyBackup as BackupRecord, RekeyInitRequest as RekeyStart } from '@svc/sdk';
+import type { RekeyBackup as BackupRecord, RekeyInitRequest as RekeyStart, RekeyStatus as WireRekeyStatus } from '@svc/sdk';
 import type { TransactionalStore } from '@svc/storage';
 import { UNSEAL_KEY_BYTES, combineShares, shareLength, splitKey, validateShareConfig } from './shamir';
 import { handOutShares, pgpFingerprints, type HandedOutShares } from './shares';
@@ -32,19 +32,8 @@ export interface RekeyTarget extends ShareAuthority {
 
 export type { BackupRecord, RekeyStart };
 
-/** The rekey operation object (Document 1, "Rekey operation"). */
-export interface RekeyStatus {
-  started: boolean;
-  nonce: string;
-  t: number;
-  n: number;
-  progress: number;
-  required: number;
-  pgp_fingerprints: string[] | null;
-  backup: boolean;
-  verification_required: boolean;
-  verification_nonce?: string;
-}
+/** The rekey operation object (Document 1, "Rekey operation"); the completion adds the new shares. */
+export type RekeyStatus = Omit<WireRekeyStatus, 'complete' | 'keys' | 'keys_base64'>;
 
 export interface RekeyCompletion extends RekeyStatus, HandedOutShares {
   complete: true;
