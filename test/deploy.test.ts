@@ -26,12 +26,12 @@ import { api, eventually, initAndUnseal, POSTGRES_URL, startServerProcess, type 
 
 const root = path.resolve(__dirname, '..');
 const deployDir = path.join(root, 'deploy');
-const serviceApps = readdirSync(path.join(root, 'apps')).filter((app) => app !== 'cli').sort();
+/** Apps that are not a server process: the CLI, and the web UI (files the gateway serves). */
+const CLIENT_APPS = ['cli', 'ui'];
+const serviceApps = readdirSync(path.join(root, 'apps')).filter((app) => !CLIENT_APPS.includes(app)).sort();
 const { version } = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string };
 const image = `secrets-service:${version}`;
 const configNames = ['gateway', 'service'] as const;
-/** Service apps that take no requests over the bus (they run background work: the snapshot scheduler). */
-const WORKER_APPS = ['snapshot'];
 
 const read = (...parts: string[]) => readFileSync(path.join(root, ...parts), 'utf8');
 
@@ -223,7 +223,7 @@ describe('the server configurations', () => {
 
   test('nats.conf lets the gateways send, and the services take, requests and presence checks of every engine service app; its replicas share invalidations', () => {
     const subjects = { gateway: ['request', 'presence'], service: ['request', 'presence', 'invalidate'] };
-    for (const app of serviceApps.filter((name) => name !== 'gateway' && !WORKER_APPS.includes(name))) {
+    for (const app of serviceApps.filter((name) => name !== 'gateway')) {
       for (const [user, kinds] of Object.entries(subjects)) {
         for (const kind of kinds) expect([user, `svc.${app}.${kind}`, natsUser(user).includes(`"svc.${app}.${kind}"`)]).toEqual([user, `svc.${app}.${kind}`, true]);
       }

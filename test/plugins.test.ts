@@ -149,7 +149,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('plugins, %s', (kind)
       await ok('POST', 'sys/plugins/catalog/secret/notes', { sha256, command: 'notes', env: ['NOTES_GREETING=unversioned'] });
       const catalog = (await ok('GET', 'sys/plugins/catalog')).data;
       expect(catalog.secret).toEqual(['cloud', 'database', 'kv', 'notes', 'transit']);
-      expect(catalog.auth).toEqual(['approle', 'userpass']);
+      expect(catalog.auth).toEqual(['approle', 'cloud', 'userpass']);
       expect(catalog.database).toEqual(['mysql-database-plugin', 'postgresql-database-plugin', 'redis-database-plugin']);
       expect(catalog.detailed).toContainEqual({ name: 'kv', type: 'secret', version: 'v0.1.0+builtin.svc', builtin: true, deprecation_status: 'supported' });
       expect(catalog.detailed).toContainEqual({ name: 'notes', type: 'secret', version: '', builtin: false, sha256 });
