@@ -149,28 +149,28 @@ describe.each(['all-in-one', 'distributed'] as const)('svc commands (%s)', (kind
   afterAll(() => topology?.stop());
 
   test('kv: version 2 detected, versions, patch, delete and undelete, rollback, metadata; version 1 in place', async () => {
-    expect(await run(['secrets', 'enable', '-path=secret', '-version=2', 'kv'])).toBe('Success! Enabled the kv secrets engine at: secret/\n');
-    expect(await run(['kv', 'put', 'secret/app', 'user=alice', 'password=one'])).toMatch(/^== Secret Path ==\nsecret\/data\/app\n\n== Metadata ==\n[^]*version\s+1\n$/);
-    await run(['kv', 'patch', 'secret/app', 'password=two']);
-    expect(await run(['kv', 'get', '-field=password', 'secret/app'])).toBe('two');
-    expect(await run(['kv', 'get', '-version=1', '-field=password', 'secret/app'])).toBe('one');
-    expect(await run(['kv', 'get', 'secret/app'])).toMatch(/== Data ==\nKey\s+Value\n---\s+-----\npassword\s+two\nuser\s+alice\n$/);
-    expect(JSON.parse(await run(['kv', 'list', '-format=json', 'secret/']))).toEqual(['app']);
+    expect(await run(['secrets', 'enable', '-path=kv2', '-version=2', 'kv'])).toBe('Success! Enabled the kv secrets engine at: kv2/\n');
+    expect(await run(['kv', 'put', 'kv2/app', 'user=alice', 'password=one'])).toMatch(/^== Secret Path ==\nkv2\/data\/app\n\n== Metadata ==\n[^]*version\s+1\n$/);
+    await run(['kv', 'patch', 'kv2/app', 'password=two']);
+    expect(await run(['kv', 'get', '-field=password', 'kv2/app'])).toBe('two');
+    expect(await run(['kv', 'get', '-version=1', '-field=password', 'kv2/app'])).toBe('one');
+    expect(await run(['kv', 'get', 'kv2/app'])).toMatch(/== Data ==\nKey\s+Value\n---\s+-----\npassword\s+two\nuser\s+alice\n$/);
+    expect(JSON.parse(await run(['kv', 'list', '-format=json', 'kv2/']))).toEqual(['app']);
 
-    await run(['kv', 'delete', 'secret/app']);
-    expect((await svc(['kv', 'get', 'secret/app'], env)).code).toBe(2);
-    await run(['kv', 'undelete', '-versions=2', 'secret/app']);
-    await run(['kv', 'rollback', '-version=1', 'secret/app']);
-    expect(await run(['kv', 'get', '-mount=secret', '-field=password', 'app'])).toBe('one');
-    await run(['kv', 'destroy', '-versions=1', 'secret/app']);
-    await run(['kv', 'metadata', 'put', '-max-versions=5', '-custom-metadata=owner=ops', 'secret/app']);
-    const metadata = await run(['kv', 'metadata', 'get', 'secret/app']);
+    await run(['kv', 'delete', 'kv2/app']);
+    expect((await svc(['kv', 'get', 'kv2/app'], env)).code).toBe(2);
+    await run(['kv', 'undelete', '-versions=2', 'kv2/app']);
+    await run(['kv', 'rollback', '-version=1', 'kv2/app']);
+    expect(await run(['kv', 'get', '-mount=kv2', '-field=password', 'app'])).toBe('one');
+    await run(['kv', 'destroy', '-versions=1', 'kv2/app']);
+    await run(['kv', 'metadata', 'put', '-max-versions=5', '-custom-metadata=owner=ops', 'kv2/app']);
+    const metadata = await run(['kv', 'metadata', 'get', 'kv2/app']);
     expect(metadata).toMatch(/max_versions\s+5\n/);
     expect(metadata).toMatch(/current_version\s+3\n/);
     expect(metadata).toMatch(/== Version 1 ==\n[^]*destroyed\s+true/);
-    expect(await svc(['kv', 'metadata', 'get', '-format=yaml', 'secret/app'], env)).toMatchObject({ code: 0, stdout: expect.stringContaining('owner: ops') });
-    await run(['kv', 'metadata', 'delete', 'secret/app']);
-    expect((await svc(['kv', 'get', 'secret/app'], env)).code).toBe(2);
+    expect(await svc(['kv', 'metadata', 'get', '-format=yaml', 'kv2/app'], env)).toMatchObject({ code: 0, stdout: expect.stringContaining('owner: ops') });
+    await run(['kv', 'metadata', 'delete', 'kv2/app']);
+    expect((await svc(['kv', 'get', 'kv2/app'], env)).code).toBe(2);
 
     await run(['secrets', 'enable', '-path=old', '-version=1', 'kv']);
     expect(await run(['kv', 'put', 'old/app', 'a=b'])).toBe('Success! Data written to: old/app\n');
@@ -190,7 +190,7 @@ describe.each(['all-in-one', 'distributed'] as const)('svc commands (%s)', (kind
 
     const created = await run(['token', 'create', '-policy=reader', '-ttl=1h', '-metadata=team=ops']);
     expect(created).toMatch(/^token_duration\s+1h$/m);
-    expect(created).toMatch(/^token_policies\s+\[default reader\]$/m);
+    expect(created).toMatch(/^token_policies\s+\[reader default\]$/m);
     expect(created).toMatch(/^token_meta_team\s+ops$/m);
     const token = /^token\s+(\S+)$/m.exec(created)![1];
     const asReader = { ...env, SVC_TOKEN: token };
