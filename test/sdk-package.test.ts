@@ -66,10 +66,10 @@ describe('the packed SDK', () => {
     const { keys, root_token: rootToken } = await client.sys.init({ secret_shares: 1, secret_threshold: 1 });
     await client.sys.unseal(keys[0]);
     const root = client.withToken(rootToken);
-    await root.sys.enableMount('secret', { type: 'kv', options: { version: '2' } });
+    await root.sys.enableMount('kv2', { type: 'kv', options: { version: '2' } });
     await root.sys.enableMount('transit', { type: 'transit' });
 
-    const kv = root.kv('secret');
+    const kv = root.kv('kv2');
     expect((await kv.put('app', { password: 'one' })).version).toBe(1);
     expect((await kv.patch('app', { user: 'alice' })).version).toBe(2);
     expect(await kv.get('app')).toMatchObject({ data: { password: 'one', user: 'alice' }, metadata: { version: 2 } });
@@ -79,14 +79,14 @@ describe('the packed SDK', () => {
     await kv.undelete('app', [2]);
     expect(await kv.list()).toEqual(['app']);
 
-    await root.write('sys/policies/acl/reader', { policy: 'path "secret/data/*" { capabilities = ["read"] }' });
+    await root.write('sys/policies/acl/reader', { policy: 'path "kv2/data/*" { capabilities = ["read"] }' });
     await root.write('sys/auth/userpass', { type: 'userpass' });
     await root.write('auth/userpass/users/alice', { password: 'wonder', token_policies: 'reader' });
     const login = await client.logins.userpass('alice', 'wonder');
     const alice = client.withToken(login.client_token);
-    expect((await alice.kv('secret').get<{ user: string }>('app'))?.data.user).toBe('alice');
-    await expect(alice.kv('secret').put('app', { user: 'mallory' })).rejects.toBeInstanceOf(sdk.SvcApiError);
-    expect((await alice.tokens.lookupSelf()).policies).toEqual(['default', 'reader']);
+    expect((await alice.kv('kv2').get<{ user: string }>('app'))?.data.user).toBe('alice');
+    await expect(alice.kv('kv2').put('app', { user: 'mallory' })).rejects.toBeInstanceOf(sdk.SvcApiError);
+    expect((await alice.tokens.lookupSelf()).policies.slice().sort()).toEqual(['default', 'reader']);
     const child = await root.tokens.create({ policies: ['reader'], ttl: '1h' });
     expect(child.lease_duration).toBe(3600);
     await root.tokens.revoke(child.client_token);

@@ -4,7 +4,6 @@
  * forwards to STS to learn who signed it. Nothing is sent to STS here.
  */
 import { createHash, createHmac, type BinaryLike, type Hash, type Hmac } from 'node:crypto';
-import { SignatureV4 } from '@smithy/signature-v4';
 
 export interface CloudCredentials {
   accessKeyId: string;
@@ -69,6 +68,8 @@ export async function cloudIamLoginData(options: CloudIamLoginOptions): Promise<
   const host = stsHost(region);
   const headers: Record<string, string> = { host, 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' };
   if (options.serverId) headers['x-service-cloud-iam-server-id'] = options.serverId;
+  // Loaded on first use: the signer is the SDK's only dependency, needed by this login alone.
+  const { SignatureV4 } = await import('@smithy/signature-v4');
   const signer = new SignatureV4({ service: 'sts', region, credentials: options.credentials, sha256: NodeSha256, applyChecksum: false });
   const signed = await signer.sign({ method: 'POST', protocol: 'https:', hostname: host, path: '/', headers, body: BODY }, { signingDate: options.signingDate });
   const asLists = Object.fromEntries(Object.entries(signed.headers).map(([name, value]) => [name, [String(value)]]));
