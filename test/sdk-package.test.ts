@@ -86,7 +86,7 @@ describe('the packed SDK', () => {
     const alice = client.withToken(login.client_token);
     expect((await alice.kv('kv2').get<{ user: string }>('app'))?.data.user).toBe('alice');
     await expect(alice.kv('kv2').put('app', { user: 'mallory' })).rejects.toBeInstanceOf(sdk.SvcApiError);
-    expect((await alice.tokens.lookupSelf()).policies.slice().sort()).toEqual(['default', 'reader']);
+    expect(((await alice.tokens.lookupSelf()).policies as string[]).slice().sort()).toEqual(['default', 'reader']);
     const child = await root.tokens.create({ policies: ['reader'], ttl: '1h' });
     expect(child.lease_duration).toBe(3600);
     await root.tokens.revoke(child.client_token);

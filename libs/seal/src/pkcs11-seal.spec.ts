@@ -7,7 +7,7 @@ import { Pkcs11KeyWrapper, type Pkcs11SealConfig } from './pkcs11-seal';
 const PIN = '4711-user';
 
 describe('pkcs11 seal (SoftHSM2)', () => {
-  const hsm = SoftHsm.create().use();
+  const hsm = SoftHsm.create().useInThisProcess();
   const wrappers: Pkcs11KeyWrapper[] = [];
   const wrapper = (config: Partial<Pkcs11SealConfig>) => {
     const created = new Pkcs11KeyWrapper({ type: 'pkcs11', lib: SOFTHSM_LIBRARY, tokenLabel: 'unit', pin: PIN, keyLabel: 'root-wrap', generateKey: false, rsaOaepHash: 'sha256', ...config });

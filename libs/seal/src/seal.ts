@@ -443,18 +443,20 @@ export class AutoSeal extends KeyringSeal implements Seal {
 
   /** Asks the provider for the root key and opens the keyring; a provider failure is a SealUnavailableError. */
   unsealAutomatically(): Promise<Keyring> {
-    return this.exclusive(async () => {
-      if (this.open) return this.open.keyring;
-      const config = await readConfig(this.physical);
-      if (!config) throw ServiceError.badRequest(UNINITIALIZED_MESSAGE);
-      if (config.type !== this.wrapper.type) {
-        throw new Error(`storage was initialized with the ${config.type} seal but the configuration names the ${this.wrapper.type} seal; to migrate, add the ${config.type} seal's stanza marked disabled = "true"`);
-      }
-      const sealedRootKey = await readSealedRootKey(this.physical);
-      this.open = await this.openWith(await this.wrapper.unwrap(sealedRootKey));
-      this.openedFrom = sealedRootKey;
-      return this.open.keyring;
-    });
+    return this.exclusive(async () => (this.open ?? (await this.openThroughProvider())).keyring);
+  }
+
+  /** Runs inside `exclusive`. */
+  private async openThroughProvider(): Promise<OpenSeal> {
+    const config = await readConfig(this.physical);
+    if (!config) throw ServiceError.badRequest(UNINITIALIZED_MESSAGE);
+    if (config.type !== this.wrapper.type) {
+      throw new Error(`storage was initialized with the ${config.type} seal but the configuration names the ${this.wrapper.type} seal; to migrate, add the ${config.type} seal's stanza marked disabled = "true"`);
+    }
+    const sealedRootKey = await readSealedRootKey(this.physical);
+    this.open = await this.openWith(await this.wrapper.unwrap(sealedRootKey));
+    this.openedFrom = sealedRootKey;
+    return this.open;
   }
 
   start(): void {
@@ -507,7 +509,9 @@ export class AutoSeal extends KeyringSeal implements Seal {
 
   /** A peer may have rotated the root key: when the stored one is not the one this process opened with, ask the provider for it. */
   protected override async inForce(): Promise<OpenSeal> {
-    const open = this.requireOpen();
+    // A gateway unsealed by a peer's keyring hand-off holds no root key yet: the provider gives it.
+    if (!this.open) return this.openThroughProvider();
+    const open = this.open;
     const stored = await readSealedRootKey(this.physical);
     if (this.openedFrom && !stored.equals(this.openedFrom)) {
       const rootKey = await this.wrapper.unwrap(stored);

@@ -24,13 +24,19 @@ export class SoftHsm {
     return new SoftHsm(mkdtempSync(path.join(tmpdir(), 'svc-softhsm-')));
   }
 
-  /**
-   * Sets SOFTHSM2_CONF for the servers this test starts and for the library loaded in this process.
-   * Jest hands a test a copy of process.env, which native code never sees; process.loadEnvFile
-   * writes the real environment (once per process: it does not replace a variable already set).
-   */
+  /** Sets SOFTHSM2_CONF for the servers this test starts (they inherit the test's environment). */
   use(): this {
     process.env.SOFTHSM2_CONF = this.conf;
+    return this;
+  }
+
+  /**
+   * Also points the library loaded in this process at the directory. Jest hands a test a copy of
+   * process.env, which native code never sees; process.loadEnvFile writes the real environment, but
+   * only once per process (it does not replace a variable already set): one spec per test process.
+   */
+  useInThisProcess(): this {
+    this.use();
     const envFile = path.join(this.dir, 'softhsm.env');
     writeFileSync(envFile, `SOFTHSM2_CONF=${this.conf}\n`);
     process.loadEnvFile(envFile);
