@@ -617,6 +617,18 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('cloud auth method, %
       expect((await call('GET', `auth/cloud/roletag-denylist/${tag}`)).status).toBe(404);
     });
 
+    test('the periodic tidy (the core runs it about once a minute, on one gateway) removes expired entries of both lists unasked', async () => {
+      await ok('POST', 'auth/cloud/config/tidy/identity-accesslist', { safety_buffer: 1 });
+      await ok('POST', 'auth/cloud/config/tidy/roletag-denylist', { safety_buffer: 1 });
+      await ok('POST', 'auth/cloud/role/fleeting', { auth_type: 'vm', bound_image_id: 'ami-0123456789abcdef0', role_tag: 'Fleeting', token_max_ttl: 1 });
+      const tag = (await ok('POST', 'auth/cloud/role/fleeting/tag', { max_ttl: 1 })).data.tag_value as string;
+      await ok('POST', `auth/cloud/roletag-denylist/${tag}`);
+      const instance = ec2.launch({ tags: { Fleeting: (await ok('POST', 'auth/cloud/role/fleeting/tag', {})).data.tag_value as string } });
+      await vmLoggedIn(instance, 'fleeting', { nonce: 'f' });
+      const gone = async (where: string) => (await call('GET', where)).status === 404;
+      await eventually(async () => (await gone(`auth/cloud/identity-accesslist/${instance.id}`)) && gone(`auth/cloud/roletag-denylist/${tag}`), 90_000, 1_000);
+    });
+
     test('an iam login that infers its instance: the session named after the instance id, held to the instance bindings', async () => {
       sts.state.createRole('node', 3600);
       await ok('POST', 'auth/cloud/role/inferred', { bound_iam_principal_arn: `arn:aws:iam::${ACCOUNT_ID}:role/node`, inferred_entity_type: 'vm_instance', inferred_cloud_region: 'us-east-1', bound_image_id: 'ami-0123456789abcdef0' });

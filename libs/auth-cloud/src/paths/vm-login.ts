@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { renewedAuth, tokenAuth, type AuthResponse, type FieldData } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import { pkcs7Document, signedDocument, type IdentityDocument } from '../identity-document';
+import { PROVIDER_CERTIFICATES } from '../provider-certificates';
 import { checkInstanceBindings, describeInstance, type InstanceFacts } from '../instances';
 import type { CloudAuth } from '../method';
 import { ACCESS_LIST, CERTIFICATES, type AccessListEntry, type CertificateRecord, type IdentityConfig, type RoleRecord } from '../records';
@@ -25,10 +26,12 @@ interface VmLoginData {
   [key: string]: unknown;
 }
 
+/** The registered certificates of the type, then the provider's built-in ones. */
 async function certificates(method: CloudAuth, type: CertificateRecord['type']): Promise<string[]> {
   const names = await CERTIFICATES.list(method.storage);
   const records = await Promise.all(names.map((name) => CERTIFICATES.get(method.storage, name)));
-  return records.filter((record): record is CertificateRecord => record?.type === type).map((record) => record.cloud_public_cert);
+  const registered = records.filter((record): record is CertificateRecord => record?.type === type).map((record) => record.cloud_public_cert);
+  return [...registered, ...PROVIDER_CERTIFICATES[type]];
 }
 
 /** The role tag of the instance, checked: present, signed with the role's key, for this role and instance, not denied. */
