@@ -17,31 +17,39 @@ import { api, assertingCalls, eventually, initAndUnseal, POSTGRES_URL, startTopo
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Body = Record<string, any>;
 
+interface SnapshotCluster {
+  topology: Topology;
+  url: string;
+  root: string;
+  dir: string;
+}
+
+/** A topology with two snapshot service replicas, initialized, and a directory for local targets, for the enclosing describe. */
+function snapshotCluster(kind: TopologyKind): SnapshotCluster {
+  const cluster = {} as SnapshotCluster;
+  beforeAll(async () => {
+    cluster.dir = mkdtempSync(path.join(tmpdir(), 'svc-snapshot-auto-'));
+    cluster.topology = await startTopology(kind, { services: ['snapshot', 'snapshot'] });
+    cluster.url = cluster.topology.urls[0];
+    cluster.root = (await initAndUnseal(cluster.url)).rootToken;
+  }, 300_000);
+  afterAll(async () => {
+    await cluster.topology?.stop();
+    rmSync(cluster.dir, { recursive: true, force: true });
+  });
+  return cluster;
+}
+
 describe.each<TopologyKind>(['all-in-one', 'distributed'])('automated snapshots, %s', (kind) => {
-  let topology: Topology;
-  let url: string;
-  let root: string;
-  let dir: string;
-  const call = (method: string, where: string, body?: unknown, token = root) => api<Body>(url, method, `/v1/${where}`, { body, token });
+  const cluster = snapshotCluster(kind);
+  const call = (method: string, where: string, body?: unknown, token = cluster.root) => api<Body>(cluster.url, method, `/v1/${where}`, { body, token });
   const { ok, refused } = assertingCalls(call);
   const config = (name: string) => `sys/storage/raft/snapshot-auto/config/${name}`;
   const status = async (name: string) => (await ok('GET', `sys/storage/raft/snapshot-auto/status/${name}`)).data;
   const snapshotsIn = (directory: string, prefix: string) => readdirSync(directory).filter((name) => name.startsWith(prefix)).sort();
 
-  beforeAll(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'svc-snapshot-auto-'));
-    topology = await startTopology(kind, { services: ['snapshot', 'snapshot'] });
-    url = topology.urls[0];
-    ({ rootToken: root } = await initAndUnseal(url));
-  }, 300_000);
-
-  afterAll(async () => {
-    await topology?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
-
   test('a configuration is refused with a 400 naming the field', async () => {
-    const local = { interval: '1h', path_prefix: dir, storage_type: 'local', local_max_space: 1_000_000 };
+    const local = { interval: '1h', path_prefix: cluster.dir, storage_type: 'local', local_max_space: 1_000_000 };
     await refused('POST', config('bad'), { ...local, storage_type: undefined }, 400, /missing required field "storage_type"/);
     await refused('POST', config('bad'), { ...local, storage_type: 'ftp' }, 400, /"storage_type".*ftp|storage_type "ftp"/);
     await refused('POST', config('bad'), { ...local, interval: undefined }, 400, /missing required field "interval"/);
@@ -90,7 +98,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('automated snapshots,
   });
 
   test('local: a snapshot every interval on one replica, the newest `retain` kept, status with file:// URLs; the files restore', async () => {
-    const target = path.join(dir, 'every-second');
+    const target = path.join(cluster.dir, 'every-second');
     await ok('POST', config('local'), { interval: '1s', retain: 2, path_prefix: target, file_prefix: 'app', storage_type: 'local', local_max_space: 50_000_000 });
     const runs = new Set<string>();
     await eventually(async () => {
@@ -109,13 +117,13 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('automated snapshots,
     const starts = [...runs].map((at) => Date.parse(at)).sort((a, b) => a - b);
     for (let i = 1; i < starts.length; i++) expect(starts[i] - starts[i - 1]).toBeGreaterThanOrEqual(1_000);
     const newest = readFileSync(path.join(target, files[files.length - 1]));
-    const restored = await api(url, 'POST', '/v1/sys/storage/raft/snapshot', { rawBody: newest, token: root });
+    const restored = await api(cluster.url, 'POST', '/v1/sys/storage/raft/snapshot', { rawBody: newest, token: cluster.root });
     expect(restored.status).toBe(204);
     await ok('DELETE', config('local'));
   });
 
   test('local_max_space too small: the attempt fails with the error in status and leaves no file', async () => {
-    const target = path.join(dir, 'tiny');
+    const target = path.join(cluster.dir, 'tiny');
     await ok('POST', config('tiny'), { interval: 1, path_prefix: target, file_prefix: 'tiny', storage_type: 'local', local_max_space: 100 });
     await eventually(async () => (await status('tiny')).last_snapshot_error !== '', 60_000, 100);
     const current = await status('tiny');
@@ -142,11 +150,8 @@ async function archiveMembers(file: string): Promise<string[]> {
 describe('automated snapshots, distributed: the replica running a configuration is killed', () => {
   const NAME = 'failover';
   const INTERVAL_SECONDS = 2;
-  let topology: Topology;
-  let url: string;
-  let root: string;
-  let dir: string;
-  const call = (method: string, where: string, body?: unknown) => api<Body>(url, method, `/v1/${where}`, { body, token: root });
+  const cluster = snapshotCluster('distributed');
+  const call = (method: string, where: string, body?: unknown) => api<Body>(cluster.url, method, `/v1/${where}`, { body, token: cluster.root });
   const { ok } = assertingCalls(call);
   const status = async () => (await ok('GET', `sys/storage/raft/snapshot-auto/status/${NAME}`)).data;
   /** The snapshot URLs a replica logged for this configuration with `msg`, in order. */
@@ -163,33 +168,21 @@ describe('automated snapshots, distributed: the replica running a configuration 
     await client.connect();
     try {
       if (action === 'remove') {
-        await client.query(`DELETE FROM ${topology.storageTable} WHERE parent_path = 'failover-filler/'`);
+        await client.query(`DELETE FROM ${cluster.topology.storageTable} WHERE parent_path = 'failover-filler/'`);
         return;
       }
       for (let batch = 0; batch < 10; batch++) {
         const names = Array.from({ length: 1_000 }, (_, i) => `row-${batch * 1_000 + i}`);
         const values = names.map(() => randomBytes(4_096));
-        await client.query(`INSERT INTO ${topology.storageTable} (parent_path, name, value) SELECT 'failover-filler/', * FROM unnest($1::text[], $2::bytea[])`, [names, values]);
+        await client.query(`INSERT INTO ${cluster.topology.storageTable} (parent_path, name, value) SELECT 'failover-filler/', * FROM unnest($1::text[], $2::bytea[])`, [names, values]);
       }
     } finally {
       await client.end();
     }
   };
 
-  beforeAll(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'svc-snapshot-failover-'));
-    topology = await startTopology('distributed', { services: ['snapshot', 'snapshot'] });
-    url = topology.urls[0];
-    ({ rootToken: root } = await initAndUnseal(url));
-  }, 300_000);
-
-  afterAll(async () => {
-    await topology?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
-
   test('one replica per interval; after kill -9 of the lock holder mid-run the other continues once the lock expires, with no partial file and no tick run twice', async () => {
-    const target = path.join(dir, 'snapshots');
+    const target = path.join(cluster.dir, 'snapshots');
     await ok('POST', `sys/storage/raft/snapshot-auto/config/${NAME}`, {
       interval: INTERVAL_SECONDS,
       retain: 1_000,
@@ -198,7 +191,7 @@ describe('automated snapshots, distributed: the replica running a configuration 
       storage_type: 'local',
       local_max_space: 10_000_000_000,
     });
-    const replicas = topology.processes.filter((p) => p.name.startsWith('snapshot'));
+    const replicas = cluster.topology.processes.filter((p) => p.name.startsWith('snapshot'));
     expect(replicas.map((p) => p.name)).toEqual(['snapshot', 'snapshot-1']);
     const allWritten = () => replicas.flatMap(written);
     await eventually(async () => allWritten().length >= 3, 120_000, 100);
