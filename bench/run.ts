@@ -40,7 +40,7 @@ export interface Measurement {
 }
 
 /** CPU time (µs) a process has used so far, from /proc (Linux); 0 when it cannot be read. */
-function cpuMicros(pid: number): number {
+export function cpuMicros(pid: number): number {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
     // utime and stime, in clock ticks of 10 ms

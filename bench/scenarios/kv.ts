@@ -23,13 +23,14 @@ const WRITE_BODY = JSON.stringify({ data: { id: '[<id>]', password: SECRET.passw
 /** PostgreSQL storage's default pool, which the upsert floor matches. */
 const PG_POOL = 10;
 
-interface KvServer {
+export interface KvServer {
   url: string;
   token: string;
+  pid: number;
   stop(): Promise<void>;
 }
 
-async function dropTables(...tables: string[]): Promise<void> {
+export async function dropTables(...tables: string[]): Promise<void> {
   const client = new Client({ connectionString: POSTGRES_URL });
   await client.connect();
   try {
@@ -40,7 +41,7 @@ async function dropTables(...tables: string[]): Promise<void> {
 }
 
 /** Writes a config with `storage` to a temporary directory, starts `svc server` on it, and unseals it. */
-async function startConfiguredServer(name: string, storage: (dir: string) => string, cleanup: () => Promise<void>): Promise<KvServer> {
+export async function startConfiguredServer(name: string, storage: (dir: string) => string, cleanup: () => Promise<void>): Promise<KvServer> {
   const dir = mkdtempSync(path.join(tmpdir(), 'svc-bench-kv-'));
   const release = async () => {
     rmSync(dir, { recursive: true, force: true });
@@ -55,6 +56,7 @@ async function startConfiguredServer(name: string, storage: (dir: string) => str
     return {
       url,
       token: rootToken,
+      pid: server.child.pid!,
       stop: async () => {
         await server.stop();
         await release();

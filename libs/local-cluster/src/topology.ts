@@ -44,6 +44,8 @@ export interface Topology {
   processes: ServerProcess[];
   /** Distributed: the bus subject prefix and the cluster key file every process was given. */
   bus?: { subjectPrefix: string; clusterKeyFile: string };
+  /** Distributed: the PostgreSQL table of the storage (POSTGRES_URL), for tests that fill it directly. */
+  storageTable?: string;
   /** Stops one process (to test a service going away) without tearing down the rest. */
   stopProcess(name: string): Promise<void>;
   /** Stops one process and starts it again with the same configuration (a new port for a gateway). */
@@ -78,6 +80,7 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
   let gatewayConfig = options.gatewayConfig ?? '';
   const cleanups: (() => Promise<void>)[] = [async () => rmSync(dir, { recursive: true, force: true })];
   let bus: Topology['bus'];
+  let storageTable: string | undefined;
   const stopAll = async () => {
     await Promise.all(processes.map((p) => p.stop()));
     for (const cleanup of cleanups) await cleanup();
@@ -93,6 +96,7 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
       processes.push(await start('all-in-one', args));
     } else {
       const table = `svc_e2e_${id}`;
+      storageTable = table;
       cleanups.push(() => dropTable(table));
       const { subjectPrefix = `svc-${id}` } = options;
       const clusterKeyFile = path.join(dir, 'cluster.key');
@@ -136,6 +140,7 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
     },
     processes,
     bus,
+    storageTable,
     stopProcess: async (name) => {
       await processes.find((p) => p.name === name)?.stop();
     },

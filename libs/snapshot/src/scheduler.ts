@@ -102,6 +102,7 @@ export class SnapshotScheduler {
     const url = target.url(fileName);
     const previous = (await this.view().getJSON<StoredStatus>(STATUS_PREFIX + name)) ?? { ...NO_STATUS, fencing_token: 0 };
     await this.record(name, lock, { ...previous, snapshot_start: started.toISOString(), snapshot_url: url });
+    this.options.logger.info({ config: name, url }, 'automated snapshot started');
     let error = '';
     try {
       const file = await createSnapshot(this.options.physical, this.options.barrier.keyring);

@@ -64,6 +64,7 @@ class LocalTarget implements SnapshotTarget {
 
   async write(name: string, file: SnapshotFile): Promise<void> {
     await mkdir(this.directory, { recursive: true, mode: 0o700 });
+    await this.removeInterruptedCopies();
     const used = await this.usedSpace();
     const allowed = this.config.local_max_space!;
     if (used + file.size > allowed) {
@@ -100,6 +101,15 @@ class LocalTarget implements SnapshotTarget {
   }
 
   close(): void {}
+
+  /**
+   * A replica killed while copying leaves its partial file behind. The caller holds the
+   * configuration's lock, so no other copy of this configuration is under way: what is left is stale.
+   */
+  private async removeInterruptedCopies(): Promise<void> {
+    const partial = new RegExp(`^\\.${escapeRegExp(this.config.file_prefix)}-\\d+\\.snap\\.partial$`);
+    for (const name of await this.list()) if (partial.test(name)) await rm(join(this.directory, name), { force: true });
+  }
 
   private async usedSpace(): Promise<number> {
     let used = 0;
