@@ -98,7 +98,7 @@ export class SnapshotScheduler {
   private async run(name: string, config: SnapshotConfig, lock: Lock): Promise<void> {
     const started = this.now();
     const fileName = snapshotName(config, started);
-    const target = createTarget(config);
+    const target = await createTarget(config);
     const url = target.url(fileName);
     const previous = (await this.view().getJSON<StoredStatus>(STATUS_PREFIX + name)) ?? { ...NO_STATUS, fencing_token: 0 };
     await this.record(name, lock, { ...previous, snapshot_start: started.toISOString(), snapshot_url: url });

@@ -1,7 +1,5 @@
-import { createReadStream } from 'node:fs';
 import { copyFile, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { DeleteObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, type PutObjectCommandInput } from '@aws-sdk/client-s3';
 import type { SnapshotFile } from './archive';
 import type { SnapshotConfig } from './config';
 
@@ -35,14 +33,20 @@ function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
-export function createTarget(config: SnapshotConfig): SnapshotTarget {
+/**
+ * The target of a configuration. Each provider's SDK is loaded when a configuration first uses
+ * it: the gateways, which share this library for the configurations, never load them.
+ */
+export async function createTarget(config: SnapshotConfig): Promise<SnapshotTarget> {
   switch (config.storage_type) {
     case 'local':
       return new LocalTarget(config);
     case 'cloud-objstore':
-      return new ObjectStoreTarget(config);
-    default:
-      throw new Error(`storage_type ${config.storage_type} is not supported by this build`);
+      return new (await import('./cloud/s3')).S3Target(config);
+    case 'cloudb-blob':
+      return new (await import('./cloud/blob')).BlobTarget(config);
+    case 'cloudc-bucket':
+      return new (await import('./cloud/bucket')).BucketTarget(config);
   }
 }
 
@@ -128,79 +132,4 @@ async function syncDirectory(directory: string): Promise<void> {
   } finally {
     await handle.close();
   }
-}
-
-/**
- * An S3 bucket (`cloud-objstore`) through @aws-sdk/client-s3. Credentials are the configuration's,
- * or the SDK's own chain (environment, profile, instance role) when it has none.
- */
-class ObjectStoreTarget implements SnapshotTarget {
-  private readonly client: S3Client;
-  private readonly bucket: string;
-
-  constructor(private readonly config: SnapshotConfig) {
-    this.bucket = config.cloud_objstore_bucket!;
-    this.client = new S3Client({
-      region: config.cloud_objstore_region,
-      endpoint: config.cloud_objstore_endpoint && withScheme(config.cloud_objstore_endpoint, config.cloud_objstore_disable_tls),
-      forcePathStyle: config.cloud_objstore_force_path_style,
-      credentials: config.cloud_access_key_id
-        ? { accessKeyId: config.cloud_access_key_id, secretAccessKey: config.cloud_secret_access_key!, sessionToken: config.cloud_session_token }
-        : undefined,
-      // S3-compatible stores (and the SDK's default aws-chunked uploads through them) need the
-      // checksums only where the API requires them.
-      ...(config.cloud_objstore_endpoint ? { requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' } : {}),
-    });
-  }
-
-  url(name: string): string {
-    return `s3://${this.bucket}/${this.key(name)}`;
-  }
-
-  async write(name: string, file: SnapshotFile): Promise<void> {
-    const input: PutObjectCommandInput = { Bucket: this.bucket, Key: this.key(name), Body: createReadStream(file.path), ContentLength: file.size, ContentType: 'application/gzip' };
-    if (this.config.cloud_objstore_enable_kms) {
-      input.ServerSideEncryption = 'aws:kms';
-      if (this.config.cloud_objstore_kms_key) input.SSEKMSKeyId = this.config.cloud_objstore_kms_key;
-    } else if (this.config.cloud_objstore_server_side_encryption) {
-      input.ServerSideEncryption = 'AES256';
-    }
-    await this.client.send(new PutObjectCommand(input));
-  }
-
-  async list(): Promise<string[]> {
-    const names: string[] = [];
-    const prefix = this.key(this.config.file_prefix);
-    let token: string | undefined;
-    do {
-      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }));
-      for (const object of page.Contents ?? []) if (object.Key) names.push(object.Key.slice(this.prefix().length));
-      token = page.IsTruncated ? page.NextContinuationToken : undefined;
-    } while (token);
-    return names;
-  }
-
-  async delete(name: string): Promise<void> {
-    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.key(name) }));
-  }
-
-  close(): void {
-    this.client.destroy();
-  }
-
-  /** `path_prefix` is a directory of the bucket, its trailing '/' optional. */
-  private prefix(): string {
-    const prefix = this.config.path_prefix.replace(/^\/+/, '');
-    return prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/`;
-  }
-
-  private key(name: string): string {
-    return this.prefix() + name;
-  }
-}
-
-/** An endpoint given without a scheme gets one: http when TLS is disabled. */
-function withScheme(endpoint: string, disableTls?: boolean): string {
-  if (/^https?:\/\//.test(endpoint)) return disableTls ? endpoint.replace(/^https:/, 'http:') : endpoint;
-  return `${disableTls ? 'http' : 'https'}://${endpoint}`;
 }
