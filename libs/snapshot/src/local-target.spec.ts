@@ -13,7 +13,7 @@ describe('local snapshot target', () => {
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   it('removes the partial copy an interrupted run of its configuration left, and nothing else', async () => {
-    const target = createTarget(checkConfig({ interval: 60, path_prefix: dir, storage_type: 'local', local_max_space: 1_000_000, file_prefix: 'app' }));
+    const target = await createTarget(checkConfig({ interval: 60, path_prefix: dir, storage_type: 'local', local_max_space: 1_000_000, file_prefix: 'app' }));
     const archive = join(dir, 'source');
     writeFileSync(archive, 'archive bytes');
     for (const name of ['.app-1000.snap.partial', '.other-1000.snap.partial', 'app-notes.txt']) writeFileSync(join(dir, name), 'left');
