@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 
 /** A failure the next calls of an operation answer with, as the provider would. */
@@ -35,14 +37,22 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(body === undefined ? undefined : JSON.stringify(body));
 }
 
-/** An emulator's HTTP server on a free port of 127.0.0.1; a handler that throws answers 500. */
-export async function listenLocally(handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>): Promise<{ url: string; close(): Promise<void> }> {
-  const server: Server = createServer((req, res) => {
+/**
+ * An emulator's HTTP server on a free port of 127.0.0.1; a handler that throws answers 500.
+ * With `tls` (PEM files of a certificate for 127.0.0.1 and its key) it serves HTTPS, for
+ * providers whose SDKs refuse to send credentials over plain HTTP.
+ */
+export async function listenLocally(
+  handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+  tls?: { cert: string; key: string },
+): Promise<{ url: string; close(): Promise<void> }> {
+  const listener = (req: IncomingMessage, res: ServerResponse) => {
     handle(req, res).catch((err: unknown) => sendJson(res, 500, { message: `emulator failure: ${(err as Error).message}` }));
-  });
+  };
+  const server: Server = tls ? createTlsServer({ cert: readFileSync(tls.cert), key: readFileSync(tls.key) }, listener) : createServer(listener);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url: `${tls ? 'https' : 'http'}://127.0.0.1:${(server.address() as AddressInfo).port}`,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -33,6 +33,8 @@ export interface TopologyOptions {
   gatewayConfig?: string;
   /** More HCL for the service processes (distributed only; all-in-one takes `gatewayConfig`), e.g. `provider_endpoints`. */
   serviceConfig?: string;
+  /** Environment variables added to every process's, e.g. NODE_EXTRA_CA_CERTS for providers served over TLS by a test CA. */
+  env?: NodeJS.ProcessEnv;
   /** Called with every line a process writes, with the process's name (gateway-0, transit, ...). */
   onLog?: (processName: string, line: string) => void;
 }
@@ -75,7 +77,7 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
   const start = (name: string, args: () => string[]) => {
     argsOf.set(name, args);
     const { onLog } = options;
-    return startServerProcess(name, args(), undefined, onLog && { onLine: (line) => onLog(name, line) });
+    return startServerProcess(name, args(), undefined, { env: options.env, onLine: onLog && ((line) => onLog(name, line)) });
   };
   let gatewayConfig = options.gatewayConfig ?? '';
   const cleanups: (() => Promise<void>)[] = [async () => rmSync(dir, { recursive: true, force: true })];

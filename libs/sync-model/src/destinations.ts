@@ -11,9 +11,50 @@ export interface ConnectionField {
   list?: boolean;
   allowed?: readonly string[];
   default?: string;
+  /** What is wrong with a value, if anything; checked when a destination is written. */
+  check?: (value: string) => string | undefined;
 }
 
 export const OBFUSCATED = '*****';
+
+function httpsUrlProblem(value: string): string | undefined {
+  return URL.canParse(value) && new URL(value).protocol === 'https:' ? undefined : 'must be an https URL';
+}
+
+/** The fields of a service-account key file the secret manager's client signs its requests with. */
+export interface ServiceAccountKey {
+  client_email: string;
+  private_key: string;
+  /** Named in the signed JWTs' `kid`, so the provider knows which of the account's keys signed. */
+  private_key_id?: string;
+  project_id?: string;
+}
+
+/** A service-account key file; throws an Error saying what is wrong (never quoting the file). */
+export function parseServiceAccount(text: string): ServiceAccountKey {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new Error('must be a service-account key file (JSON)');
+  }
+  const key = (parsed ?? {}) as Partial<Record<keyof ServiceAccountKey, unknown>>;
+  for (const field of ['client_email', 'private_key'] as const) {
+    if (typeof key[field] !== 'string' || key[field] === '') throw new Error(`must be a service-account key file: "${field}" is missing`);
+  }
+  if (!String(key.private_key).includes('PRIVATE KEY')) throw new Error('must be a service-account key file: "private_key" is not a PEM private key');
+  const optional = (field: 'private_key_id' | 'project_id') => (typeof key[field] === 'string' ? { [field]: key[field] as string } : {});
+  return { client_email: String(key.client_email), private_key: String(key.private_key), ...optional('private_key_id'), ...optional('project_id') };
+}
+
+function serviceAccountProblem(value: string): string | undefined {
+  try {
+    parseServiceAccount(value);
+    return undefined;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
 
 export const CONNECTION_FIELDS: Record<DestinationType, Record<string, ConnectionField>> = {
   'cloud-sm': {
@@ -22,7 +63,7 @@ export const CONNECTION_FIELDS: Record<DestinationType, Record<string, Connectio
     region: { description: 'Region of the secrets manager; when empty, the environment decides.', immutable: true },
   },
   'cloudb-kv': {
-    key_vault_uri: { description: 'URI of an existing key vault.', required: true, immutable: true },
+    key_vault_uri: { description: 'URI of an existing key vault, e.g. https://NAME.vault.azure.net.', required: true, immutable: true, check: httpsUrlProblem },
     client_id: { description: 'Client id of the app registration.', required: true },
     client_secret: { description: 'Client secret of the app registration.', required: true, sensitive: true },
     tenant_id: { description: 'Directory (tenant) id.', required: true, immutable: true },
@@ -30,7 +71,7 @@ export const CONNECTION_FIELDS: Record<DestinationType, Record<string, Connectio
     subscription_id: { description: 'Subscription of the key vault (informational).' },
   },
   'cloudc-sm': {
-    credentials: { description: 'Service-account JSON credentials, or `@<path>` of a file holding them.', required: true, sensitive: true },
+    credentials: { description: 'Service-account key file (JSON); the CLI reads it from a file given as `@<path>`.', required: true, sensitive: true, check: serviceAccountProblem },
     project_id: { description: 'Project to create secrets in; default: the credentials\' project.', immutable: true },
   },
   codehost: {

@@ -102,6 +102,8 @@ export function syncPaths(core: Core): PathDeclaration[] {
           const wrong = values.find((item) => spec.allowed && !spec.allowed.includes(item));
           if (wrong !== undefined) throw ServiceError.badRequest(`field "${field}": "${wrong}" is not one of ${spec.allowed?.join(', ')}`);
         }
+        const problem = typeof value === 'string' && value !== '' ? spec.check?.(value) : undefined;
+        if (problem) throw ServiceError.badRequest(`field "${field}" ${problem}`);
         details[field] = value;
       }
       const options = {

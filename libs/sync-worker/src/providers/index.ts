@@ -1,8 +1,10 @@
 import type { Destination } from '@svc/sync-model';
 import { cloudSecretsManager } from './cloud-sm';
+import { cloudbKeyVault } from './cloudb-kv';
+import { cloudcSecretManager } from './cloudc-sm';
 import { codehostActionsSecrets } from './codehost';
 import { webhostEnvironment } from './webhost';
-import { ProviderError, type ProviderEndpoints, type SecretStore } from './secret-store';
+import type { ProviderEndpoints, SecretStore } from './secret-store';
 
 export { ProviderError, type ProviderEndpoints, type SecretStore } from './secret-store';
 
@@ -12,11 +14,13 @@ export async function openSecretStore(destination: Destination, endpoints: Provi
   switch (destination.type) {
     case 'cloud-sm':
       return cloudSecretsManager(details, destination.options.custom_tags, endpoints.cloud_sm);
+    case 'cloudb-kv':
+      return cloudbKeyVault(details, destination.options.custom_tags, endpoints.cloudb_authority);
+    case 'cloudc-sm':
+      return cloudcSecretManager(details, destination.options.custom_tags, endpoints.cloudc_sm);
     case 'codehost':
       return codehostActionsSecrets(details, endpoints.codehost);
     case 'webhost-project':
       return webhostEnvironment(details, endpoints.webhost);
-    default:
-      throw new ProviderError('client', `syncing to ${destination.type} destinations is not available in this build`);
   }
 }
