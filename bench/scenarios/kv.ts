@@ -2,8 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { Client } from 'pg';
-import { api, initAndUnseal, PLAIN_LISTENER, POSTGRES_URL, startServerProcess } from '@svc/testing';
+import { api, dropTable, initAndUnseal, PLAIN_LISTENER, POSTGRES_URL, startServerProcess } from '@svc/testing';
 import { measure, startFloor, type Target } from '../run';
 import type { Scenario } from './scenario';
 
@@ -28,16 +27,6 @@ export interface KvServer {
   token: string;
   pid: number;
   stop(): Promise<void>;
-}
-
-export async function dropTables(...tables: string[]): Promise<void> {
-  const client = new Client({ connectionString: POSTGRES_URL });
-  await client.connect();
-  try {
-    for (const table of tables) await client.query(`DROP TABLE IF EXISTS ${table} CASCADE`);
-  } finally {
-    await client.end();
-  }
 }
 
 /** Writes a config with `storage` to a temporary directory, starts `svc server` on it, and unseals it. */
@@ -77,7 +66,7 @@ async function startKvServer(storage: StorageKind): Promise<KvServer> {
       : await startConfiguredServer(
           'bench-kv-postgresql',
           () => `storage "postgresql" {\n  connection_url = "${POSTGRES_URL}"\n  table = "${table}"\n}`,
-          () => dropTables(table, `${table}_migrations`),
+          () => dropTable(table),
         );
   try {
     const mounted = await api(server.url, 'POST', '/v1/sys/mounts/kv', { token: server.token, body: { type: 'kv', options: { version: '2' } } });
@@ -114,7 +103,7 @@ async function measureFloor(operation: Operation) {
     return await measure(kvTarget('write', floor.url, 'bench-root'));
   } finally {
     floor.stop();
-    await dropTables(table);
+    await dropTable(table);
   }
 }
 

@@ -5,9 +5,9 @@ import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { Client } from 'pg';
-import { POSTGRES_URL } from '@svc/testing';
+import { dropTable, POSTGRES_URL } from '@svc/testing';
 import { alternating, cpuMicros, type Measurement } from '../run';
-import { dropTables, startConfiguredServer } from './kv';
+import { startConfiguredServer } from './kv';
 import type { Scenario } from './scenario';
 
 /**
@@ -135,7 +135,7 @@ export const snapshotSave: Scenario = {
     const server = await startConfiguredServer(
       'bench-snapshot',
       () => `storage "postgresql" {\n  connection_url = "${POSTGRES_URL}"\n  table = "${table}"\n}`,
-      () => dropTables(table, `${table}_migrations`),
+      () => dropTable(table),
     );
     try {
       const stored = await fill(table);

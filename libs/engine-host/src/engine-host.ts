@@ -38,6 +38,13 @@ export function mountStoragePrefix(mount: Pick<MountInfo, 'uuid'>): string {
   return `${MOUNT_DATA_PREFIX}${mount.uuid}/`;
 }
 
+/** The mount whose storage holds a barrier key, and the key inside it; undefined outside mount storage. */
+export function mountOfKey(key: string): { uuid: string; key: string } | undefined {
+  if (!key.startsWith(MOUNT_DATA_PREFIX)) return undefined;
+  const slash = key.indexOf('/', MOUNT_DATA_PREFIX.length);
+  return slash < 0 ? undefined : { uuid: key.slice(MOUNT_DATA_PREFIX.length, slash), key: key.slice(slash + 1) };
+}
+
 /** A mount's backend and the options it was built for; `initialized` once its `initialize` resolved. */
 interface MountedBackend {
   backend: Backend;
@@ -122,10 +129,8 @@ export class EngineHost {
    */
   invalidate(keys: readonly string[]): void {
     for (const key of keys) {
-      if (!key.startsWith(MOUNT_DATA_PREFIX)) continue;
-      const slash = key.indexOf('/', MOUNT_DATA_PREFIX.length);
-      if (slash < 0) continue;
-      this.mounts.get(key.slice(MOUNT_DATA_PREFIX.length, slash))?.backend.invalidate(key.slice(slash + 1));
+      const inMount = mountOfKey(key);
+      if (inMount) this.mounts.get(inMount.uuid)?.backend.invalidate(inMount.key);
     }
   }
 

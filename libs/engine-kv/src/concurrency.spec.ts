@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { Client } from 'pg';
 import { InmemPhysical, Keyring, PostgresPhysical } from '@svc/storage';
+import { dropTable, POSTGRES_URL } from '@svc/testing';
 import { KvHarness, kvMount } from './testing/harness';
 
-const POSTGRES_URL = process.env.SVC_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const WRITERS = 20;
 
 /**
@@ -46,13 +45,7 @@ describe('kv check-and-set under concurrent writers', () => {
 
     afterAll(async () => {
       await Promise.all(stores.map((store) => store.close()));
-      const client = new Client({ connectionString: POSTGRES_URL });
-      await client.connect();
-      try {
-        await client.query(`DROP TABLE IF EXISTS "${table}", "${table}_migrations"`);
-      } finally {
-        await client.end();
-      }
+      await dropTable(table);
     });
 
     it('lets exactly one of 20 writers with the same cas through', async () => {

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Client } from 'pg';
+import { storeTables } from '@svc/storage';
 import { startServerProcess, type ServerProcess } from './processes';
 
 export const POSTGRES_URL = process.env.SVC_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -160,13 +161,12 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
   };
 }
 
-/** Drops a storage table made for one test run (and its migrations table). */
+/** Drops a storage table made for one test run, and the tables beside it (migrations, replication). */
 export async function dropTable(table: string): Promise<void> {
   const client = new Client({ connectionString: POSTGRES_URL });
   await client.connect();
   try {
-    await client.query(`DROP TABLE IF EXISTS ${table} CASCADE`);
-    await client.query(`DROP TABLE IF EXISTS ${table}_migrations CASCADE`);
+    await client.query(`DROP TABLE IF EXISTS ${storeTables(table).map((name) => `"${name}"`).join(', ')} CASCADE`);
   } finally {
     await client.end();
   }

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ServiceError, type ErrorKind } from '@svc/http';
 import { InmemPhysical, PostgresPhysical, type Physical } from '@svc/storage';
-import { Client } from 'pg';
+import { dropTable } from '@svc/testing';
 import { generateKey } from 'openpgp';
 import { encryptRootToken } from './pgp';
 import { SEAL_STORAGE_KEYS, ShamirSeal, type InitRequest } from './seal';
@@ -275,10 +275,7 @@ describe.each([
       await physical.open();
       const cleanup = async () => {
         await physical.close();
-        const client = new Client({ connectionString: POSTGRES_URL });
-        await client.connect();
-        await client.query(`DROP TABLE IF EXISTS ${table}, ${table}_migrations`);
-        await client.end();
+        await dropTable(table);
       };
       return { physical, cleanup };
     },

@@ -1,4 +1,4 @@
-import type { Physical, StoredEntry, Transaction } from './types';
+import type { Physical, PhysicalTransaction, StoredEntry, StoreSnapshot, WriteAheadLog } from './types';
 
 const DEFAULT_MAX_ENTRIES = 50_000;
 
@@ -53,13 +53,18 @@ export class CachedPhysical implements Physical {
     return this.inner.list(prefix);
   }
 
-  async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+  get log(): WriteAheadLog {
+    return this.inner.log;
+  }
+
+  async transaction<T>(fn: (tx: PhysicalTransaction) => Promise<T>): Promise<T> {
     const written = new Map<string, Buffer | null>();
     const result = await this.inner.transaction((tx) =>
       fn({
         get: (key) => tx.get(key),
         list: (prefix) => tx.list(prefix),
         lock: (key) => tx.lock(key),
+        putMeta: (name, value) => tx.putMeta(name, value),
         put: async (key, value) => {
           await tx.put(key, value);
           written.set(key, value);
@@ -76,6 +81,10 @@ export class CachedPhysical implements Physical {
 
   scan<T>(consume: (entries: AsyncIterable<StoredEntry>) => Promise<T>): Promise<T> {
     return this.inner.scan(consume);
+  }
+
+  snapshot<T>(consume: (snapshot: StoreSnapshot) => Promise<T>): Promise<T> {
+    return this.inner.snapshot(consume);
   }
 
   async replaceAll(entries: AsyncIterable<StoredEntry>, keep: ReadonlySet<string>): Promise<void> {

@@ -1,7 +1,7 @@
 import { Mutex } from 'async-mutex';
 import BTree from 'sorted-btree';
 import { checkKey, checkListPrefix } from './keys';
-import type { Physical, StoredEntry, Transaction } from './types';
+import type { MetaRecord, Physical, PhysicalTransaction, StoredEntry, StoreSnapshot, WalEntry, WriteAheadLog } from './types';
 
 /**
  * Immediate children of `prefix` in a sorted key space. Keys under a sub-directory are skipped
@@ -26,9 +26,11 @@ function listChildren(tree: BTree<string, Buffer>, prefix: string): string[] {
 }
 
 /** Key/value operations over one version of the tree; values are copied in and out so callers
- * can never mutate stored bytes. */
-class TreeOperations implements Transaction {
+ * can never mutate stored bytes. Writes are remembered (the last per key) for the log. */
+class TreeOperations implements PhysicalTransaction {
   private finished = false;
+  readonly written = new Map<string, Buffer | null>();
+  readonly metaWritten = new Map<string, Buffer | null>();
 
   constructor(readonly tree: BTree<string, Buffer>) {}
 
@@ -38,11 +40,18 @@ class TreeOperations implements Transaction {
   }
 
   async put(key: string, value: Buffer): Promise<void> {
-    this.open().set(checkKey(key), Buffer.from(value));
+    const stored = Buffer.from(value);
+    this.open().set(checkKey(key), stored);
+    this.remember(key, stored);
   }
 
   async delete(key: string): Promise<void> {
-    this.open().delete(checkKey(key));
+    if (this.open().delete(checkKey(key))) this.remember(key, null);
+  }
+
+  async putMeta(name: string, value: Buffer | null): Promise<void> {
+    this.open();
+    this.metaWritten.set(name, value && Buffer.from(value));
   }
 
   async list(prefix: string): Promise<string[]> {
@@ -59,10 +68,72 @@ class TreeOperations implements Transaction {
     this.finished = true;
   }
 
+  private remember(key: string, value: Buffer | null): void {
+    this.written.delete(key);
+    this.written.set(key, value);
+  }
+
   private open(): BTree<string, Buffer> {
     if (this.finished) throw new Error('storage transaction already finished');
     return this.tree;
   }
+}
+
+/** The log and metadata of an in-memory store. */
+class InmemLog implements WriteAheadLog {
+  entries: WalEntry[] = [];
+  last = 0;
+  on = false;
+  meta = new Map<string, Buffer>();
+
+  async setLogging(on: boolean): Promise<void> {
+    if (on && !this.on) {
+      this.on = true;
+      this.append([{ op: 'reset', key: '', value: null }]);
+    }
+    this.on = on;
+  }
+
+  async logging(): Promise<boolean> {
+    return this.on;
+  }
+
+  async lastIndex(): Promise<number> {
+    return this.last;
+  }
+
+  async entriesAfter(idx: number, limit: number): Promise<WalEntry[]> {
+    return entriesAfter(this.entries, idx, limit);
+  }
+
+  async trimThrough(idx: number): Promise<void> {
+    this.entries = this.entries.filter((entry) => entry.idx > idx);
+  }
+
+  async getMeta(name: string): Promise<Buffer | null> {
+    const value = this.meta.get(name);
+    return value === undefined ? null : Buffer.from(value);
+  }
+
+  /** Appends entries when logging is on. */
+  append(entries: Omit<WalEntry, 'idx'>[]): void {
+    if (!this.on) return;
+    for (const entry of entries) this.entries.push({ ...entry, idx: ++this.last });
+  }
+
+  commit(tx: TreeOperations): void {
+    this.append([...tx.written].map(([key, value]) => ({ op: value === null ? 'delete' : 'put', key, value })));
+    for (const [name, value] of tx.metaWritten) {
+      if (value === null) this.meta.delete(name);
+      else this.meta.set(name, value);
+    }
+  }
+}
+
+function entriesAfter(entries: readonly WalEntry[], idx: number, limit: number): WalEntry[] {
+  // Indexes are consecutive, so the first wanted entry's position follows from the first index.
+  const start = entries.length === 0 ? 0 : Math.max(0, idx + 1 - entries[0].idx);
+  return entries.slice(start, start + limit).map((entry) => ({ ...entry, value: entry.value && Buffer.from(entry.value) }));
 }
 
 /**
@@ -73,6 +144,7 @@ class TreeOperations implements Transaction {
  */
 export class InmemPhysical implements Physical {
   readonly kind = 'inmem' as const;
+  readonly log = new InmemLog();
   private committed = new TreeOperations(new BTree<string, Buffer>());
   private readonly writers = new Mutex();
 
@@ -89,20 +161,31 @@ export class InmemPhysical implements Physical {
   }
 
   async put(key: string, value: Buffer): Promise<void> {
-    return this.writers.runExclusive(() => this.committed.put(key, value));
+    await this.transaction((tx) => tx.put(key, value));
   }
 
   async delete(key: string): Promise<void> {
-    return this.writers.runExclusive(() => this.committed.delete(key));
+    await this.transaction((tx) => tx.delete(key));
+  }
+
+  async scan<T>(consume: (entries: AsyncIterable<StoredEntry>) => Promise<T>): Promise<T> {
+    return this.snapshot((snapshot) => consume(snapshot.entries));
   }
 
   /** Iterates an O(1) copy-on-write clone of the committed tree: later writes do not reach it. */
-  async scan<T>(consume: (entries: AsyncIterable<StoredEntry>) => Promise<T>): Promise<T> {
+  async snapshot<T>(consume: (snapshot: StoreSnapshot) => Promise<T>): Promise<T> {
     const tree = this.committed.tree.clone();
+    const log = [...this.log.entries];
+    const meta: MetaRecord[] = [...this.log.meta].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([name, value]) => ({ name, value: Buffer.from(value) }));
     async function* entries(): AsyncGenerator<StoredEntry> {
       for (const [key, value] of tree.entries()) yield { key, value: Buffer.from(value) };
     }
-    return consume(entries());
+    return consume({
+      entries: entries(),
+      lastIndex: this.log.last,
+      meta: async (prefix) => meta.filter((record) => record.name.startsWith(prefix)),
+      entriesAfter: async (idx, limit) => entriesAfter(log, idx, limit),
+    });
   }
 
   async replaceAll(entries: AsyncIterable<StoredEntry>, keep: ReadonlySet<string>): Promise<void> {
@@ -114,15 +197,17 @@ export class InmemPhysical implements Physical {
       }
       for await (const { key, value } of entries) if (!keep.has(key)) tree.set(checkKey(key), Buffer.from(value));
       this.committed = new TreeOperations(tree);
+      this.log.append([{ op: 'reset', key: '', value: null }]);
     });
   }
 
-  async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (tx: PhysicalTransaction) => Promise<T>): Promise<T> {
     return this.writers.runExclusive(async () => {
       const draft = new TreeOperations(this.committed.tree.clone());
       try {
         const result = await fn(draft);
         this.committed = new TreeOperations(draft.tree);
+        this.log.commit(draft);
         return result;
       } finally {
         draft.finish();

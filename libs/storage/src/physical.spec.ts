@@ -1,158 +1,36 @@
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import vm from 'node:vm';
-import { Client } from 'pg';
-import { getPGliteInstance } from 'typeorm-pglite';
+import { STORE_BACKENDS, type StoreFixture } from '@svc/testing';
 import { Barrier } from './barrier';
 import { EmbeddedPhysical } from './embedded';
-import { InmemPhysical } from './inmem';
 import { Keyring } from './keyring';
 import { PostgresPhysical } from './postgres';
 import { storedDirectory } from './sql/layout';
 import { storeStatements } from './sql/statements';
 import type { Physical } from './types';
 
-const POSTGRES_URL = process.env.SVC_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const BIG_DIRECTORY_SIZE = 100_000;
 
-/** Rows of one directory inserted in one statement; `sql` runs a statement with parameters. */
-async function bulkInsertRows(
-  sql: (text: string, values: unknown[]) => Promise<unknown>,
-  table: string,
-  directory: string,
-  names: string[],
-  value: Buffer,
-): Promise<void> {
-  await sql(
-    `INSERT INTO "${table}" (parent_path, name, value) SELECT $1, entry, $2 FROM jsonb_array_elements_text($3::jsonb) AS entry`,
+/** Fills `directory` with `names` faster than one put per key: one SQL statement, or one transaction in memory. */
+async function bulkInsert(fixture: StoreFixture, directory: string, names: string[], value: Buffer): Promise<void> {
+  if (fixture.store.kind === 'inmem') {
+    await fixture.store.transaction(async (tx) => {
+      for (const name of names) await tx.put(directory + name, value);
+    });
+    return;
+  }
+  await fixture.sql(
+    `INSERT INTO "${fixture.table}" (parent_path, name, value) SELECT $1, entry, $2 FROM jsonb_array_elements_text($3::jsonb) AS entry`,
     [storedDirectory(directory), value, JSON.stringify(names)],
   );
 }
 
-interface Fixture {
-  store: Physical;
-  /** A second handle on the same data: a separate process's view where the backend has one. */
-  peer: Physical;
-  /** Fills `directory` with `names` faster than one put per key. */
-  bulkInsert(directory: string, names: string[], value: Buffer): Promise<void>;
-  tearDown(): Promise<void>;
-}
-
-interface Backend {
-  name: string;
-  beforeAll?(): Promise<void>;
-  afterAll?(): void;
-  setUp(): Promise<Fixture>;
-}
-
-async function withPgClient<T>(work: (client: Client) => Promise<T>): Promise<T> {
-  const client = new Client({ connectionString: POSTGRES_URL });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
-
-function uniqueTable(): string {
-  return `svc_storage_test_${process.pid}_${randomBytes(6).toString('hex')}`;
-}
-
-async function dropTable(table: string): Promise<void> {
-  await withPgClient((client) => client.query(`DROP TABLE IF EXISTS "${table}", "${table}_migrations"`));
-}
-
-const inmem: Backend = {
-  name: 'inmem',
-  async setUp() {
-    const store = new InmemPhysical();
-    await store.open();
-    return {
-      store,
-      peer: store,
-      async bulkInsert(directory, names, value) {
-        await store.transaction(async (tx) => {
-          for (const name of names) await tx.put(directory + name, value);
-        });
-      },
-      tearDown: () => store.close(),
-    };
-  },
-};
-
-async function openPostgres(table: string): Promise<Fixture> {
-  // Two pools on one table stand for two processes; opening them together races their migrations.
-  const store = new PostgresPhysical({ connectionUrl: POSTGRES_URL, table, maxConnections: 5 });
-  const peer = new PostgresPhysical({ connectionUrl: POSTGRES_URL, table, maxConnections: 5 });
-  await Promise.all([store.open(), peer.open()]);
-  return {
-    store,
-    peer,
-    bulkInsert: (directory, names, value) =>
-      withPgClient((client) => bulkInsertRows((text, values) => client.query(text, values), table, directory, names, value)),
-    async tearDown() {
-      await Promise.all([store.close(), peer.close()]);
-      await dropTable(table);
-    },
-  };
-}
-
-const postgres: Backend = { name: 'postgresql', setUp: () => openPostgres(uniqueTable()) };
-
-/** PGlite loads Node built-ins with import(), which Jest supports only under
- * NODE_OPTIONS=--experimental-vm-modules; without it PGlite crashes the test process. */
-function requireDynamicImport(): void {
-  if (!('SyntheticModule' in vm)) {
-    throw new Error('embedded storage tests need NODE_OPTIONS=--experimental-vm-modules (PGlite uses dynamic import)');
-  }
-}
-
-/** Creating a PGlite data directory takes seconds; each test starts from a copy of one made once. */
-function embeddedBackend(): Backend {
-  const root = mkdtempSync(join(tmpdir(), 'svc-storage-embedded-'));
-  const template = join(root, 'template');
-  let copies = 0;
-  return {
-    name: 'embedded',
-    async beforeAll() {
-      requireDynamicImport();
-      const store = new EmbeddedPhysical({ path: template });
-      await store.open();
-      await store.close();
-    },
-    afterAll() {
-      rmSync(root, { recursive: true, force: true });
-    },
-    async setUp() {
-      const path = join(root, `store-${++copies}`);
-      cpSync(template, path, { recursive: true });
-      const store = new EmbeddedPhysical({ path });
-      await store.open();
-      return {
-        store,
-        peer: store,
-        async bulkInsert(directory, names, value) {
-          const db = await getPGliteInstance();
-          await bulkInsertRows((text, values) => db.query(text, values), 'svc_store', directory, names, value);
-        },
-        async tearDown() {
-          await store.close();
-          rmSync(path, { recursive: true, force: true });
-        },
-      };
-    },
-  };
-}
-
-const embedded = embeddedBackend();
-
 const bytes = (text: string): Buffer => Buffer.from(text, 'utf8');
 
-describe.each([inmem, postgres, embedded])('Physical conformance: $name', (backend) => {
-  let fixture: Fixture;
+describe.each(STORE_BACKENDS)('Physical conformance: $name', (backend) => {
+  let fixture: StoreFixture;
   let store: Physical;
 
   beforeAll(async () => backend.beforeAll?.(), 60_000);
@@ -260,7 +138,7 @@ describe.each([inmem, postgres, embedded])('Physical conformance: $name', (backe
 
   it('lists 100,000 keys in one directory', async () => {
     const names = Array.from({ length: BIG_DIRECTORY_SIZE }, (_, i) => `key-${String(i).padStart(6, '0')}`);
-    await fixture.bulkInsert('big/', names, bytes('v'));
+    await bulkInsert(fixture, 'big/', names, bytes('v'));
     await store.put('big/sub/deeper/x', bytes('v'));
     await store.put('bigger/y', bytes('v'));
     const listed = await store.list('big/');
@@ -281,7 +159,7 @@ describe.each([inmem, postgres, embedded])('Physical conformance: $name', (backe
 
   it('scans every entry as of one point in time, across more than one batch', async () => {
     const names = Array.from({ length: 1_234 }, (_, i) => `k${i}`);
-    await fixture.bulkInsert('many/', names, bytes('v'));
+    await bulkInsert(fixture, 'many/', names, bytes('v'));
     await store.put('top', bytes('top'));
     await store.put('a/b/c', bytes('deep'));
     let lateWrite: Promise<void> | undefined;
@@ -325,6 +203,136 @@ describe.each([inmem, postgres, embedded])('Physical conformance: $name', (backe
     expect(await scanned(store)).toEqual({ before: 'before' });
   });
 
+  describe('write-ahead log', () => {
+    const logged = async (after = 0) =>
+      (await store.log.entriesAfter(after, 1000)).map(({ idx, op, key, value }) => [idx, op, key, value?.toString() ?? null]);
+
+    it('logs nothing while logging is off, and a reset entry when it is switched on', async () => {
+      await store.put('early', bytes('unlogged'));
+      expect(await store.log.logging()).toBe(false);
+      expect(await logged()).toEqual([]);
+      await store.log.setLogging(true);
+      await store.log.setLogging(true);
+      expect(await store.log.logging()).toBe(true);
+      expect(await logged()).toEqual([[1, 'reset', '', null]]);
+      await store.log.setLogging(false);
+      await store.put('late', bytes('unlogged too'));
+      expect(await store.log.lastIndex()).toBe(1);
+    });
+
+    it('logs every committed write in commit order: single writes, and a transaction its last write per key', async () => {
+      await store.log.setLogging(true);
+      await store.put('a', bytes('1'));
+      await store.delete('never/written');
+      await store.transaction(async (tx) => {
+        await tx.put('b', bytes('first'));
+        await tx.put('c', bytes('3'));
+        await tx.delete('missing');
+        await tx.put('b', bytes('second'));
+        await tx.delete('a');
+      });
+      await store.delete('c');
+      expect(await logged()).toEqual([
+        [1, 'reset', '', null],
+        [2, 'put', 'a', '1'],
+        [3, 'put', 'c', '3'],
+        [4, 'put', 'b', 'second'],
+        [5, 'delete', 'a', null],
+        [6, 'delete', 'c', null],
+      ]);
+      expect(await store.log.lastIndex()).toBe(6);
+      expect(await logged(4)).toEqual([
+        [5, 'delete', 'a', null],
+        [6, 'delete', 'c', null],
+      ]);
+    });
+
+    it('commits a write, its log entry and metadata together, and none of them when the transaction throws', async () => {
+      await store.log.setLogging(true);
+      await store.transaction(async (tx) => {
+        await tx.put('kept', bytes('v'));
+        await tx.putMeta('state', bytes('one'));
+      });
+      await expect(
+        store.transaction(async (tx) => {
+          await tx.put('dropped', bytes('v'));
+          await tx.putMeta('state', bytes('two'));
+          throw new Error('abort');
+        }),
+      ).rejects.toThrow('abort');
+      expect(await store.get('dropped')).toBeNull();
+      expect(await logged()).toEqual([
+        [1, 'reset', '', null],
+        [2, 'put', 'kept', 'v'],
+      ]);
+      expect(await store.log.getMeta('state')).toEqual(bytes('one'));
+      await store.transaction((tx) => tx.putMeta('state', null));
+      expect(await store.log.getMeta('state')).toBeNull();
+    });
+
+    it('logs a replacement of the whole store as a reset, and trims the log', async () => {
+      await store.log.setLogging(true);
+      await store.put('a', bytes('1'));
+      async function* replacement() {
+        yield { key: 'b', value: bytes('2') };
+      }
+      await store.replaceAll(replacement(), new Set());
+      expect(await logged()).toEqual([
+        [1, 'reset', '', null],
+        [2, 'put', 'a', '1'],
+        [3, 'reset', '', null],
+      ]);
+      await store.log.trimThrough(2);
+      expect(await logged()).toEqual([[3, 'reset', '', null]]);
+      expect(await store.log.lastIndex()).toBe(3);
+    });
+
+    it('snapshots the store, its log and its metadata as of one point in time', async () => {
+      await store.log.setLogging(true);
+      await store.transaction(async (tx) => {
+        await tx.put('k', bytes('before'));
+        await tx.putMeta('m/one', bytes('1'));
+      });
+      const seen = await store.snapshot(async (snapshot) => {
+        // Written by another handle while the snapshot is open: the embedded store runs it once the snapshot ends.
+        const late = fixture.peer.transaction(async (tx) => {
+          await tx.put('k', bytes('after'));
+          await tx.putMeta('m/two', bytes('2'));
+        });
+        if (store.kind !== 'embedded') await late;
+        const entries = [];
+        for await (const entry of snapshot.entries) entries.push([entry.key, entry.value.toString()]);
+        const result = { lastIndex: snapshot.lastIndex, entries, meta: (await snapshot.meta('m/')).map(({ name }) => name), log: (await snapshot.entriesAfter(0, 10)).length };
+        return { result, late };
+      });
+      await seen.late;
+      expect(seen.result).toEqual({ lastIndex: 2, entries: [['k', 'before']], meta: ['m/one'], log: 2 });
+      expect(await store.log.lastIndex()).toBe(3);
+    });
+
+    it('gives concurrent writers from two handles consecutive indexes in commit order, one entry per write', async () => {
+      await store.log.setLogging(true);
+      const writers = Array.from({ length: 40 }, (_, i) => {
+        const handle = i % 2 === 0 ? store : fixture.peer;
+        const key = `shared/${i % 5}`;
+        return i % 3 === 0
+          ? handle.put(key, bytes(String(i)))
+          : handle.transaction(async (tx) => {
+              await tx.put(key, bytes(String(i)));
+              await tx.put(`own/${i}`, bytes(String(i)));
+            });
+      });
+      await Promise.all(writers);
+      const entries = await store.log.entriesAfter(0, 1000);
+      expect(entries.map(({ idx }) => idx)).toEqual(Array.from({ length: entries.length }, (_, i) => i + 1));
+      expect(entries.filter(({ key }) => key.startsWith('own/'))).toHaveLength(40 - 14);
+      // Replaying the log gives the store's final values.
+      const replayed = new Map<string, string>();
+      for (const { op, key, value } of entries) if (op === 'put') replayed.set(key, value!.toString());
+      for (let i = 0; i < 5; i++) expect((await store.get(`shared/${i}`))!.toString()).toBe(replayed.get(`shared/${i}`));
+    });
+  });
+
   it('rejects empty keys, keys ending in a slash and list prefixes without one', async () => {
     await expect(store.put('', bytes('x'))).rejects.toMatchObject({ kind: 'bad-request', message: expect.stringContaining('empty') });
     await expect(store.get('dir/')).rejects.toMatchObject({ kind: 'bad-request', message: expect.stringContaining("end in '/'") });
@@ -333,24 +341,23 @@ describe.each([inmem, postgres, embedded])('Physical conformance: $name', (backe
 });
 
 describe('PostgresPhysical', () => {
+  const postgres = STORE_BACKENDS.find((backend) => backend.name === 'postgresql')!;
   let table: string;
-  let fixture: Fixture;
+  let fixture: StoreFixture;
 
   beforeEach(async () => {
-    table = uniqueTable();
-    fixture = await openPostgres(table);
+    fixture = await postgres.setUp();
+    table = fixture.table;
   });
   afterEach(() => fixture.tearDown());
 
   it('lists a small directory from the index without scanning a table of 100,000 rows', async () => {
     const names = Array.from({ length: BIG_DIRECTORY_SIZE }, (_, i) => `k${i}`);
-    await fixture.bulkInsert('big/', names, bytes('v'));
+    await bulkInsert(fixture, 'big/', names, bytes('v'));
     await fixture.store.put('small/a', bytes('v'));
-    const plan = await withPgClient(async (client) => {
-      await client.query(`ANALYZE "${table}"`);
-      const { rows } = await client.query(`EXPLAIN ${storeStatements(table, 500).list.text}`, ['/small/', '/small0']);
-      return rows.map((row: Record<string, string>) => row['QUERY PLAN']).join('\n');
-    });
+    await fixture.sql(`ANALYZE "${table}"`, []);
+    const { rows } = (await fixture.sql(`EXPLAIN ${storeStatements(table, 500).list.text}`, ['/small/', '/small0'])) as { rows: Record<string, string>[] };
+    const plan = rows.map((row) => row['QUERY PLAN']).join('\n');
     expect(plan).not.toContain('Seq Scan');
     expect(await fixture.store.list('small/')).toEqual(['a']);
   }, 60_000);
@@ -362,7 +369,7 @@ describe('PostgresPhysical', () => {
     await barrier.put('logical/mount/creds', bytes(secret));
     expect((await barrier.get('logical/mount/creds'))!.toString()).toBe(secret);
 
-    const rows = await withPgClient(async (client) => (await client.query(`SELECT * FROM "${table}"`)).rows);
+    const { rows } = (await fixture.sql(`SELECT * FROM "${table}"`, [])) as { rows: Record<string, unknown>[] };
     expect(rows).toHaveLength(1);
     expect(rows[0].name).toBe('creds');
     expect(Buffer.isBuffer(rows[0].value)).toBe(true);
@@ -371,7 +378,7 @@ describe('PostgresPhysical', () => {
   });
 
   it('refuses a table name that is not a safe identifier', () => {
-    expect(() => new PostgresPhysical({ connectionUrl: POSTGRES_URL, table: 'store; DROP TABLE x' })).toThrow(
+    expect(() => new PostgresPhysical({ connectionUrl: 'postgres://127.0.0.1/x', table: 'store; DROP TABLE x' })).toThrow(
       /storage table "store; DROP TABLE x" is not a safe identifier/,
     );
   });
@@ -384,7 +391,6 @@ describe('EmbeddedPhysical', () => {
     roots.push(root);
     return join(root, 'data', 'nested');
   };
-  beforeAll(requireDynamicImport);
   afterAll(() => roots.forEach((root) => rmSync(root, { recursive: true, force: true })));
 
   it('creates its data directory and keeps data across close and reopen', async () => {

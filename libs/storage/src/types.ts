@@ -34,6 +34,60 @@ export interface StoredEntry {
   value: Buffer;
 }
 
+/**
+ * One entry of the write-ahead log: a physical write as committed, in commit order (`idx` counts
+ * from 1 and has no gaps). `reset` marks a change the log does not describe key by key (logging
+ * switched on after unlogged writes, a snapshot restored): readers rebuild from the store.
+ */
+export interface WalEntry {
+  idx: number;
+  op: 'put' | 'delete' | 'reset';
+  key: string;
+  /** The value as stored (barrier ciphertext); null for `delete` and `reset`. */
+  value: Buffer | null;
+}
+
+/** A named record of the replication metadata beside the store (Merkle pages, replication state). */
+export interface MetaRecord {
+  name: string;
+  value: Buffer;
+}
+
+/** A transaction on the physical store, which can also write replication metadata atomically with the data. */
+export interface PhysicalTransaction extends Transaction {
+  /** Sets (or, given null, removes) a metadata record when the transaction commits. */
+  putMeta(name: string, value: Buffer | null): Promise<void>;
+}
+
+/** Everything of the store as of one point in time (a repeatable-read transaction). */
+export interface StoreSnapshot {
+  /** Every data entry, a batch at a time; can be iterated once. */
+  entries: AsyncIterable<StoredEntry>;
+  /** Index of the last log entry committed at this point (0 when the log is empty). */
+  lastIndex: number;
+  /** Metadata records whose names start with `prefix`, sorted by name. */
+  meta(prefix: string): Promise<MetaRecord[]>;
+  /** Log entries after `idx`, at most `limit`, in order. */
+  entriesAfter(idx: number, limit: number): Promise<WalEntry[]>;
+}
+
+/**
+ * The write-ahead log beside a physical store. While logging is on, every write (single or in a
+ * transaction) appends its entry in the same database transaction as the data, so a crash never
+ * leaves the two apart. The switch lives in the store itself, so every process writing to it
+ * agrees on it at every commit.
+ */
+export interface WriteAheadLog {
+  /** Switches logging on (appending a `reset` entry: earlier writes were not logged) or off. */
+  setLogging(on: boolean): Promise<void>;
+  logging(): Promise<boolean>;
+  lastIndex(): Promise<number>;
+  entriesAfter(idx: number, limit: number): Promise<WalEntry[]>;
+  /** Removes the entries up to and including `idx`. */
+  trimThrough(idx: number): Promise<void>;
+  getMeta(name: string): Promise<Buffer | null>;
+}
+
 export interface Physical extends TransactionalStore {
   readonly kind: 'postgresql' | 'embedded' | 'inmem';
   /** Opens connections and runs migrations. */
@@ -47,9 +101,14 @@ export interface Physical extends TransactionalStore {
   scan<T>(consume: (entries: AsyncIterable<StoredEntry>) => Promise<T>): Promise<T>;
   /**
    * Replaces the whole store with `entries` in one transaction, except the keys in `keep`, whose
-   * current entries stay (an entry of `entries` under such a key is skipped).
+   * current entries stay (an entry of `entries` under such a key is skipped); logged as `reset`.
    */
   replaceAll(entries: AsyncIterable<StoredEntry>, keep: ReadonlySet<string>): Promise<void>;
+  /** Like `transaction`, with the replication metadata writable in the same transaction. */
+  transaction<T>(fn: (tx: PhysicalTransaction) => Promise<T>): Promise<T>;
+  /** Runs `consume` on the store, its log and its metadata as of one point in time (see `scan`). */
+  snapshot<T>(consume: (snapshot: StoreSnapshot) => Promise<T>): Promise<T>;
+  readonly log: WriteAheadLog;
 }
 
 /** A change that passed through the barrier; listeners hook replication, snapshots, cache invalidation. */

@@ -12,3 +12,4 @@ export * from './browser';
 export * from './certificates';
 export * from './transit-seal-provider';
 export * from './softhsm';
+export * from './stores';

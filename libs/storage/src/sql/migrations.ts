@@ -1,5 +1,5 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import { quoteTable } from './statements';
+import { quoteTable, replicationTables } from './statements';
 
 type MigrationClass = new () => MigrationInterface;
 
@@ -29,5 +29,31 @@ export function storeMigrations(table: string): MigrationClass[] {
     }
   }
 
-  return [CreateStoreTable1767225600000];
+  const { wal, head, meta } = replicationTables(table);
+
+  class CreateReplicationTables1795392000000 implements MigrationInterface {
+    readonly name = 'CreateReplicationTables1795392000000';
+
+    async up(runner: QueryRunner): Promise<void> {
+      await runner.query(`CREATE TABLE ${wal} (
+        idx bigint PRIMARY KEY,
+        op text NOT NULL CHECK (op IN ('put', 'delete', 'reset')),
+        key text COLLATE "C" NOT NULL,
+        value bytea
+      )`);
+      await runner.query(`CREATE TABLE ${head} (
+        id smallint PRIMARY KEY CHECK (id = 1),
+        last_idx bigint NOT NULL,
+        logging boolean NOT NULL
+      )`);
+      await runner.query(`INSERT INTO ${head} (id, last_idx, logging) VALUES (1, 0, false)`);
+      await runner.query(`CREATE TABLE ${meta} (name text COLLATE "C" PRIMARY KEY, value bytea NOT NULL)`);
+    }
+
+    async down(runner: QueryRunner): Promise<void> {
+      await runner.query(`DROP TABLE ${meta}, ${head}, ${wal}`);
+    }
+  }
+
+  return [CreateStoreTable1767225600000, CreateReplicationTables1795392000000];
 }

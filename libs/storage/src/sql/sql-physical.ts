@@ -1,5 +1,5 @@
 import { DataSource, MigrationExecutor, type DataSourceOptions } from 'typeorm';
-import type { Physical, StoredEntry, Transaction } from '../types';
+import type { Physical, PhysicalTransaction, StoredEntry, StoreSnapshot, WriteAheadLog } from '../types';
 import { storeMigrations } from './migrations';
 import { rowAddress } from './layout';
 import { asBuffer, type Row, SqlOperations } from './operations';
@@ -61,9 +61,7 @@ export abstract class SqlPhysical implements Physical {
       throw error;
     }
     const pool = (dataSource.driver as unknown as { master: SqlConnection }).master;
-    const direct = new SqlOperations(this.statements, (statement, values) =>
-      this.exclusive(() => this.runOn(pool, statement, values)),
-    );
+    const direct = new SqlOperations(this.statements, (statement, values) => this.exclusive(() => this.runOn(pool, statement, values)), false);
     this.connected = { dataSource, direct };
   }
 
@@ -89,20 +87,23 @@ export abstract class SqlPhysical implements Physical {
     return this.operations().list(prefix);
   }
 
-  async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
-    return this.inTransaction('READ COMMITTED', async (connection) => {
-      const tx = new SqlOperations(this.statements, (statement, values) => this.runOn(connection, statement, values));
-      try {
-        return await fn(tx);
-      } finally {
-        tx.finish();
-      }
+  async transaction<T>(fn: (tx: PhysicalTransaction) => Promise<T>): Promise<T> {
+    return this.inTransaction('READ COMMITTED', async (tx) => {
+      const result = await fn(tx);
+      await tx.appendLog();
+      return result;
     });
   }
 
-  /** A cursor inside one repeatable-read transaction: every batch comes from the same point in time. */
   async scan<T>(consume: (entries: AsyncIterable<StoredEntry>) => Promise<T>): Promise<T> {
-    return this.inTransaction('REPEATABLE READ', async (connection) => {
+    return this.snapshot((snapshot) => consume(snapshot.entries));
+  }
+
+  /** A cursor inside one repeatable-read transaction: every batch, and the log and metadata, from the same point in time. */
+  async snapshot<T>(consume: (snapshot: StoreSnapshot) => Promise<T>): Promise<T> {
+    return this.inTransaction('REPEATABLE READ', async (tx, connection) => {
+      // The first statement fixes the transaction's point in time.
+      const lastIndex = await tx.lastIndex();
       await this.runOn(connection, this.statements.scanCursor, []);
       const fetchBatch = () => this.runOn(connection, this.statements.scanFetch, []);
       async function* entries(): AsyncGenerator<StoredEntry> {
@@ -110,13 +111,26 @@ export abstract class SqlPhysical implements Physical {
           for (const row of rows) yield { key: (row.parent_path as string).slice(1) + (row.name as string), value: asBuffer(row.value) };
         }
       }
-      return consume(entries());
+      return consume({
+        entries: entries(),
+        lastIndex,
+        meta: (prefix) => tx.metaWithPrefix(prefix),
+        entriesAfter: (idx, limit) => tx.entriesAfter(idx, limit),
+      });
     });
   }
 
+  readonly log: WriteAheadLog = {
+    setLogging: (on) => this.inTransaction('READ COMMITTED', (tx) => tx.setLogging(on)),
+    logging: () => this.operations().logging(),
+    lastIndex: () => this.operations().lastIndex(),
+    entriesAfter: (idx, limit) => this.operations().entriesAfter(idx, limit),
+    trimThrough: (idx) => this.operations().trimThrough(idx),
+    getMeta: (name) => this.operations().getMeta(name),
+  };
+
   async replaceAll(entries: AsyncIterable<StoredEntry>, keep: ReadonlySet<string>): Promise<void> {
-    await this.inTransaction('READ COMMITTED', async (connection) => {
-      const tx = new SqlOperations(this.statements, (statement, values) => this.runOn(connection, statement, values));
+    await this.inTransaction('READ COMMITTED', async (tx, connection) => {
       const kept: StoredEntry[] = [];
       for (const key of keep) {
         const value = await tx.get(key);
@@ -133,23 +147,29 @@ export abstract class SqlPhysical implements Physical {
         }
       }
       if (batch.length > 0) await this.runOn(connection, this.statements.insertRows(batch.length), insertValues(batch));
-      tx.finish();
+      await tx.appendReset();
     });
   }
 
-  /** Runs `work` on one connection inside a transaction, committed when it returns, rolled back when it throws. */
-  private inTransaction<T>(isolation: IsolationLevel, work: (connection: SqlConnection) => Promise<T>): Promise<T> {
+  /**
+   * Runs `work` on one connection inside a transaction, committed when it returns, rolled back
+   * when it throws; `tx` (the operations on that connection) is finished either way.
+   */
+  private inTransaction<T>(isolation: IsolationLevel, work: (tx: SqlOperations, connection: SqlConnection) => Promise<T>): Promise<T> {
     const { dataSource } = this.connection();
     return this.exclusive(async () => {
       const runner = dataSource.createQueryRunner();
       try {
         const connection = (await runner.connect()) as SqlConnection;
         await runner.startTransaction(isolation);
+        const tx = new SqlOperations(this.statements, (statement, values) => this.runOn(connection, statement, values), true);
         try {
-          const result = await work(connection);
+          const result = await work(tx, connection);
+          tx.finish();
           await runner.commitTransaction();
           return result;
         } catch (error) {
+          tx.finish();
           // The caller's error is the one to report; a failed rollback means the connection is
           // gone, and the server aborts the transaction then anyway.
           if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);

@@ -16,6 +16,21 @@ export interface StoreStatements {
   deleteAll: Statement;
   /** Inserts `rows` rows: $1-$3 the first row's directory, name and value, $4-$6 the second's, ... */
   insertRows(rows: number): Statement;
+  /** Single writes outside a transaction, with their log entry in the same statement ($4/$3: the key). */
+  putLogged: Statement;
+  deleteLogged: Statement;
+  /** Appends `entries` log entries at commit ($1 the count, then op, key and value of each in turn). */
+  appendLog(entries: number): Statement;
+  appendReset: Statement;
+  setLogging: Statement;
+  logging: Statement;
+  lastIndex: Statement;
+  entriesAfter: Statement;
+  trimLog: Statement;
+  getMeta: Statement;
+  metaWithPrefix: Statement;
+  putMeta: Statement;
+  deleteMeta: Statement;
 }
 
 const SAFE_TABLE_NAME = /^[a-z_][a-z0-9_]{0,47}$/;
@@ -30,6 +45,22 @@ export function quoteTable(table: string): string {
   return `"${table}"`;
 }
 
+/** Every table of a store: the data, its migrations and the replication tables. */
+export function storeTables(table: string): string[] {
+  quoteTable(table);
+  return [table, `${table}_migrations`, `${table}_wal`, `${table}_wal_head`, `${table}_meta`];
+}
+
+/**
+ * The tables beside a store table: its write-ahead log, the log's head (one row: the last index
+ * handed out and whether logging is on) and the replication metadata. A suffix keeps every name
+ * within PostgreSQL's 63 characters.
+ */
+export function replicationTables(table: string): { wal: string; head: string; meta: string } {
+  const [, , wal, head, meta] = storeTables(table).map((name) => `"${name}"`);
+  return { wal, head, meta };
+}
+
 /**
  * The statements every SQL backend runs, for one table (see layout.ts for the row layout).
  * `list` returns the directory's own rows plus its sub-directories, found by a skip scan: each
@@ -39,6 +70,12 @@ export function quoteTable(table: string): string {
  */
 export function storeStatements(table: string, scanBatchRows: number): StoreStatements {
   const t = quoteTable(table);
+  const { wal, head, meta } = replicationTables(table);
+  // The head row is locked last, after the data rows, and held until commit: log indexes follow
+  // commit order, and no two writers wait on each other in opposite orders. With logging off the
+  // UPDATE matches no row and locks nothing, so writers do not queue on it.
+  const nextIndexes = (count: string, written: string) =>
+    `UPDATE ${head} SET last_idx = last_idx + ${count} WHERE logging${written} RETURNING last_idx`;
   const nextSegment = `split_part(substr(parent_path, length($1::text) + 1), '/', 1)`;
   return {
     get: { name: 'svc_storage_get', text: `SELECT value FROM ${t} WHERE parent_path = $1 AND name = $2` },
@@ -48,7 +85,7 @@ export function storeStatements(table: string, scanBatchRows: number): StoreStat
         `INSERT INTO ${t} (parent_path, name, value) VALUES ($1, $2, $3) ` +
         'ON CONFLICT (parent_path, name) DO UPDATE SET value = EXCLUDED.value',
     },
-    delete: { name: 'svc_storage_delete', text: `DELETE FROM ${t} WHERE parent_path = $1 AND name = $2` },
+    delete: { name: 'svc_storage_delete', text: `DELETE FROM ${t} WHERE parent_path = $1 AND name = $2 RETURNING 1` },
     list: {
       name: 'svc_storage_list',
       text: `WITH RECURSIVE subdirectory(segment) AS (
@@ -77,5 +114,45 @@ export function storeStatements(table: string, scanBatchRows: number): StoreStat
       name: '',
       text: `INSERT INTO ${t} (parent_path, name, value) VALUES ${Array.from({ length: rows }, (_, i) => `($${3 * i + 1}, $${3 * i + 2}, $${3 * i + 3})`).join(', ')}`,
     }),
+    // Referencing the data CTE makes it run (and lock its row) before the head row is locked.
+    putLogged: {
+      name: 'svc_storage_put_logged',
+      text:
+        `WITH written AS (INSERT INTO ${t} (parent_path, name, value) VALUES ($1, $2, $3) ` +
+        'ON CONFLICT (parent_path, name) DO UPDATE SET value = EXCLUDED.value RETURNING 1), ' +
+        `head AS (${nextIndexes('1', ' AND EXISTS (SELECT 1 FROM written)')}) ` +
+        `INSERT INTO ${wal} (idx, op, key, value) SELECT last_idx, 'put', $4, $3 FROM head`,
+    },
+    deleteLogged: {
+      name: 'svc_storage_delete_logged',
+      text:
+        `WITH removed AS (DELETE FROM ${t} WHERE parent_path = $1 AND name = $2 RETURNING 1), ` +
+        `head AS (${nextIndexes('1', ' AND EXISTS (SELECT 1 FROM removed)')}) ` +
+        `INSERT INTO ${wal} (idx, op, key, value) SELECT last_idx, 'delete', $3, NULL FROM head`,
+    },
+    appendLog: (entries) => ({
+      name: '',
+      text:
+        `WITH head AS (${nextIndexes('$1::bigint', '')}) ` +
+        `INSERT INTO ${wal} (idx, op, key, value) SELECT head.last_idx - $1::bigint + e.ord, e.op, e.key, e.value FROM head, (VALUES ` +
+        Array.from({ length: entries }, (_, i) => `(${i + 1}, $${3 * i + 2}::text, $${3 * i + 3}::text, $${3 * i + 4}::bytea)`).join(', ') +
+        ') AS e(ord, op, key, value)',
+    }),
+    appendReset: {
+      name: 'svc_storage_log_reset',
+      text: `WITH head AS (${nextIndexes('1', '')}) INSERT INTO ${wal} (idx, op, key, value) SELECT last_idx, 'reset', '', NULL FROM head`,
+    },
+    setLogging: { name: 'svc_storage_set_logging', text: `UPDATE ${head} SET logging = $1 WHERE logging <> $1 RETURNING logging` },
+    logging: { name: 'svc_storage_logging', text: `SELECT logging FROM ${head}` },
+    lastIndex: { name: 'svc_storage_last_index', text: `SELECT last_idx FROM ${head}` },
+    entriesAfter: { name: 'svc_storage_entries_after', text: `SELECT idx, op, key, value FROM ${wal} WHERE idx > $1 ORDER BY idx LIMIT $2` },
+    trimLog: { name: 'svc_storage_trim_log', text: `DELETE FROM ${wal} WHERE idx <= $1` },
+    getMeta: { name: 'svc_storage_get_meta', text: `SELECT value FROM ${meta} WHERE name = $1` },
+    metaWithPrefix: { name: 'svc_storage_meta_prefix', text: `SELECT name, value FROM ${meta} WHERE starts_with(name, $1) ORDER BY name` },
+    putMeta: {
+      name: 'svc_storage_put_meta',
+      text: `INSERT INTO ${meta} (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value`,
+    },
+    deleteMeta: { name: 'svc_storage_delete_meta', text: `DELETE FROM ${meta} WHERE name = $1` },
   };
 }

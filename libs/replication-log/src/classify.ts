@@ -1,0 +1,42 @@
+import { mountOfKey } from '@svc/engine-host';
+
+/**
+ * Which storage keys replicate. `replicated` keys go to every secondary; `local` keys belong to
+ * this cluster: performance secondaries never receive them (DR secondaries receive everything).
+ * The key prefixes below are the whole static list; mounts are added at run time because a
+ * mount's storage (`logical/<uuid>/`) is local by the mount's entry, not by its key.
+ */
+export type KeyClass = 'replicated' | 'local';
+
+interface LocalPrefix {
+  prefix: string;
+  why: string;
+}
+
+export const LOCAL_PREFIXES: readonly LocalPrefix[] = [
+  { prefix: 'sys/token/', why: 'tokens are issued by one cluster and valid only there' },
+  { prefix: 'sys/expire/', why: 'leases belong to the tokens and secrets of the cluster that issued them' },
+  { prefix: 'core/cluster/', why: "the cluster's own identity (cluster id, listener certificates)" },
+  { prefix: 'core/replication/', why: "this cluster's replication mode, its primary or secondaries, filters and tokens" },
+  { prefix: 'core/snapshot-auto/', why: 'automated snapshots are configured and scheduled per cluster' },
+  { prefix: 'core/snapshot-restored', why: "the marker of a restore of this cluster's storage" },
+  { prefix: 'core/plugin-reload', why: "a reload request to this cluster's processes" },
+];
+
+export class KeyClassifier {
+  private localMounts = new Set<string>();
+
+  /**
+   * The uuids of the mounts whose storage is local: mounts made with `local: true`, and cubbyhole
+   * mounts (per-token storage, and the response-wrapping tokens kept in it).
+   */
+  setLocalMounts(uuids: Iterable<string>): void {
+    this.localMounts = new Set(uuids);
+  }
+
+  classify(key: string): KeyClass {
+    if (LOCAL_PREFIXES.some(({ prefix }) => key.startsWith(prefix))) return 'local';
+    const inMount = mountOfKey(key);
+    return inMount && this.localMounts.has(inMount.uuid) ? 'local' : 'replicated';
+  }
+}
