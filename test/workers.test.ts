@@ -43,7 +43,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('two gateway workers,
   };
 
   beforeAll(async () => {
-    topology = await startTopology(kind, { gatewayConfig: 'workers = 2' });
+    topology = await startTopology(kind, { workers: 2 });
     url = topology.urls[0];
     ({ rootToken: root, keys: [key] } = await initAndUnseal(url));
     // The worker that did not take the unseal follows it through the keyring hand-off.

@@ -42,7 +42,10 @@ const START_TIMEOUT_MS = 120_000;
  * because creating embedded storage on a busy two-core machine has taken close to a minute.
  */
 export function startServerProcess(name: string, args: string[], timeoutMs = START_TIMEOUT_MS, options: StartOptions = {}): Promise<ServerProcess> {
-  const command = [process.execPath, SVC_BIN, 'server', ...args];
+  // One gateway worker unless asked: the default (one per CPU) would multiply the processes every
+  // test starts on a shared machine; the tests of workers ask for them.
+  const workers = args.some((arg) => /^--?workers(=|$)/.test(arg)) ? [] : ['-workers=1'];
+  const command = [process.execPath, SVC_BIN, 'server', ...workers, ...args];
   // Node cannot set a child's umask; a shell sets it and then becomes the server.
   const [file, ...argv] = options.umask === undefined ? command : ['/bin/sh', '-c', `umask ${options.umask.toString(8)} && exec "$@"`, 'sh', ...command];
   const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...options.env } });

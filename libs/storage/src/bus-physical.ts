@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { decodeJson, encodeJson, type Bus, type BusMessage, type Subscription } from '@svc/bus';
-import type { Physical, StoredEntry, Transaction } from './types';
+import { ServiceError, type ErrorKind } from '@svc/http';
+import { TRANSACTION_FINISHED, type Physical, type StoredEntry, type Transaction } from './types';
 
 /**
  * Storage that only one process may open (embedded: PGlite is one session in one process; inmem)
@@ -20,6 +21,9 @@ interface WireEntry {
 /** Entries per scan or replace message: bounded, so one message stays small whatever the store. */
 const BATCH_ENTRIES = 256;
 const EMPTY = new Uint8Array();
+
+/** Marks a reply that carries a `ServiceError` (its kind; the payload is its messages). */
+const KIND_HEADER = 'svc-error-kind';
 
 const storageSubject = (subjectPrefix: string) => `${subjectPrefix}.storage.call`;
 const toWire = (entries: StoredEntry[]): WireEntry[] => entries.map(({ key, value }) => ({ key, value: value.toString('base64') }));
@@ -60,7 +64,14 @@ export class PhysicalServer {
   constructor(private readonly physical: Physical) {}
 
   serve(bus: Bus, subjectPrefix = 'svc'): Subscription {
-    return bus.serve(storageSubject(subjectPrefix), 'storage', (msg) => this.handle(msg));
+    return bus.serve(storageSubject(subjectPrefix), 'storage', (msg) =>
+      this.handle(msg).catch((err: unknown) => {
+        // The kind travels with the messages (a bad key stays a 400 in the worker); any other
+        // failure is a bus error, its message only.
+        if (err instanceof ServiceError) return reply(encodeJson(err.errors), { [KIND_HEADER]: err.kind });
+        throw err;
+      }),
+    );
   }
 
   /** Ends (rolls back) what `owner` left open: its process exited mid-way. */
@@ -249,20 +260,24 @@ export class BusPhysical implements Physical {
 
   async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
     const session = decodeJson<string>((await this.call({ op: 'tx-begin' })).payload);
+    let finished = false;
+    const open = () => (finished ? Promise.reject(new Error(TRANSACTION_FINISHED)) : Promise.resolve());
     const tx: Transaction = {
-      get: (key) => this.getIn(key, session),
-      put: (key, value) => this.putIn(key, value, session),
-      delete: (key) => this.deleteIn(key, session),
-      list: (prefix) => this.listIn(prefix, session),
-      lock: async (key) => void (await this.call({ op: 'lock', key, session })),
+      get: (key) => open().then(() => this.getIn(key, session)),
+      put: (key, value) => open().then(() => this.putIn(key, value, session)),
+      delete: (key) => open().then(() => this.deleteIn(key, session)),
+      list: (prefix) => open().then(() => this.listIn(prefix, session)),
+      lock: (key) => open().then(async () => void (await this.call({ op: 'lock', key, session }))),
     };
     let result: T;
     try {
       result = await fn(tx);
     } catch (err) {
+      finished = true;
       await this.call({ op: 'tx-end', session, commit: '0' }).catch(() => undefined);
       throw err;
     }
+    finished = true;
     await this.call({ op: 'tx-end', session, commit: '1' });
     return result;
   }
@@ -323,10 +338,13 @@ export class BusPhysical implements Physical {
     return decodeJson<string[]>((await this.call({ op: 'list', key: prefix, session })).payload);
   }
 
-  private call(headers: { op: Op; key?: string; session?: string; commit?: string }, payload: Uint8Array = EMPTY): Promise<BusMessage> {
+  private async call(headers: { op: Op; key?: string; session?: string; commit?: string }, payload: Uint8Array = EMPTY): Promise<BusMessage> {
     const defined = Object.fromEntries(Object.entries({ ...headers, owner: this.owner }).filter(([, value]) => value !== undefined)) as Record<string, string>;
     // A storage call waits as long as the store takes (a transaction waits for the one before it).
-    return this.bus.request(storageSubject(this.subjectPrefix), payload, { headers: defined, timeoutMs: STORAGE_CALL_TIMEOUT_MS });
+    const answer = await this.bus.request(storageSubject(this.subjectPrefix), payload, { headers: defined, timeoutMs: STORAGE_CALL_TIMEOUT_MS });
+    const kind = answer.headers[KIND_HEADER];
+    if (kind) throw new ServiceError(kind as ErrorKind, decodeJson<string[]>(answer.payload));
+    return answer;
   }
 }
 

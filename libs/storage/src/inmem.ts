@@ -1,7 +1,7 @@
 import { Mutex } from 'async-mutex';
 import BTree from 'sorted-btree';
 import { checkKey, checkListPrefix } from './keys';
-import type { Physical, StoredEntry, Transaction } from './types';
+import { TRANSACTION_FINISHED, type Physical, type StoredEntry, type Transaction } from './types';
 
 /**
  * Immediate children of `prefix` in a sorted key space. Keys under a sub-directory are skipped
@@ -60,7 +60,7 @@ class TreeOperations implements Transaction {
   }
 
   private open(): BTree<string, Buffer> {
-    if (this.finished) throw new Error('storage transaction already finished');
+    if (this.finished) throw new Error(TRANSACTION_FINISHED);
     return this.tree;
   }
 }

@@ -5,7 +5,9 @@ import { randomBytes } from 'node:crypto';
 import vm from 'node:vm';
 import { Client } from 'pg';
 import { getPGliteInstance } from 'typeorm-pglite';
+import { MemoryBus, MemoryBusHub } from '@svc/bus';
 import { Barrier } from './barrier';
+import { BusPhysical, PhysicalServer } from './bus-physical';
 import { EmbeddedPhysical } from './embedded';
 import { InmemPhysical } from './inmem';
 import { Keyring } from './keyring';
@@ -149,9 +151,36 @@ function embeddedBackend(): Backend {
 
 const embedded = embeddedBackend();
 
+/**
+ * Embedded storage as the workers of one server see it: opened by the primary, which serves it
+ * over the bus; `store` and `peer` are two workers.
+ */
+const throughPrimary: Backend = {
+  name: 'embedded through the primary (workers)',
+  beforeAll: () => embedded.beforeAll!(),
+  setUp: async () => {
+    const owned = await embedded.setUp();
+    const hub = new MemoryBusHub();
+    const primaryBus = new MemoryBus({ hub });
+    new PhysicalServer(owned.store).serve(primaryBus);
+    const worker = () => new BusPhysical('embedded', new MemoryBus({ hub }));
+    const [store, peer] = [worker(), worker()];
+    await store.open();
+    return {
+      store,
+      peer,
+      bulkInsert: owned.bulkInsert,
+      async tearDown() {
+        await primaryBus.close();
+        await owned.tearDown();
+      },
+    };
+  },
+};
+
 const bytes = (text: string): Buffer => Buffer.from(text, 'utf8');
 
-describe.each([inmem, postgres, embedded])('Physical conformance: $name', (backend) => {
+describe.each([inmem, postgres, embedded, throughPrimary])('Physical conformance: $name', (backend) => {
   let fixture: Fixture;
   let store: Physical;
 

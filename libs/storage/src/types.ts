@@ -17,6 +17,9 @@ export interface KeyValueStore {
   list(prefix: string): Promise<string[]>;
 }
 
+/** What every backend's transaction handle answers once its transaction has ended. */
+export const TRANSACTION_FINISHED = 'storage transaction already finished';
+
 /** Operations inside a transaction. `lock` serializes transactions touching the same key across
  * processes (PostgreSQL advisory lock) so read-modify-write (check-and-set) is safe. */
 export interface Transaction extends KeyValueStore {

@@ -1,5 +1,5 @@
 import { checkKey } from '../keys';
-import type { Transaction } from '../types';
+import { TRANSACTION_FINISHED, type Transaction } from '../types';
 import { directoryUpperBound, rowAddress, storedDirectory } from './layout';
 import type { Statement, StoreStatements } from './statements';
 
@@ -54,7 +54,7 @@ export class SqlOperations implements Transaction {
   }
 
   private run(statement: Statement, values: unknown[]): Promise<Row[]> {
-    if (this.finished) return Promise.reject(new Error('storage transaction already finished'));
+    if (this.finished) return Promise.reject(new Error(TRANSACTION_FINISHED));
     return this.runStatement(statement, values);
   }
 }
