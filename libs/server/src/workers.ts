@@ -156,9 +156,11 @@ export async function startPrimary(config: ServerConfig, options: PrimaryOptions
   };
 
   try {
-    // A dev server's first worker initializes the storage; the others follow its unseal.
-    await fork(0, options.dev);
-    await Promise.all(Array.from({ length: options.workers - 1 }, (_, i) => fork(i + 1, false)));
+    // A dev server's first worker initializes the storage, then the others start and follow its
+    // unseal; otherwise they all start at once.
+    const first = fork(0, options.dev);
+    if (options.dev) await first;
+    await Promise.all([first, ...Array.from({ length: options.workers - 1 }, (_, i) => fork(i + 1, false))]);
   } catch (err) {
     await stop();
     throw err;
