@@ -5,12 +5,14 @@
  * BENCH_ROUNDS (floor/target pairs of the alternating scenarios, default 3), BENCH_ONLY
  * (comma-separated scenario names).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createInterface } from 'node:readline';
 import * as path from 'node:path';
-import autocannon from 'autocannon';
-import { api, startServerProcess, type ServerProcess } from '@svc/testing';
+import type autocannon from 'autocannon';
+import { Client } from 'pg';
+import { api, POSTGRES_URL, startServerProcess, type ServerProcess } from '@svc/testing';
 import { SCENARIOS } from './scenarios';
 
 export interface Target {
@@ -23,7 +25,7 @@ export interface Target {
   requests?: { method: 'GET' | 'POST' | 'PUT'; path: string; body?: string }[];
   /** Replaces `[<id>]` in the path and body with a fresh id per request (e.g. every write a new key). */
   idReplacement?: boolean;
-  /** Processes serving the target, whose CPU time per request is reported. */
+  /** Processes serving the target (with their children: a server's workers), whose CPU time is reported. */
   pids?: number[];
 }
 
@@ -37,6 +39,8 @@ export interface Measurement {
    * shared machine, and what a change to the hot path moves.
    */
   cpuUsPerRequest?: number;
+  /** CPU cores the serving processes kept busy over the run (CPU time / wall time). */
+  cores?: number;
 }
 
 /** CPU time (µs) a process has used so far, from /proc (Linux); 0 when it cannot be read. */
@@ -50,7 +54,18 @@ export function cpuMicros(pid: number): number {
   }
 }
 
-const totalCpu = (pids: number[]) => pids.reduce((sum, pid) => sum + cpuMicros(pid), 0);
+/** The process and its descendants (a server's workers), from /proc; just the process where that cannot be read. */
+function withDescendants(pid: number): number[] {
+  let children: number[] = [];
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+  } catch {
+    // No such file: the process has gone, or the kernel does not list children.
+  }
+  return [pid, ...children.flatMap(withDescendants)];
+}
+
+const totalCpu = (pids: number[]) => pids.flatMap(withDescendants).reduce((sum, pid) => sum + cpuMicros(pid), 0);
 
 export interface ScenarioResult {
   name: string;
@@ -89,7 +104,8 @@ export async function alternating(name: string, floor: () => Promise<Measurement
 export async function measure(target: Target, connections = CONNECTIONS, seconds = DURATION): Promise<Measurement> {
   const pids = target.pids ?? [];
   const cpuBefore = totalCpu(pids);
-  const result = await autocannon({
+  const started = performance.now();
+  const result = await generateLoad({
     url: target.url + target.path,
     method: target.method,
     headers: target.headers,
@@ -100,8 +116,27 @@ export async function measure(target: Target, connections = CONNECTIONS, seconds
     duration: seconds,
     pipelining: 1,
   });
-  const cpuUsPerRequest = pids.length > 0 && result.requests.total > 0 ? (totalCpu(pids) - cpuBefore) / result.requests.total : undefined;
-  return { reqPerSec: result.requests.average, p99Ms: result.latency.p99, errors: result.errors, non2xx: result.non2xx, cpuUsPerRequest };
+  const cpuUs = totalCpu(pids) - cpuBefore;
+  const wallUs = (performance.now() - started) * 1_000;
+  const served = pids.length > 0 && result.requests.total > 0;
+  return {
+    reqPerSec: result.requests.average,
+    p99Ms: result.latency.p99,
+    errors: result.errors,
+    non2xx: result.non2xx,
+    cpuUsPerRequest: served ? cpuUs / result.requests.total : undefined,
+    cores: served ? cpuUs / wallUs : undefined,
+  };
+}
+
+/** Runs autocannon in a child process of its own (bench/load.ts). */
+function generateLoad(options: autocannon.Options): Promise<autocannon.Result> {
+  const child = fork(path.join(__dirname, 'load.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  return new Promise((resolve, reject) => {
+    child.once('message', (answer: { result?: autocannon.Result; error?: string }) => (answer.result ? resolve(answer.result) : reject(new Error(`load generator: ${answer.error}`))));
+    child.once('exit', (code) => reject(new Error(`load generator exited with ${code} before answering`)));
+    child.send(options);
+  });
 }
 
 /**
@@ -129,28 +164,53 @@ export async function setUp(url: string, token: string, path: string, body: unkn
   if (res.status >= 300) throw new Error(`${path}: ${res.status} ${res.text}`);
 }
 
-export async function startDevServer(env?: NodeJS.ProcessEnv): Promise<ServerProcess & { url: string; token: string; pids: number[] }> {
-  const server = await startServerProcess('bench-dev', ['-dev', '-dev-root-token-id=bench-root', '-dev-listen-address=127.0.0.1:0'], undefined, { env });
+/** A file for a server's log: written by the server itself, never piped through the bench process. */
+export function logFile(name: string): string {
+  return path.join(mkdtempSync(path.join(tmpdir(), 'svc-bench-log-')), `${name}.log`);
+}
+
+export async function startDevServer(env?: NodeJS.ProcessEnv, workers = 1): Promise<ServerProcess & { url: string; token: string; pids: number[] }> {
+  const args = ['-dev', '-dev-root-token-id=bench-root', '-dev-listen-address=127.0.0.1:0', `-workers=${workers}`];
+  const server = await startServerProcess('bench-dev', args, undefined, { env, logFile: logFile('bench-dev') });
   return Object.assign(server, { url: `http://${server.addresses[0]}`, token: 'bench-root', pids: [server.child.pid!] });
+}
+
+/** Whether PostgreSQL answers at POSTGRES_URL (scenarios that need it are skipped when it does not). */
+async function postgresReachable(): Promise<boolean> {
+  const client = new Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 3_000 });
+  try {
+    await client.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
 }
 
 async function main(): Promise<void> {
   const only = process.env.BENCH_ONLY?.split(',');
   const results: ScenarioResult[] = [];
+  let postgres: boolean | undefined;
   for (const scenario of SCENARIOS) {
     if (only && !only.includes(scenario.name)) continue;
+    if (scenario.needsPostgres && !(postgres ??= await postgresReachable())) {
+      process.stderr.write(`skipping ${scenario.name}: it needs PostgreSQL, which does not answer at ${new URL(POSTGRES_URL).host}\n`);
+      continue;
+    }
     process.stderr.write(`running ${scenario.name} (${DURATION}s each, ${CONNECTIONS} connections)\n`);
-    results.push(await scenario.run());
+    results.push(...[await scenario.run()].flat());
   }
   const cpu = (m: Measurement) => (m.cpuUsPerRequest === undefined ? '' : m.cpuUsPerRequest.toFixed(0));
+  const cores = (m: Measurement) => (m.cores === undefined ? '' : m.cores.toFixed(2));
   const rows = results.map(
     (r) =>
-      `| ${r.name} | ${r.target.reqPerSec.toFixed(0)} | ${r.target.p99Ms} | ${cpu(r.target)} | ${r.floor.reqPerSec.toFixed(0)} | ${r.floor.p99Ms} | ${cpu(r.floor)} | ${(r.ratio * 100).toFixed(0)} % | ${r.target.errors + r.target.non2xx} |`,
+      `| ${r.name} | ${r.target.reqPerSec.toFixed(0)} | ${r.target.p99Ms} | ${cpu(r.target)} | ${cores(r.target)} | ${r.floor.reqPerSec.toFixed(0)} | ${r.floor.p99Ms} | ${cpu(r.floor)} | ${cores(r.floor)} | ${(r.ratio * 100).toFixed(0)} % | ${r.target.errors + r.target.non2xx} |`,
   );
   process.stdout.write(
     [
-      '| scenario | req/s | p99 ms | CPU µs/req | floor req/s | floor p99 ms | floor CPU µs/req | ratio | errors |',
-      '|---|---|---|---|---|---|---|---|---|',
+      '| scenario | req/s | p99 ms | CPU µs/req | cores | floor req/s | floor p99 ms | floor CPU µs/req | floor cores | ratio | errors |',
+      '|---|---|---|---|---|---|---|---|---|---|---|',
       ...rows,
     ].join('\n') + '\n',
   );

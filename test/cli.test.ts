@@ -285,6 +285,14 @@ describe('svc server -service', () => {
   });
 });
 
+describe('svc server -workers', () => {
+  test.each(['0', 'two', '1.5', '257'])('refuses -workers=%s, naming the flag', async (value) => {
+    const refused = await svc(['server', '-dev', `-workers=${value}`], {});
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('Error: flag -workers must be a whole number from 1 to 256\n');
+  });
+});
+
 describe('svc cluster', () => {
   test('starts the distributed topology, initialized, and stops it on SIGINT', async () => {
     const child = spawn(process.execPath, [SVC_BIN, 'cluster', '-gateways=1', '-services=transit'], { stdio: ['ignore', 'pipe', 'pipe'] });

@@ -28,6 +28,7 @@ async function dropRolesStartingWith(prefix: string): Promise<void> {
 
 export const databaseCreds: Scenario = {
   name: 'database-creds',
+  needsPostgres: true,
   async run() {
     const prefix = `svc_bench_${randomBytes(3).toString('hex')}_`;
     const server = await startDevServer();

@@ -3,6 +3,7 @@ import { cliStatusStart, cliVersionStart } from './cli-start';
 import { cloudScenarios } from './cloud-creds';
 import { databaseCreds } from './database-creds';
 import { kvScenarios } from './kv';
+import { scale } from './scale';
 import type { Scenario } from './scenario';
 import { snapshotSave } from './snapshot';
 import { syncLag } from './sync-lag';
@@ -10,4 +11,4 @@ import { sysMounts } from './sys-mounts';
 import { transitBatch, transitEncrypt, transitEncryptDistributed } from './transit';
 
 /** Every scenario, in the order `npm run bench` runs them (BENCH_ONLY picks some by name). */
-export const SCENARIOS: Scenario[] = [sysMounts, transitEncrypt, transitEncryptDistributed, transitBatch, ...kvScenarios, databaseCreds, ...cloudScenarios, syncLag, snapshotSave, authCloudLogin, cliVersionStart, cliStatusStart];
+export const SCENARIOS: Scenario[] = [sysMounts, transitEncrypt, transitEncryptDistributed, transitBatch, ...kvScenarios, databaseCreds, ...cloudScenarios, syncLag, snapshotSave, authCloudLogin, cliVersionStart, cliStatusStart, scale];

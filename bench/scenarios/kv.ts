@@ -39,7 +39,7 @@ export async function startConfiguredServer(name: string, storage: (dir: string)
   try {
     const config = path.join(dir, 'server.hcl');
     writeFileSync(config, `${PLAIN_LISTENER}\n${storage(dir)}\n`);
-    const server = await startServerProcess(name, [`-config=${config}`]);
+    const server = await startServerProcess(name, [`-config=${config}`], undefined, { logFile: path.join(dir, 'server.log') });
     const url = `http://${server.addresses[0]}`;
     const { rootToken } = await initAndUnseal(url);
     return {
@@ -110,6 +110,8 @@ async function measureFloor(operation: Operation) {
 function kvScenario(operation: Operation, storage: StorageKind): Scenario {
   return {
     name: `kv-v2-${operation}-${storage}`,
+    // Writes are measured beside a PostgreSQL upsert, whatever the server's storage.
+    needsPostgres: storage === 'postgresql' || operation === 'write',
     async run() {
       const floor = await measureFloor(operation);
       const server = await startKvServer(storage);

@@ -3,5 +3,8 @@ import type { ScenarioResult } from '../run';
 /** One benchmark: it starts what it measures and its floor, measures both, and stops them. */
 export interface Scenario {
   name: string;
-  run(): Promise<ScenarioResult>;
+  /** Skipped, with a line saying so, when PostgreSQL does not answer. */
+  needsPostgres?: boolean;
+  /** One result, or several rows (the scale scenario: one per worker count). */
+  run(): Promise<ScenarioResult | ScenarioResult[]>;
 }

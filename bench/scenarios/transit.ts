@@ -15,13 +15,13 @@ const RAW_CRYPTO_MS = 3_000;
 const encryptBody = JSON.stringify({ plaintext: randomBytes(32).toString('base64') });
 
 /** Mounts transit and creates the benchmark key, retrying while a service still waits for its keyring. */
-async function prepareTransit(url: string, token: string): Promise<void> {
+export async function prepareTransit(url: string, token: string): Promise<void> {
   const mount = await api(url, 'POST', '/v1/sys/mounts/transit', { token, body: { type: 'transit' } });
   if (mount.status !== 204) throw new Error(`mounting transit failed: ${mount.status} ${mount.text}`);
   await eventually(async () => (await api(url, 'POST', KEY_PATH, { token })).status === 200, 30_000);
 }
 
-function encryptTarget(url: string, token: string, pids: number[], body = encryptBody) {
+export function encryptTarget(url: string, token: string, pids: number[], body = encryptBody) {
   return { url, method: 'POST' as const, path: ENCRYPT_PATH, headers: { 'x-service-token': token, 'content-type': 'application/json' }, body, pids };
 }
 
@@ -58,6 +58,7 @@ export const transitEncrypt: Scenario = {
 /** (c) gateway and transit as separate processes over NATS, with PostgreSQL and Redis. */
 export const transitEncryptDistributed: Scenario = {
   name: 'transit-encrypt-distributed',
+  needsPostgres: true,
   async run() {
     const topology = await startTopology('distributed', { services: ['transit'] });
     try {

@@ -27,3 +27,6 @@ locks "redis" {
 # The address clients use: compose's network alias and the Kubernetes Service of the gateways.
 api_addr  = "http://gateway:8200"
 log_level = "info"
+# Gateway worker processes per replica. Pinned rather than one per CPU: a container sees the
+# host's CPUs, not its own share, and the pod's memory limit (deploy/k8s/gateway.yaml) fits two.
+workers = 2

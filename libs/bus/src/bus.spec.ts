@@ -7,6 +7,7 @@ import {
   Bus,
   BusHandlerError,
   BusMessage,
+  BusRelay,
   BusUnavailableError,
   createBus,
   decodeJson,
@@ -14,8 +15,11 @@ import {
   MemoryBus,
   MemoryBusHub,
   NatsBus,
+  RemoteBusHub,
   REQUEST_ID_HEADER,
   requestJson,
+  type HubMessage,
+  type IpcChannel,
 } from './index';
 
 const NATS_SERVERS = ['127.0.0.1:4222'];
@@ -42,12 +46,37 @@ async function rejection(promise: Promise<unknown>): Promise<Error> {
 }
 
 const memoryHub = new MemoryBusHub();
-const transports: { name: string; connect: () => Promise<Bus> }[] = [
+/** Both ends of an IPC link within this process; messages are cloned and arrive on a later turn, as over IPC. */
+function ipcPair(): { primary: IpcChannel; worker: IpcChannel } {
+  const listeners = { primary: new Set<(m: unknown) => void>(), worker: new Set<(m: unknown) => void>() };
+  const end = (own: Set<(m: unknown) => void>, peer: Set<(m: unknown) => void>): IpcChannel => ({
+    send: (message: HubMessage) => {
+      const copy = structuredClone(message);
+      setImmediate(() => peer.forEach((listener) => listener(copy)));
+    },
+    onMessage: (listener) => {
+      own.add(listener);
+      return () => own.delete(listener);
+    },
+  });
+  return { primary: end(listeners.primary, listeners.worker), worker: end(listeners.worker, listeners.primary) };
+}
+
+/** A worker's bus on the primary's relay; `leave` detaches it as the primary does when a worker exits. */
+function relayedBus(relay: BusRelay): { bus: Bus; leave: () => void } {
+  const { primary, worker } = ipcPair();
+  const leave = relay.attach(primary);
+  return { bus: new MemoryBus({ hub: new RemoteBusHub(worker) }), leave };
+}
+
+const relay = new BusRelay();
+const transports: { name: string; label?: string; connect: () => Promise<Bus> }[] = [
   { name: 'memory', connect: async () => new MemoryBus({ hub: memoryHub }) },
+  { name: 'memory', label: 'relayed (workers through the primary)', connect: async () => relayedBus(relay).bus },
   { name: 'nats', connect: () => createBus({ servers: NATS_SERVERS, name: 'bus-contract-test', clusterKeyFile: CLUSTER_KEY_FILE }) },
 ];
 
-describe.each(transports)('$name bus', ({ name, connect }) => {
+describe.each(transports.map((t) => ({ ...t, label: t.label ?? t.name })))('$label bus', ({ name, connect }) => {
   let opened: Bus[] = [];
   let prefix: string;
 
@@ -244,6 +273,26 @@ describe.each(transports)('$name bus', ({ name, connect }) => {
     expect(() => bus.subscribe(`${prefix}.x`, () => undefined)).toThrow(BusUnavailableError);
     expect(() => bus.serve(`${prefix}.x`, 'q', async (msg) => msg)).toThrow(BusUnavailableError);
     await expect(bus.close()).resolves.toBeUndefined();
+  });
+});
+
+describe('relayed bus', () => {
+  it('answers a request whose serving worker exits with no-responders at once', async () => {
+    const relay = new BusRelay();
+    const client = relayedBus(relay).bus;
+    const server = relayedBus(relay);
+    const subject = `test.relay.${randomUUID()}`;
+    const received = signal();
+    server.bus.serve(subject, 'q', () => {
+      received.fire();
+      return new Promise<BusMessage>(() => undefined);
+    });
+    await server.bus.flush();
+    const pending = client.request(subject, text('x'), { timeoutMs: 60_000 });
+    await received.promise;
+    server.leave();
+    await expect(pending).rejects.toMatchObject({ name: 'BusUnavailableError', reason: 'no-responders' });
+    await expect(client.request(subject, text('x'))).rejects.toMatchObject({ reason: 'no-responders' });
   });
 });
 

@@ -1,11 +1,14 @@
 import { InFlight } from './in-flight';
-import { Endpoint, MemoryBusHub } from './memory-hub';
+import { BusHub, Endpoint, MemoryBusHub } from './memory-hub';
 import { Bus, BusMessage, BusUnavailableError, RequestOptions, Subscription } from './types';
 import { answer, DEFAULT_REQUEST_TIMEOUT_MS, notifyListener, readReply, requestTimeout } from './wire';
 
 export interface MemoryBusOptions {
-  /** Share a hub to let several buses talk (replicas in one process); default: a private hub. */
-  hub?: MemoryBusHub;
+  /**
+   * Share a hub to let several buses talk (replicas in one process, or the workers of one server
+   * through the primary's hub); default: a private hub.
+   */
+  hub?: BusHub;
   requestTimeoutMs?: number;
 }
 
@@ -14,7 +17,7 @@ export class MemoryBus implements Bus {
   readonly kind = 'memory';
   /** In one process there is no link to lose. */
   readonly connected = true;
-  private readonly hub: MemoryBusHub;
+  private readonly hub: BusHub;
   private readonly defaultTimeoutMs: number;
   private readonly inFlight = new InFlight();
   private readonly endpointRemovers = new Set<() => void>();
@@ -45,16 +48,19 @@ export class MemoryBus implements Bus {
       this.abandonOnClose.add(abandon);
 
       try {
-        const receivers = this.hub.dispatch(subject, { payload, headers: opts.headers ?? {} }, (reply) =>
-          settle(() => {
-            try {
-              resolve(readReply(subject, reply));
-            } catch (err) {
-              reject(err);
-            }
-          }),
+        this.hub.dispatch(
+          subject,
+          { payload, headers: opts.headers ?? {} },
+          (reply) =>
+            settle(() => {
+              try {
+                resolve(readReply(subject, reply));
+              } catch (err) {
+                reject(err);
+              }
+            }),
+          () => settle(fail('no-responders')),
         );
-        if (receivers === 0) settle(fail('no-responders'));
       } catch (err) {
         settle(() => reject(err));
       }
@@ -84,8 +90,8 @@ export class MemoryBus implements Bus {
     return () => undefined;
   }
 
-  async flush(): Promise<void> {
-    // Subscriptions are active as soon as they are made.
+  flush(): Promise<void> {
+    return this.hub.flush();
   }
 
   close(): Promise<void> {

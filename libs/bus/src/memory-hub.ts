@@ -2,6 +2,22 @@ import { BusMessage } from './types';
 
 export type Replier = (reply: BusMessage) => void;
 
+/**
+ * A broker the in-memory bus talks to: the in-process hub, or (in a worker of `svc server` with
+ * several workers) the primary process's hub reached over IPC (`RemoteBusHub`).
+ */
+export interface BusHub {
+  /** Registers an endpoint; returns the function that removes it. */
+  add(endpoint: Endpoint): () => void;
+  /**
+   * Delivers to every matching broadcast subscriber and to one member of each matching queue
+   * group; `noResponders` is called when nothing receives it.
+   */
+  dispatch(subject: string, msg: BusMessage, reply?: Replier, noResponders?: () => void): void;
+  /** Resolves once every `add` made so far is active at the broker. */
+  flush(): Promise<void>;
+}
+
 export interface Endpoint {
   readonly pattern: string;
   /** Queue group name; undefined for a broadcast subscriber. */
@@ -13,7 +29,7 @@ export interface Endpoint {
  * The in-process broker: what the NATS server is to NatsBus. Several MemoryBus instances on one
  * hub behave like several connections (replicas) in one process.
  */
-export class MemoryBusHub {
+export class MemoryBusHub implements BusHub {
   private readonly endpoints = new Set<Endpoint>();
   /** Round-robin position per queue group. */
   private readonly turns = new Map<string, number>();
@@ -25,9 +41,8 @@ export class MemoryBusHub {
     return () => this.endpoints.delete(endpoint);
   }
 
-  /** Delivers (asynchronously, as a broker would) to every matching broadcast subscriber and to
-   * one member of each matching queue group. Returns how many endpoints will receive it. */
-  dispatch(subject: string, msg: BusMessage, reply?: Replier): number {
+  /** Delivers asynchronously, as a broker would (see `BusHub.dispatch`). */
+  dispatch(subject: string, msg: BusMessage, reply?: Replier, noResponders?: () => void): void {
     validateSubject(subject, false);
     const receivers: Endpoint[] = [];
     const groups = new Map<string, Endpoint[]>();
@@ -47,7 +62,11 @@ export class MemoryBusHub {
       const copy: BusMessage = { payload: Uint8Array.from(msg.payload), headers: { ...msg.headers } };
       queueMicrotask(() => receiver.deliver(copy, reply));
     }
-    return receivers.length;
+    if (receivers.length === 0) noResponders?.();
+  }
+
+  async flush(): Promise<void> {
+    // Endpoints are active as soon as they are added.
   }
 
   private nextTurn(group: string): number {

@@ -1,9 +1,12 @@
-import { BusHandlerError, BusMessage } from './types';
+import { BusHandlerError, BusMessage, BusUnavailableError } from './types';
 
 /** Marks a reply as a handler failure; the payload is then the error message (UTF-8). */
 export const ERROR_HEADER = 'svc-error';
 /** The gateway's request id, carried to the services so their logs can name it. */
 export const REQUEST_ID_HEADER = 'svc-request-id';
+
+/** Marks a relayed reply saying the process that was asked went away before answering. */
+export const NO_RESPONDERS_HEADER = 'svc-no-responders';
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 
@@ -36,6 +39,7 @@ export async function answer(
 
 /** The reply as the requester sees it: the message itself, or a BusHandlerError for an error reply. */
 export function readReply(subject: string, reply: BusMessage): BusMessage {
+  if (NO_RESPONDERS_HEADER in reply.headers) throw new BusUnavailableError(subject, 'no-responders');
   if (ERROR_HEADER in reply.headers) {
     throw new BusHandlerError(subject, utf8Decoder.decode(reply.payload));
   }

@@ -176,6 +176,10 @@ provider_endpoints {
     await expectConfigError(parseConfig(`${minimalHcl}provider_endpoints {\n  codehost = "github.example.com"\n}\n`, 'hcl', 'config.hcl', {}), 'config.hcl: provider_endpoints: codehost must be an http(s) URL such as https://api.example.com');
   });
 
+  it('reads workers', async () => {
+    expect((await parseConfig(`${minimalHcl}\nworkers = 4`, 'hcl', 'config.hcl')).workers).toBe(4);
+  });
+
   it('applies defaults to a minimal file', async () => {
     const config = await parseConfig(minimalHcl, 'hcl', 'config.hcl');
     expect(config.listeners).toEqual([
@@ -198,6 +202,7 @@ provider_endpoints {
     expect(config.bus).toBeUndefined();
     expect(config.locks).toBeUndefined();
     expect(config.services).toBeUndefined();
+    expect(config.workers).toBeUndefined();
     expect(config.ui).toBe(false);
     expect(config.logLevel).toBe('info');
     expect(config.defaultLeaseTtl).toBe(2764800);
@@ -635,6 +640,8 @@ describe('validation errors', () => {
       'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\ndefault_lease_ttl = "2h"\nmax_lease_ttl = "1h"',
       'config.hcl: default_lease_ttl must not exceed max_lease_ttl',
     ],
+    ['no workers', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nworkers = 0', 'config.hcl: workers must be between 1 and 256'],
+    ['workers not a number', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nworkers = "many"', 'config.hcl: workers must be an integer'],
     ['bad log level', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nlog_level = "loud"', 'config.hcl: log_level must be one of trace, debug, info, warn, error'],
     ['unknown service', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nservices = ["gateway", "mail"]', 'config.hcl: services: unknown service "mail" (known: gateway, transit)'],
     ['bad api_addr', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\napi_addr = "svc:8200"', 'config.hcl: api_addr must be a URL'],

@@ -98,6 +98,7 @@ async function buildConfig(top: Section, sourceName: string, environment: NodeJS
   const providerEndpoints = parseProviderEndpoints(top.raw('provider_endpoints'), sourceName, environment, warnings);
   const pluginDirectory = top.string('plugin_directory');
   if (pluginDirectory !== undefined && !isAbsolute(pluginDirectory)) throw top.error('plugin_directory must be an absolute path');
+  const workers = workerCount(top);
   const config: ServerConfig = {
     listeners,
     storage,
@@ -111,6 +112,7 @@ async function buildConfig(top: Section, sourceName: string, environment: NodeJS
     logLevel: logLevel(top),
     defaultLeaseTtl,
     maxLeaseTtl,
+    ...(workers !== undefined ? { workers } : {}),
     ...(services ? { services } : {}),
     providerEndpoints,
     ...(pluginDirectory !== undefined ? { pluginDirectory } : {}),
@@ -127,6 +129,15 @@ function url(section: Section, key: string): string | undefined {
     throw section.error(`${key} must be a URL such as https://svc.example.com:8200`);
   }
   return value;
+}
+
+/** Upper bound of `workers`: far above any core count, low enough to catch a typo. */
+export const MAX_WORKERS = 256;
+
+function workerCount(section: Section): number | undefined {
+  const workers = section.int('workers');
+  if (workers !== undefined && (workers < 1 || workers > MAX_WORKERS)) throw section.error(`workers must be between 1 and ${MAX_WORKERS}`);
+  return workers;
 }
 
 function logLevel(section: Section): ServerConfig['logLevel'] {

@@ -77,6 +77,11 @@ export interface ServerConfig {
   maxLeaseTtl: number;
   /** Where the executables of external plugins live (`plugin_directory`): catalog commands are resolved inside it. */
   pluginDirectory?: string;
+  /**
+   * Gateway worker processes sharing the listeners (`workers`); absent: one per CPU (`svc server`
+   * decides, and a dev server runs one).
+   */
+  workers?: number;
   /** Which engine services this process runs in all-in-one mode (default: all). */
   services?: string[];
   /** API base URLs the sync worker uses instead of the providers' public ones. */

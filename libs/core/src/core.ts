@@ -78,6 +78,7 @@ function isCachedKey(key: string): boolean {
   const inNamespace = key.replace(/^namespaces\/[^/]+\//, '');
   return (
     key === KEYRING_CHANGED ||
+    key === SEAL_GENERATION_KEY ||
     key === STORAGE_RESTORED ||
     key === NAMESPACES_KEY ||
     key === AUDIT_TABLE_KEY ||
@@ -188,9 +189,9 @@ export class Core {
   constructor(readonly options: CoreOptions) {
     const { seal, disabledSeal } = options.config;
     this.seal = createConfiguredSeal(options.physical, { version: VERSION, buildDate: BUILD_DATE }, this.sealProvider(seal), disabledSeal && this.sealProvider(disabledSeal));
-    // Gateways cache storage reads (in memory there is nothing to save); replicas invalidate each
-    // other's entries through ReplicaSync, which then has to carry every written key.
-    this.storageCache = options.physical.kind === 'inmem' ? undefined : new CachedPhysical(options.physical);
+    // Gateways cache storage reads (in this process's memory there is nothing to save); replicas
+    // invalidate each other's entries through ReplicaSync, which then has to carry every written key.
+    this.storageCache = options.physical.kind === 'inmem' && !options.physical.remote ? undefined : new CachedPhysical(options.physical);
     this.barrier = new Barrier(this.storageCache ?? options.physical);
     this.namespaces = new NamespaceRegistry(this.barrier);
     this.tokens = new TokenStore(createView(this.barrier, 'sys/token/'));
@@ -305,6 +306,8 @@ export class Core {
         .catch((err: unknown) => this.logger.warn({ err: describeRequestError(err) }, 'following a peer seal change failed'));
     });
     await this.peers.start();
+    // A peer already unsealed: follow it before serving, so no client meets this replica still sealed.
+    await this.peerTransitions;
     this.replicas.start();
     this.seal.start();
     if (!this.initialized) return;
@@ -353,6 +356,7 @@ export class Core {
   private async reloadCaches(keys: string[]): Promise<void> {
     this.storageCache?.invalidate(keys);
     if (this.barrier.sealed) return;
+    if (keys.includes(SEAL_GENERATION_KEY) && (await this.sealGeneration()) !== this.unsealedInGeneration) return this.followPeerSeal();
     if (keys.includes(STORAGE_RESTORED)) return this.reloadRestored();
     if (keys.includes(KEYRING_CHANGED)) await this.fetchRotatedKeyring();
     this.coreEngines.invalidate(keys);
@@ -493,6 +497,13 @@ export class Core {
     await this.options.physical.close();
   }
 
+  /** A peer sealed the cluster: seal here, in turn with the seal broadcast, which may come first. */
+  private followPeerSeal(): Promise<void> {
+    const sealed = this.peerTransitions.then(() => this.followPeers(undefined));
+    this.peerTransitions = sealed.catch((err: unknown) => this.logger.warn({ err: describeRequestError(err) }, 'following a peer seal change failed'));
+    return sealed;
+  }
+
   private async followPeers(keyring: Keyring | undefined): Promise<void> {
     if (keyring && this.barrier.sealed) {
       this.initialized = true;
@@ -569,6 +580,8 @@ export class Core {
     });
     await this.sealLocally();
     await this.distributor.seal();
+    // The broadcast is not acknowledged; every replica acknowledges this key before the call returns.
+    this.replicas.noteWrite(SEAL_GENERATION_KEY);
   }
 
   private async sealLocally(): Promise<void> {

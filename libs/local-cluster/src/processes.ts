@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync } from 'node:fs';
 import * as path from 'node:path';
 
 /** The built `svc` entry point (npm run build), found from the sources (jest) or a compiled tree (dist/, dist-bench/). */
@@ -31,6 +31,11 @@ export interface StartOptions {
   umask?: number;
   /** Called with every line the process writes (stdout and stderr), as it comes. */
   onLine?: (line: string) => void;
+  /**
+   * The process writes its output to this file rather than to a pipe read here (a benchmark: the
+   * reader would compete with the server); only the start line is read back. `logs` stays empty.
+   */
+  logFile?: string;
 }
 
 const START_TIMEOUT_MS = 120_000;
@@ -42,10 +47,15 @@ const START_TIMEOUT_MS = 120_000;
  * because creating embedded storage on a busy two-core machine has taken close to a minute.
  */
 export function startServerProcess(name: string, args: string[], timeoutMs = START_TIMEOUT_MS, options: StartOptions = {}): Promise<ServerProcess> {
-  const command = [process.execPath, SVC_BIN, 'server', ...args];
+  // One gateway worker unless asked: the default (one per CPU) would multiply the processes every
+  // test starts on a shared machine; the tests of workers ask for them.
+  const workers = args.some((arg) => /^--?workers(=|$)/.test(arg)) ? [] : ['-workers=1'];
+  const command = [process.execPath, SVC_BIN, 'server', ...workers, ...args];
   // Node cannot set a child's umask; a shell sets it and then becomes the server.
   const [file, ...argv] = options.umask === undefined ? command : ['/bin/sh', '-c', `umask ${options.umask.toString(8)} && exec "$@"`, 'sh', ...command];
-  const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...options.env } });
+  const output = options.logFile === undefined ? 'pipe' : openSync(options.logFile, 'a', 0o600);
+  const child = spawn(file, argv, { stdio: ['ignore', output, output], env: { ...process.env, ...options.env } });
+  if (typeof output === 'number') closeSync(output);
   const logs: string[] = [];
   const keep = (line: string) => {
     options.onLine?.(line);
@@ -76,11 +86,35 @@ export function startServerProcess(name: string, args: string[], timeoutMs = STA
         resolve({ name, child, addresses: entry.addresses ?? [], logs, stop });
       }
     };
-    createInterface({ input: child.stdout! }).on('line', onLine);
-    createInterface({ input: child.stderr! }).on('line', keep);
+    if (options.logFile === undefined) {
+      createInterface({ input: child.stdout! }).on('line', onLine);
+      createInterface({ input: child.stderr! }).on('line', keep);
+    } else {
+      followUntilStarted(options.logFile, onLine, () => started || child.exitCode !== null);
+    }
     child.once('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`${name} exited with code ${code} before starting:\n${logs.join('\n')}`));
     });
   });
+}
+
+/** How often a log file is read for the start line. */
+const LOG_POLL_MS = 100;
+
+/** Hands `onLine` each complete line appended to `file` until `done`, reading it every LOG_POLL_MS. */
+function followUntilStarted(file: string, onLine: (line: string) => void, done: () => boolean): void {
+  const fd = openSync(file, 'r');
+  const chunk = Buffer.alloc(64 * 1024);
+  let partial = '';
+  const poll = () => {
+    for (let read = readSync(fd, chunk); read > 0; read = readSync(fd, chunk)) {
+      const lines = (partial + chunk.toString('utf8', 0, read)).split('\n');
+      partial = lines.pop()!;
+      for (const line of lines) onLine(line);
+    }
+    if (done()) closeSync(fd);
+    else setTimeout(poll, LOG_POLL_MS);
+  };
+  poll();
 }

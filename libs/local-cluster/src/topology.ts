@@ -30,6 +30,8 @@ export interface TopologyOptions {
    * the gateways and for the services (credentials, TLS files).
    */
   nats?: { url: string; gateway?: string; service?: string };
+  /** Gateway workers of each gateway process (all-in-one: the process); default 1. */
+  workers?: number;
   /** More HCL for the gateways (all-in-one: the process), e.g. a `seal` stanza. */
   gatewayConfig?: string;
   /** More HCL for the service processes (distributed only; all-in-one takes `gatewayConfig`), e.g. `provider_endpoints`. */
@@ -89,12 +91,13 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
     for (const cleanup of cleanups) await cleanup();
   };
 
+  const workers = options.workers ?? 1;
   try {
     if (kind === 'all-in-one') {
       const config = path.join(dir, 'server.hcl');
       const args = () => {
         writeFileSync(config, `${listenerBlocks(options)}\nstorage "embedded" {\n  path = "${path.join(dir, 'data')}"\n}\nlog_level = "info"\n${gatewayConfig}\n`);
-        return [`-config=${config}`];
+        return [`-config=${config}`, `-workers=${workers}`];
       };
       processes.push(await start('all-in-one', args));
     } else {
@@ -117,7 +120,8 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
         );
         return `-config=${file}`;
       };
-      const startGateway = (name: string) => start(name, () => [configFor(name, `${listenerBlocks(options)}\n${gatewayConfig}`, options.nats?.gateway), '-service=gateway']);
+      const startGateway = (name: string) =>
+        start(name, () => [configFor(name, `${listenerBlocks(options)}\n${gatewayConfig}`, options.nats?.gateway), '-service=gateway', `-workers=${workers}`]);
       // The first gateway creates the schema; the others and the services then start in parallel.
       processes.push(await startGateway('gateway-0'));
       const rest = await Promise.all([

@@ -266,7 +266,7 @@ describe('ShamirSeal with PGP keys', () => {
 const POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
 describe.each([
-  { name: 'inmem', create: async () => ({ physical: new InmemPhysical() as Physical, cleanup: async () => undefined }) },
+  { name: 'inmem', create: async () => ({ physical: new InmemPhysical() as Physical, cleanup: async (): Promise<void> => undefined }) },
   {
     name: 'postgresql',
     create: async () => {

@@ -33,6 +33,7 @@ class SharedConnections implements OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     await this.shared.bus.close();
     await this.shared.locks.close();
+    if (this.shared.primary !== this.shared.bus) await this.shared.primary?.close();
   }
 }
 

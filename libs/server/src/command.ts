@@ -1,7 +1,8 @@
-import { devConfig, loadConfigFile, type ServerConfig } from '@svc/config';
+import { devConfig, loadConfigFile, MAX_WORKERS, type ServerConfig } from '@svc/config';
 import { startGateway, startService } from './application';
 import { serviceNames } from './engines';
-import type { RunningProcess } from './processes';
+import type { GatewayOptions, RunningProcess } from './processes';
+import { notifyPrimary, startPrimary, workerCount, workerRole } from './workers';
 
 export interface ServerFlags {
   dev: boolean;
@@ -11,6 +12,8 @@ export interface ServerFlags {
   config?: string;
   /** A name from `serviceNames()`, or 'all' (everything in this process). */
   service?: string;
+  /** Gateway worker processes (overrides the configuration's `workers`). */
+  workers?: number;
 }
 
 export const SERVER_USAGE = `Usage: svc server [options]
@@ -23,6 +26,8 @@ export const SERVER_USAGE = `Usage: svc server [options]
   -config=FILE                  Server configuration (HCL or JSON).
   -service=NAME                 Run one app of the distributed topology: ${serviceNames().join(', ')}
                                 (default: everything in this process).
+  -workers=N                    Gateway worker processes sharing the listeners (default: the
+                                configuration's workers, else one per CPU; 1 with -dev).
   -h, -help                     Print this help.
 `;
 
@@ -57,6 +62,12 @@ export function parseServerFlags(argv: string[]): ServerFlags {
       case 'config':
         flags.config = value();
         break;
+      case 'workers': {
+        const workers = Number(value());
+        if (!Number.isInteger(workers) || workers < 1 || workers > MAX_WORKERS) throw new Error(`flag -workers must be a whole number from 1 to ${MAX_WORKERS}`);
+        flags.workers = workers;
+        break;
+      }
       case 'service': {
         const service = value();
         if (service !== 'all' && !serviceNames().includes(service)) throw new Error(`unknown service "${service}"; expected one of ${serviceNames().join(', ')}`);
@@ -79,20 +90,29 @@ export interface DevCredentials {
 
 /** Starts what the flags ask for; the dev server also returns its credentials. */
 export async function startServer(flags: ServerFlags): Promise<{ process: RunningProcess; dev?: DevCredentials }> {
-  if (flags.dev) return startDevServer(flags);
-  const config: ServerConfig = await loadConfigFile(flags.config!, serviceNames());
+  const config: ServerConfig = flags.dev ? devConfig({ listenAddress: flags.devListenAddress }) : await loadConfigFile(flags.config!, serviceNames());
   const service = flags.service ?? 'all';
   if (service !== 'all' && service !== 'gateway') return { process: await startService(config, service) };
-  return { process: await startGateway(config, { distributed: service === 'gateway' }) };
+  const role = workerRole();
+  const workers = workerCount(flags.workers, config, flags.dev);
+  if (!role && workers > 1) {
+    const primary = await startPrimary(config, { workers, dev: flags.dev });
+    return { process: primary.process, dev: primary.dev && { address: `http://${primary.process.addresses[0]}`, ...primary.dev } };
+  }
+  const options = { distributed: service === 'gateway', defaultKvVersion: flags.dev ? (flags.devKvV1 ? '1' : '2') : undefined } as const;
+  // A dev server is initialized once: by itself, or by its first worker (the others follow it).
+  const started: { process: RunningProcess; dev?: DevCredentials } = flags.dev && (!role || role.initializes) ? await startDevServer(config, flags, options) : { process: await startGateway(config, options) };
+  if (!role) return started;
+  if (started.dev) notifyPrimary({ svc: 'dev', unsealKey: started.dev.unsealKey, rootToken: started.dev.rootToken });
+  notifyPrimary({ svc: 'started', addresses: started.process.addresses });
+  return { process: started.process };
 }
 
-async function startDevServer(flags: ServerFlags): Promise<{ process: RunningProcess; dev: DevCredentials }> {
-  const config = devConfig({ listenAddress: flags.devListenAddress });
+async function startDevServer(config: ServerConfig, flags: ServerFlags, options: GatewayOptions): Promise<{ process: RunningProcess; dev: DevCredentials }> {
   let init: { keys: string[]; keys_base64: string[]; root_token: string } | undefined;
   // Initialized and unsealed before the listener opens, so no client ever sees it sealed.
   const running = await startGateway(config, {
-    distributed: false,
-    defaultKvVersion: flags.devKvV1 ? '1' : '2',
+    ...options,
     beforeListen: async (core) => {
       init = await core.initialize({ secret_shares: 1, secret_threshold: 1, rootTokenId: flags.devRootTokenId });
       await core.submitUnsealKey(init.keys[0], false);
@@ -133,9 +153,13 @@ export async function runServerCommand(argv: string[], io: { stdout: NodeJS.Writ
     const stop = () => resolve();
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
+    // A worker whose primary is gone stops too: no one hands it connections any more.
+    if (workerRole()) process.once('disconnect', stop);
   });
   process.off('SIGHUP', reload);
   await running.stop();
+  // A worker's IPC channel would keep it running.
+  if (workerRole() && process.connected) process.disconnect();
   return 0;
 }
 

@@ -3,11 +3,12 @@ import { createBus, type Bus } from '@svc/bus';
 import type { ServerConfig } from '@svc/config';
 import { Core, DEFAULT_UI_DIRECTORY, RequestPipeline, UiAssets, createSystemBackend, serviceHealthHandler, startHttpFrontend, type HttpFrontend } from '@svc/core';
 import { EngineHost } from '@svc/engine-host';
-import { createLockManager, type LockManager } from '@svc/locks';
+import { BusLockManager, createLockManager, type LockManager } from '@svc/locks';
 import { KeyringReceiver } from '@svc/seal';
 import { Barrier, createPhysical, createView } from '@svc/storage';
 import { DATABASE_PLUGIN_VERSIONS, ENGINE_TYPES, engineTypes, serviceProcesses, WORKER_SERVICES, type WorkerContext } from './engines';
 import type { Loggers } from './logger';
+import { ownedByPrimary, primaryBus, primaryStorage, workerRole } from './workers';
 
 export interface RunningProcess {
   logger: Logger;
@@ -26,18 +27,30 @@ export interface RunningProcess {
 export interface Shared {
   bus: Bus;
   locks: LockManager;
+  /**
+   * In a gateway worker (`svc server` with several workers): the bus to the primary process, which
+   * holds the lock table and the storage only one process may open when they are not configured
+   * elsewhere; it is also the replicas' bus when there is no NATS.
+   */
+  primary?: Bus;
 }
 
 export async function connectShared(config: ServerConfig, service: string, logger: Logger): Promise<Shared> {
-  const bus = await createBus(config.bus ? { ...config.bus, name: `svc-${service}` } : undefined, logger);
-  const locks = createLockManager(config.locks);
-  return { bus, locks };
+  const primary = workerRole() ? primaryBus() : undefined;
+  const bus = config.bus || !primary ? await createBus(config.bus ? { ...config.bus, name: `svc-${service}` } : undefined, logger) : primary;
+  const locks = config.locks || !primary ? createLockManager(config.locks) : new BusLockManager(primary);
+  return { bus, locks, primary };
 }
 
 export interface GatewayOptions {
   distributed: boolean;
   defaultKvVersion?: '1' | '2';
   beforeListen?: (core: Core) => Promise<void>;
+}
+
+/** Storage as this process reaches it: through the primary in a worker when the primary owns it, else directly. */
+function storageOf(config: ServerConfig, shared: Shared) {
+  return shared.primary && ownedByPrimary(config) ? primaryStorage(config, shared.primary) : createPhysical(config.storage);
 }
 
 /** Engine services named by the config that this process hosts itself (all-in-one). */
@@ -67,7 +80,7 @@ function reloader({ logger, setLevel }: Loggers, reopenAudit: () => Promise<stri
 /** Builds and starts the gateway's parts (see `startGateway`) on the process's loggers and connections. */
 export async function runGateway(config: ServerConfig, options: GatewayOptions, loggers: Loggers, shared: Shared): Promise<RunningProcess> {
   const { logger, logRequest, flush } = loggers;
-  const physical = createPhysical(config.storage);
+  const physical = storageOf(config, shared);
   const localServices = new Map<string, EngineHost>();
   const core = new Core({
     config,
@@ -84,13 +97,18 @@ export async function runGateway(config: ServerConfig, options: GatewayOptions, 
   for (const service of hosted) {
     localServices.set(service, new EngineHost(service, engineTypes.factoriesFor(service), core.barrier, { locks: shared.locks, logger }));
   }
+  // The other workers host the same services: they hear of each other's writes as service replicas do.
+  const role = workerRole();
+  const followed = role ? [...localServices.values()].map((host) => host.follow(shared.bus, config.bus?.subjectPrefix)) : [];
   await core.start();
   const workers = startWorkers(hosted, { physical, barrier: core.barrier, storage: createView(core.barrier, ''), locks: shared.locks, logger, config, sealed: () => core.barrier.sealed });
   await options.beforeListen?.(core);
   const ui = config.ui ? new UiAssets(DEFAULT_UI_DIRECTORY) : undefined;
   const frontend: HttpFrontend = await startHttpFrontend(new RequestPipeline(core.requestHandler(), logger, logRequest, ui), config.listeners);
   const addresses = frontend.listeners.map((l) => l.address);
-  logger.info({ addresses, storage: physical.kind, bus: shared.bus.kind, locks: shared.locks.kind }, 'gateway started');
+  const started = { addresses, storage: physical.kind, bus: shared.bus.kind, locks: shared.locks.kind };
+  if (role) logger.info({ ...started, worker: role.index }, 'gateway worker started');
+  else logger.info(started, 'gateway started');
   flush();
   return {
     logger,
@@ -101,6 +119,7 @@ export async function runGateway(config: ServerConfig, options: GatewayOptions, 
       logger.info('gateway stopping');
       await frontend.close();
       await Promise.all(workers.map((worker) => worker.stop()));
+      followed.forEach((subscription) => subscription.unsubscribe());
       await Promise.all([...localServices.values()].map((host) => host.closeAll()));
       await core.stop();
       logger.info('gateway stopped');

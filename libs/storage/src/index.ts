@@ -11,3 +11,4 @@ export { RecordStore } from './record-store';
 export { CachedPhysical } from './cache';
 export { readJson, writeJson } from './json-records';
 export { storeTables } from './sql/statements';
+export { BusPhysical, PhysicalServer } from './bus-physical';

@@ -1,7 +1,7 @@
 import { Mutex } from 'async-mutex';
 import BTree from 'sorted-btree';
 import { checkKey, checkListPrefix } from './keys';
-import type { MetaRecord, Physical, PhysicalTransaction, StoredEntry, StoreSnapshot, WalEntry, WriteAheadLog } from './types';
+import { TRANSACTION_FINISHED, type MetaRecord, type Physical, type PhysicalTransaction, type StoredEntry, type StoreSnapshot, type WalEntry, type WriteAheadLog } from './types';
 
 /**
  * Immediate children of `prefix` in a sorted key space. Keys under a sub-directory are skipped
@@ -74,7 +74,7 @@ class TreeOperations implements PhysicalTransaction {
   }
 
   private open(): BTree<string, Buffer> {
-    if (this.finished) throw new Error('storage transaction already finished');
+    if (this.finished) throw new Error(TRANSACTION_FINISHED);
     return this.tree;
   }
 }

@@ -17,6 +17,9 @@ export interface KeyValueStore {
   list(prefix: string): Promise<string[]>;
 }
 
+/** What every backend's transaction handle answers once its transaction has ended. */
+export const TRANSACTION_FINISHED = 'storage transaction already finished';
+
 /** Operations inside a transaction. `lock` serializes transactions touching the same key across
  * processes (PostgreSQL advisory lock) so read-modify-write (check-and-set) is safe. */
 export interface Transaction extends KeyValueStore {
@@ -90,6 +93,8 @@ export interface WriteAheadLog {
 
 export interface Physical extends TransactionalStore {
   readonly kind: 'postgresql' | 'embedded' | 'inmem';
+  /** Set when the store is reached through another process (`BusPhysical`): reads are worth caching even in memory. */
+  readonly remote?: boolean;
   /** Opens connections and runs migrations. */
   open(): Promise<void>;
   close(): Promise<void>;

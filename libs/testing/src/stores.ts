@@ -6,7 +6,8 @@ import vm from 'node:vm';
 import { getPGliteInstance } from 'typeorm-pglite';
 import { dropTable, POSTGRES_URL } from '@svc/local-cluster';
 import { withPostgres } from './postgres-logins';
-import { EmbeddedPhysical, InmemPhysical, PostgresPhysical, type Physical } from '@svc/storage';
+import { MemoryBus, MemoryBusHub } from '@svc/bus';
+import { BusPhysical, EmbeddedPhysical, InmemPhysical, PhysicalServer, PostgresPhysical, type Physical } from '@svc/storage';
 
 /** Runs one SQL statement with parameters on the database of a store. */
 export type RunSql = (text: string, values: unknown[]) => Promise<unknown>;
@@ -24,7 +25,7 @@ export interface StoreFixture {
 }
 
 export interface StoreBackend {
-  name: 'inmem' | 'postgresql' | 'embedded';
+  name: 'inmem' | 'postgresql' | 'embedded' | 'embedded through the primary (workers)';
   beforeAll(): Promise<void>;
   afterAll(): void;
   setUp(): Promise<StoreFixture>;
@@ -113,5 +114,39 @@ function embeddedBackend(): StoreBackend {
   };
 }
 
-/** Every physical backend, for `describe.each`: in memory, PostgreSQL (127.0.0.1:5432) and embedded (PGlite). */
-export const STORE_BACKENDS: readonly StoreBackend[] = [inmemBackend, postgresBackend, embeddedBackend()];
+/**
+ * Embedded storage as the gateway workers of one server see it: opened by the primary, which serves
+ * it over the bus; `store` and `peer` are two workers.
+ */
+function throughPrimaryBackend(): StoreBackend {
+  const embedded = embeddedBackend();
+  return {
+    name: 'embedded through the primary (workers)',
+    beforeAll: () => embedded.beforeAll(),
+    afterAll: () => embedded.afterAll(),
+    async setUp() {
+      const owned = await embedded.setUp();
+      const hub = new MemoryBusHub();
+      const primaryBus = new MemoryBus({ hub });
+      new PhysicalServer(owned.store).serve(primaryBus);
+      const worker = () => new BusPhysical('embedded', new MemoryBus({ hub }));
+      const [store, peer] = [worker(), worker()];
+      await store.open();
+      return {
+        ...owned,
+        store,
+        peer,
+        async tearDown() {
+          await primaryBus.close();
+          await owned.tearDown();
+        },
+      };
+    },
+  };
+}
+
+/**
+ * Every physical backend, for `describe.each`: in memory, PostgreSQL (127.0.0.1:5432), embedded
+ * (PGlite), and embedded reached by workers through the process that owns it.
+ */
+export const STORE_BACKENDS: readonly StoreBackend[] = [inmemBackend, postgresBackend, embeddedBackend(), throughPrimaryBackend()];

@@ -1,5 +1,5 @@
 import { checkKey } from '../keys';
-import type { MetaRecord, PhysicalTransaction, WalEntry } from '../types';
+import { TRANSACTION_FINISHED, type MetaRecord, type PhysicalTransaction, type WalEntry } from '../types';
 import { directoryUpperBound, rowAddress, storedDirectory } from './layout';
 import type { Statement, StoreStatements } from './statements';
 
@@ -140,7 +140,7 @@ export class SqlOperations implements PhysicalTransaction {
   }
 
   private run(statement: Statement, values: unknown[]): Promise<Row[]> {
-    if (this.finished) return Promise.reject(new Error('storage transaction already finished'));
+    if (this.finished) return Promise.reject(new Error(TRANSACTION_FINISHED));
     return this.runStatement(statement, values);
   }
 }

@@ -1,0 +1,183 @@
+import cluster, { type Worker } from 'node:cluster';
+import { availableParallelism } from 'node:os';
+import { BusRelay, MemoryBus, RemoteBusHub, type Bus, type IpcChannel } from '@svc/bus';
+import type { ServerConfig } from '@svc/config';
+import { MemoryLockTable, serveLockTable } from '@svc/locks';
+import { BusPhysical, createPhysical, PhysicalServer, type Physical } from '@svc/storage';
+import { createLoggers } from './logger';
+import type { RunningProcess } from './processes';
+
+/**
+ * `svc server` with several gateway workers (node:cluster): the primary process forks them, they
+ * share the listeners (the primary hands each accepted connection to one worker in turn), and it
+ * starts a worker again when one exits. Whatever gateway replicas share through NATS, Redis and
+ * PostgreSQL, workers share the same way; in the all-in-one topology, where there is no NATS or
+ * Redis, the primary is their broker (the in-memory bus relayed over IPC), holds their lock table,
+ * and owns storage that only one process can open (embedded, inmem), which workers reach through it.
+ */
+
+/** Environment of a forked worker: its index (kept when it is started again). */
+const WORKER_INDEX = 'SVC_WORKER_INDEX';
+/** Set for the first worker of a dev server, which initializes and unseals the storage. */
+const WORKER_INITIALIZES = 'SVC_WORKER_INITIALIZES';
+
+/** What a worker tells the primary over IPC besides bus traffic. */
+export type WorkerNotice = { svc: 'started'; addresses: string[] } | { svc: 'dev'; unsealKey: string; rootToken: string };
+
+/** The number of gateway workers: the flag, else the configuration, else one per CPU (one for a dev server). */
+export function workerCount(flag: number | undefined, config: ServerConfig, dev: boolean): number {
+  return flag ?? config.workers ?? (dev ? 1 : availableParallelism());
+}
+
+/** Storage that one process alone may open: workers reach it through the primary. */
+export const ownedByPrimary = (config: ServerConfig) => config.storage.type !== 'postgresql';
+
+/** This process as a worker: its index, and whether it initializes a dev server. */
+export function workerRole(): { index: number; initializes: boolean } | undefined {
+  if (!cluster.isWorker) return undefined;
+  return { index: Number(process.env[WORKER_INDEX]), initializes: process.env[WORKER_INITIALIZES] === '1' };
+}
+
+/** The worker's IPC channel to the primary. */
+const toPrimary: IpcChannel = {
+  send: (message) => void process.send!(message),
+  onMessage: (listener) => {
+    process.on('message', listener);
+    return () => process.off('message', listener);
+  },
+};
+
+function channelTo(worker: Worker): IpcChannel {
+  return {
+    send: (message) => {
+      // A worker that is exiting cannot take messages; its requesters hear so when it is detached.
+      if (worker.isConnected()) worker.send(message);
+    },
+    onMessage: (listener) => {
+      worker.on('message', listener);
+      return () => worker.off('message', listener);
+    },
+  };
+}
+
+export function notifyPrimary(notice: WorkerNotice): void {
+  process.send!(notice);
+}
+
+/** In a worker: the bus to the primary (locks, and storage it owns). */
+export function primaryBus(): Bus {
+  return new MemoryBus({ hub: new RemoteBusHub(toPrimary) });
+}
+
+/** In a worker: the storage the primary owns, reached over `bus`. */
+export function primaryStorage(config: ServerConfig, bus: Bus): Physical {
+  return new BusPhysical(config.storage.type, bus, undefined, `worker-${cluster.worker!.id}`);
+}
+
+export interface PrimaryOptions {
+  workers: number;
+  /** A dev server: its first worker initializes and unseals, then the others start and follow it. */
+  dev: boolean;
+}
+
+/** A worker that exits this soon after it started is started again only after a pause, so a crash loop does not spin. */
+const QUICK_EXIT_MS = 10_000;
+const RESTART_PAUSE_MS = 1_000;
+
+/** Runs the primary: the shared state the workers need, then the workers; resolves once every worker serves. */
+export async function startPrimary(config: ServerConfig, options: PrimaryOptions): Promise<{ process: RunningProcess; dev?: { unsealKey: string; rootToken: string } }> {
+  const loggers = createLoggers(config, 'primary');
+  const { logger } = loggers;
+  const relay = new BusRelay();
+  const bus = new MemoryBus({ hub: relay.hub });
+  let physical: Physical | undefined;
+  let storage: PhysicalServer | undefined;
+  if (ownedByPrimary(config)) {
+    physical = createPhysical(config.storage);
+    await physical.open();
+    storage = new PhysicalServer(physical);
+    storage.serve(bus);
+  }
+  if (!config.locks) serveLockTable(bus, new MemoryLockTable());
+  cluster.setupPrimary({ serialization: 'advanced' });
+
+  let stopping = false;
+  const workers = new Map<number, Worker>();
+  let dev: { unsealKey: string; rootToken: string } | undefined;
+  let addresses: string[] = [];
+
+  const fork = (index: number, initializes: boolean): Promise<void> =>
+    new Promise((started, failed) => {
+      const worker = cluster.fork({ [WORKER_INDEX]: String(index), ...(initializes ? { [WORKER_INITIALIZES]: '1' } : {}) });
+      const forkedAt = performance.now();
+      const detach = relay.attach(channelTo(worker));
+      let serving = false;
+      workers.set(index, worker);
+      worker.on('message', (notice: WorkerNotice) => {
+        if (notice?.svc === 'dev') dev = { unsealKey: notice.unsealKey, rootToken: notice.rootToken };
+        if (notice?.svc !== 'started') return;
+        serving = true;
+        addresses = notice.addresses;
+        started();
+      });
+      worker.once('exit', (code, signal) => {
+        detach();
+        void storage?.abandon(`worker-${worker.id}`);
+        if (workers.get(index) === worker) workers.delete(index);
+        if (!serving) return failed(new Error(`gateway worker ${index} exited (${signal ?? `code ${code}`}) before it started serving`));
+        if (stopping) return;
+        logger.warn({ worker: index, code, signal }, 'gateway worker exited; starting it again');
+        const pause = performance.now() - forkedAt < QUICK_EXIT_MS ? RESTART_PAUSE_MS : 0;
+        setTimeout(() => {
+          if (!stopping) fork(index, false).catch((err: unknown) => logger.error({ worker: index, error: (err as Error).message }, 'gateway worker failed to start again'));
+        }, pause);
+      });
+    });
+
+  const stopWorkers = () =>
+    Promise.all(
+      [...workers.values()].map(
+        (worker) =>
+          new Promise<void>((exited) => {
+            if (worker.isDead()) return exited();
+            worker.once('exit', () => exited());
+            worker.process.kill('SIGTERM');
+          }),
+      ),
+    );
+  const stop = async () => {
+    stopping = true;
+    logger.info('gateway stopping');
+    await stopWorkers();
+    await bus.close();
+    await physical?.close();
+    logger.info('gateway stopped');
+    loggers.flush();
+  };
+
+  try {
+    // A dev server's first worker initializes the storage, then the others start and follow its
+    // unseal; otherwise they all start at once.
+    const first = fork(0, options.dev);
+    if (options.dev) await first;
+    await Promise.all([first, ...Array.from({ length: options.workers - 1 }, (_, i) => fork(i + 1, false))]);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  logger.info({ addresses, workers: options.workers, storage: config.storage.type }, 'gateway started');
+  loggers.flush();
+  return {
+    process: {
+      logger,
+      addresses,
+      reload: async (reloaded) => {
+        if (reloaded) loggers.setLevel(reloaded.logLevel);
+        // Each worker reads the configuration again and reopens its audit files itself.
+        for (const worker of workers.values()) worker.process.kill('SIGHUP');
+      },
+      stop,
+    },
+    dev,
+  };
+}
