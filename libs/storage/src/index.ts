@@ -10,3 +10,4 @@ export { createView } from './view';
 export { RecordStore } from './record-store';
 export { CachedPhysical } from './cache';
 export { readJson, writeJson } from './json-records';
+export { MeteredPhysical } from './metered';
