@@ -1,9 +1,13 @@
 # Engine services (transit, database, cloud) and the sync worker: the same storage, bus and locks as the gateways, as
 # NATS user "service". Passwords come from the environment (service.env). Requests reach a service
-# only over NATS; its listener serves nothing but its health, for the probes.
+# only over NATS; its listener serves its health, for the probes, and nothing else unless its
+# telemetry block lets it serve the service's metrics too (docs/metrics.md).
 listener "tcp" {
   address     = "0.0.0.0:8210"
   tls_disable = true
+  # telemetry {
+  #   unauthenticated_metrics_access = true   # /v1/sys/metrics here, without a token: keep the port internal
+  # }
 }
 
 storage "postgresql" {

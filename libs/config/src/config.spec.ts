@@ -1,6 +1,7 @@
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DEFAULT_TELEMETRY } from '@svc/metrics';
 import { ConfigError, DEFAULT_ADDRESS, DEFAULT_JSON_LIMITS, DEFAULT_TIMEOUTS, devConfig, loadConfigFile, parseConfig, parseHcl } from './index';
 
 /** What the server's registry would pass: the config lib knows no service names of its own. */
@@ -124,6 +125,7 @@ provider_endpoints {
             '200': { 'X-Ok': ['yes'] },
             '3xx': { 'X-Redirect': ['r'] },
           },
+          unauthenticatedMetricsAccess: false,
           timeouts: { readHeaderMs: 2000, readMs: 60_000, writeMs: 90_000, idleMs: 3_600_000 },
           jsonLimits: { maxDepth: 50, maxStringValueLength: 4096, maxObjectEntryCount: 100, maxArrayElementCount: 200 },
         },
@@ -137,6 +139,7 @@ provider_endpoints {
           disableUnauthedRekeyEndpoints: false,
           disableUnauthedGenerateRootEndpoints: false,
           customResponseHeaders: { default: { 'X-Plain': ['p'] } },
+          unauthenticatedMetricsAccess: false,
           timeouts: DEFAULT_TIMEOUTS,
           jsonLimits: DEFAULT_JSON_LIMITS,
         },
@@ -165,6 +168,7 @@ provider_endpoints {
       maxLeaseTtl: 172800,
       services: ['gateway', 'transit'],
       providerEndpoints: { codehost: 'https://github.example.com/api/v3', cloud_sm: 'http://127.0.0.1:4566' },
+      telemetry: DEFAULT_TELEMETRY,
       warnings: [],
     });
   });
@@ -193,6 +197,7 @@ provider_endpoints {
         disableUnauthedRekeyEndpoints: false,
         disableUnauthedGenerateRootEndpoints: false,
         customResponseHeaders: {},
+        unauthenticatedMetricsAccess: false,
         timeouts: { readHeaderMs: 10_000, readMs: 30_000, writeMs: 0, idleMs: 300_000 },
         jsonLimits: { maxDepth: 500, maxStringValueLength: 1024 * 1024, maxObjectEntryCount: 10_000, maxArrayElementCount: 10_000 },
       },
@@ -718,6 +723,45 @@ describe('unknown fields', () => {
       `${path}: listener "tcp" [0]: unknown field "adress" ignored`,
       `${path}: storage "embedded": unknown field "pth" ignored`,
       `${path}: unknown field "uii" ignored`,
+    ]);
+  });
+});
+
+describe('telemetry', () => {
+  it("takes Vault's fields, and a listener's telemetry block; the push sinks' fields are warned about", async () => {
+    const text =
+      'listener "tcp" {\n  tls_disable = true\n  telemetry {\n    unauthenticated_metrics_access = true\n  }\n}\nstorage "inmem" {}\n' +
+      'telemetry {\n  prometheus_retention_time = "30s"\n  disable_hostname = true\n  enable_hostname_label = true\n  usage_gauge_period = "5m"\n  metrics_prefix = "vault"\n  statsd_address = "statsd:8125"\n}\n';
+    const config = await parseConfig(text, 'hcl', 'config.hcl', {});
+    expect(config.telemetry).toEqual({ prometheusRetentionMs: 30_000, disableHostname: true, enableHostnameLabel: true, usageGaugePeriodMs: 300_000, metricsPrefix: 'vault' });
+    expect(config.listeners[0].unauthenticatedMetricsAccess).toBe(true);
+    expect(config.warnings).toEqual(['config.hcl: telemetry: unknown field "statsd_address" ignored']);
+  });
+
+  it('defaults to Vault\'s values with the svc prefix; usage_gauge_period = "none" and a zero retention are accepted', async () => {
+    expect((await parseConfig(minimalHcl, 'hcl', 'config.hcl', {})).telemetry).toEqual(DEFAULT_TELEMETRY);
+    const json = JSON.stringify({ listener: { tcp: { tls_disable: true } }, storage: { inmem: {} }, telemetry: { usage_gauge_period: 'none', prometheus_retention_time: 0 } });
+    expect((await parseConfig(json, 'json', 'config.json', {})).telemetry).toMatchObject({ usageGaugePeriodMs: 0, prometheusRetentionMs: 0 });
+  });
+
+  it.each([
+    ['prometheus_retention_time = "soon"', 'config.hcl: telemetry: prometheus_retention_time must be a duration such as "30s", "768h" or a number of seconds'],
+    ['disable_hostname = "maybe"', 'config.hcl: telemetry: disable_hostname must be a boolean (true or false)'],
+    ['usage_gauge_period = "0s"', 'config.hcl: telemetry: usage_gauge_period must be a positive duration such as "10m", or "none"'],
+    ['usage_gauge_period = "often"', 'config.hcl: telemetry: usage_gauge_period must be a duration such as "30s", "768h" or a number of seconds'],
+    ['metrics_prefix = "my-prefix"', 'config.hcl: telemetry: metrics_prefix must be letters, digits and underscores, not starting with a digit'],
+  ])('refuses %s naming the field', async (field, message) => {
+    await expectConfigError(parseConfig(`${minimalHcl}telemetry {\n  ${field}\n}\n`, 'hcl', 'config.hcl', {}), message);
+  });
+
+  it("refuses a listener's telemetry block with a bad value, and warns of its unknown fields", async () => {
+    const listener = (body: string) => `listener "tcp" {\n  tls_disable = true\n  telemetry {\n    ${body}\n  }\n}\nstorage "inmem" {}\n`;
+    await expectConfigError(
+      parseConfig(listener('unauthenticated_metrics_access = "yes please"'), 'hcl', 'config.hcl', {}),
+      'config.hcl: listener "tcp" [0]: telemetry: unauthenticated_metrics_access must be a boolean (true or false)',
+    );
+    expect((await parseConfig(listener('unauthenticated_metrics = true'), 'hcl', 'config.hcl', {})).warnings).toEqual([
+      'config.hcl: listener "tcp" [0]: telemetry: unknown field "unauthenticated_metrics" ignored',
     ]);
   });
 });

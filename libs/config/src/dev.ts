@@ -1,3 +1,4 @@
+import { DEFAULT_TELEMETRY } from '@svc/metrics';
 import type { ServerConfig } from './types';
 import { DEFAULT_ADDRESS, DEFAULT_JSON_LIMITS, DEFAULT_MAX_REQUEST_SIZE, DEFAULT_TIMEOUTS } from './listener';
 import { DEFAULT_LEASE_TTL_SECONDS } from './parse';
@@ -17,6 +18,7 @@ export function devConfig(opts: { listenAddress?: string } = {}): ServerConfig {
         disableUnauthedRekeyEndpoints: false,
         disableUnauthedGenerateRootEndpoints: false,
         customResponseHeaders: {},
+        unauthenticatedMetricsAccess: false,
         timeouts: DEFAULT_TIMEOUTS,
         jsonLimits: DEFAULT_JSON_LIMITS,
       },
@@ -28,6 +30,7 @@ export function devConfig(opts: { listenAddress?: string } = {}): ServerConfig {
     defaultLeaseTtl: DEFAULT_LEASE_TTL_SECONDS,
     maxLeaseTtl: DEFAULT_LEASE_TTL_SECONDS,
     providerEndpoints: parseProviderEndpoints(undefined, 'environment', process.env, []),
+    telemetry: DEFAULT_TELEMETRY,
     warnings: [],
   };
 }

@@ -3,6 +3,7 @@ import type { JsonLimits, ListenerConfig, ListenerTimeouts } from './types';
 import type { Block } from './blocks';
 import { parseCustomResponseHeaders } from './headers';
 import { Section } from './section';
+import { parseListenerTelemetry } from './telemetry';
 
 export const DEFAULT_ADDRESS = '127.0.0.1:8200';
 export const DEFAULT_MAX_REQUEST_SIZE = 32 * 1024 * 1024;
@@ -46,6 +47,7 @@ export async function parseListener(block: Block, where: string, warnings: strin
     disableUnauthedRekeyEndpoints: section.bool('disable_unauthed_rekey_endpoints', false),
     disableUnauthedGenerateRootEndpoints: section.bool('disable_unauthed_generate_root_endpoints', false),
     customResponseHeaders: parseCustomResponseHeaders(section, 'custom_response_headers'),
+    unauthenticatedMetricsAccess: parseListenerTelemetry(section, warnings),
     timeouts: parseTimeouts(section),
     jsonLimits: {
       maxDepth: jsonLimit(section, 'max_json_depth', DEFAULT_JSON_LIMITS.maxDepth),

@@ -9,6 +9,7 @@ import { parseListener } from './listener';
 import { parseProviderEndpoints } from './provider-endpoints';
 import { isObject, Section } from './section';
 import { parseBus, parseLocks, parseSeals, parseStorage } from './stanzas';
+import { parseTelemetry } from './telemetry';
 
 export type ConfigFormat = 'hcl' | 'json';
 
@@ -96,6 +97,7 @@ async function buildConfig(top: Section, sourceName: string, environment: NodeJS
   const clusterAddr = url(top, 'cluster_addr');
   const services = serviceNames(top, knownServices);
   const providerEndpoints = parseProviderEndpoints(top.raw('provider_endpoints'), sourceName, environment, warnings);
+  const telemetry = parseTelemetry(top.raw('telemetry'), sourceName, warnings);
   const pluginDirectory = top.string('plugin_directory');
   if (pluginDirectory !== undefined && !isAbsolute(pluginDirectory)) throw top.error('plugin_directory must be an absolute path');
   const workers = workerCount(top);
@@ -115,6 +117,7 @@ async function buildConfig(top: Section, sourceName: string, environment: NodeJS
     ...(workers !== undefined ? { workers } : {}),
     ...(services ? { services } : {}),
     providerEndpoints,
+    telemetry,
     ...(pluginDirectory !== undefined ? { pluginDirectory } : {}),
     warnings,
   };

@@ -3,6 +3,7 @@ import type { StorageConfig } from '@svc/storage';
 import type { AwsKmsSealConfig, Pkcs11SealConfig, TransitSealConfig } from '@svc/seal';
 import type { NatsBusConfig } from '@svc/bus';
 import type { RedisLockConfig } from '@svc/locks';
+import type { TelemetryConfig } from '@svc/metrics';
 
 /** Selector ("default", "200", "4xx") -> header name -> values. */
 export type CustomResponseHeaders = Record<string, Record<string, string[]>>;
@@ -23,6 +24,8 @@ export interface ListenerConfig {
   /** Refuse the unauthenticated sys/generate-root/* calls on this listener. */
   disableUnauthedGenerateRootEndpoints: boolean;
   customResponseHeaders: CustomResponseHeaders;
+  /** sys/metrics answers on this listener without a token (`telemetry { unauthenticated_metrics_access = true }`). */
+  unauthenticatedMetricsAccess: boolean;
   timeouts: ListenerTimeouts;
   jsonLimits: JsonLimits;
 }
@@ -86,6 +89,8 @@ export interface ServerConfig {
   services?: string[];
   /** API base URLs the sync worker uses instead of the providers' public ones. */
   providerEndpoints: ProviderEndpoints;
+  /** The `telemetry` stanza: what sys/metrics and the services' metrics show. */
+  telemetry: TelemetryConfig;
   /** Problems that did not stop parsing, e.g. unknown fields that were ignored. */
   warnings?: string[];
 }

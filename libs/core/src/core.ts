@@ -7,6 +7,7 @@ import type { ServerConfig } from '@svc/config';
 import { EngineHost, EngineRegistry, GATEWAY, mountRemovedSubject, mountStoragePrefix, serviceSubject, type EngineReply, type EngineRequest, type EngineType, type OperationFields } from '@svc/engine-host';
 import type { Backend, MountInfo, Operation, Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
+import type { Metrics, Timer } from '@svc/metrics';
 import type { LockManager } from '@svc/locks';
 import {
   AwsKmsKeyWrapper,
@@ -121,6 +122,8 @@ export interface CoreOptions {
   databasePlugins?: readonly { name: string; version: string }[];
   /** Version of the kv engine mounted at secret/ on first unseal (dev mode uses 2). */
   defaultKvVersion?: '1' | '2';
+  /** This process's metrics (sys/metrics). */
+  metrics: Metrics;
 }
 
 export interface InitRequest {
@@ -170,6 +173,8 @@ export class Core {
   /** Keeps the caches of gateway replicas in step with writes made through any of them. */
   readonly replicas: ReplicaSync;
   private readonly services: ServiceWatch;
+  /** Round trips to engine services over the bus. */
+  private readonly busRequests: Timer;
   private initialized = false;
   /** Set once an unseal has loaded the cached state: the barrier opens first, so it can be read. */
   private opened = false;
@@ -224,7 +229,7 @@ export class Core {
     if (this.seal.rootKeyRotation) this.rootKeyRekey = new Rekey(coreView, 'rekey/root-key', 'unseal-keys-backup', this.seal.rootKeyRotation);
     this.generateRoot = new GenerateRoot(coreView, 'generate-root', () => this.seal.authorityKeys, () => this.createRootToken(), SERVICE_TOKEN_LENGTH);
     this.engines = new EngineRegistry([...this.ownEngineTypes(), ...options.engineTypes]);
-    this.coreEngines = new EngineHost(GATEWAY, this.engines.factoriesFor(GATEWAY), this.barrier, { locks: options.locks, logger: options.logger }, false);
+    this.coreEngines = new EngineHost(GATEWAY, this.engines.factoriesFor(GATEWAY), this.barrier, { locks: options.locks, logger: options.logger, metrics: options.metrics }, false);
     this.plugins = new Plugins(this.barrier, this.engines, options.databasePlugins ?? [], options.config.pluginDirectory, options.logger);
     const subjectPrefix = options.config.bus?.subjectPrefix;
     this.distributor = new KeyringDistributor(options.bus, { subjectPrefix });
@@ -239,6 +244,8 @@ export class Core {
     });
     this.barrier.onWrite((event) => this.replicas.noteWrite(event.key));
     this.services = new ServiceWatch(options.bus, subjectPrefix);
+    this.busRequests = options.metrics.timer('bus.request', 'Engine service requests sent over the bus, by service (round trip)', ['service']);
+    this.registerGauges(options.metrics);
     this.system = options.systemBackend(this);
     this.coreEngines.register(SYSTEM_MOUNT, this.system);
   }
@@ -679,11 +686,15 @@ export class Core {
   }
 
   private async requestService(service: string, message: EngineRequest): Promise<EngineReply> {
+    const started = performance.now();
     try {
       // The request id travels inside the message; no bus headers to encode on the hot path.
       const reply = await this.services.track(service, this.options.bus.request(serviceSubject(service, this.config.bus?.subjectPrefix), encodeJson(message)));
-      return decodeJson<EngineReply>(reply.payload);
+      const decoded = decodeJson<EngineReply>(reply.payload);
+      this.busRequests.series(service).record(started, false);
+      return decoded;
     } catch (err) {
+      this.busRequests.series(service).record(started, true);
       if (err instanceof BusUnavailableError) {
         throw ServiceError.unavailable(`service "${service}" is unavailable (${err.reason})`);
       }
@@ -728,6 +739,17 @@ export class Core {
       logins: this.logins,
       wrapper: this.wrapping,
       dispatcher: this,
+      requests: this.options.metrics.timer('core.handle_request', 'Requests handled by the gateway, by namespace, mount and operation', ['namespace', 'mount', 'operation']),
+    });
+  }
+
+  /** The gauges read from this core's state when the metrics are read. */
+  private registerGauges(metrics: Metrics): void {
+    metrics.gauge('core.unsealed', '1 while this gateway is unsealed, 0 otherwise', [], (gauge) => gauge.set(this.state === 'unsealed' ? 1 : 0));
+    metrics.gauge('expire.num_leases', 'Leases in the expiration queue, on the gateway that runs it (0 on the others)', [], (gauge) => gauge.set(this.leases.queueSize));
+    metrics.usageGauge('token.count', 'Live service tokens (a usage gauge: counted at most once per usage_gauge_period)', async () => {
+      this.assertUnsealed();
+      return (await this.tokens.allAccessors()).length;
     });
   }
 

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Bus, Subscription } from '@svc/bus';
 import { decodeJson, encodeJson } from '@svc/bus';
 import { describeRequestError, errorOf, ServiceError } from '@svc/http';
+import type { Metrics, Timer } from '@svc/metrics';
 import { createView, type Barrier } from '@svc/storage';
 import {
   mountInvalidationSubject,
@@ -65,17 +66,22 @@ export class EngineHost {
 
   private readonly services: Omit<EngineContext, 'storage'>;
 
+  /** Messages served, by service, namespace, mount and operation (shared by the hosts of a process). */
+  private readonly requests?: Timer;
+
   constructor(
     readonly service: string,
     private readonly factories: Record<string, BackendFactory>,
     private readonly barrier: Barrier,
-    services: Pick<EngineContext, 'locks' | 'logger'>,
+    { locks, logger, metrics }: Pick<EngineContext, 'locks' | 'logger'> & { metrics?: Metrics },
     /** The gateway's own host serves sys/ while sealed; a service has nothing to offer then. */
     private readonly requireUnsealed = true,
   ) {
     const shared = createView(barrier, '');
+    this.requests = metrics?.timer('engine.handle_request', 'Requests served by engine hosts, by service, namespace, mount and operation', ['service', 'namespace', 'mount', 'operation']);
     this.services = {
-      ...services,
+      locks,
+      logger,
       passwordPolicy: async (namespace, name) => (await shared.get(passwordPolicyKey(namespace, name)))?.toString('utf8'),
     };
   }
@@ -87,6 +93,7 @@ export class EngineHost {
   async handle(message: EngineRequest): Promise<EngineReply> {
     const started = performance.now();
     const reply = await this.serve(message);
+    this.requests?.series(this.service, message.mount.namespace, message.mount.path, message.operation).record(started, !reply.ok);
     const { logger } = this.services;
     if (logger.isLevelEnabled('debug')) {
       logger.debug(

@@ -19,8 +19,11 @@ export interface TopologyOptions {
   services?: string[];
   /** Listener blocks (HCL) replacing the default plain-HTTP listener on a free port. */
   listeners?: string[];
-  /** Engine services get a plain-HTTP listener too, which serves their health (distributed only). */
-  serviceListeners?: boolean;
+  /**
+   * Engine services get a listener too, which serves their health and metrics (distributed only):
+   * `true` for a plain-HTTP one, or the listener block (HCL) to give them.
+   */
+  serviceListeners?: boolean | string;
   /** The NATS URL a process (by name: gateway-0, transit, ...) connects to; a relay, say (distributed only). */
   natsUrlFor?: (processName: string) => string;
   /** Bus subject prefix (distributed only; default: unique to the run). */
@@ -61,6 +64,11 @@ export interface Topology {
 }
 
 export const PLAIN_LISTENER = 'listener "tcp" {\n  address = "127.0.0.1:0"\n  tls_disable = true\n}\n';
+
+function serviceListener({ serviceListeners }: TopologyOptions): string {
+  if (typeof serviceListeners === 'string') return serviceListeners;
+  return serviceListeners ? PLAIN_LISTENER : '';
+}
 
 function listenerBlocks(options: TopologyOptions): string {
   return (options.listeners ?? [PLAIN_LISTENER]).join('\n');
@@ -130,7 +138,7 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
         ...(options.services ?? []).map((service, i, all) => {
           const copy = all.slice(0, i).filter((s) => s === service).length;
           const name = copy === 0 ? service : `${service}-${copy}`;
-          return start(name, () => [configFor(name, `${options.serviceListeners ? PLAIN_LISTENER : ''}\n${options.serviceConfig ?? ''}`, options.nats?.service), `-service=${service}`]);
+          return start(name, () => [configFor(name, `${serviceListener(options)}\n${options.serviceConfig ?? ''}`, options.nats?.service), `-service=${service}`]);
         }),
       ]);
       processes.push(...rest);

@@ -6,6 +6,7 @@ import { cloudBackendFactory } from '@svc/engine-cloud';
 import { approleBackendFactory } from '@svc/auth-approle';
 import type { ServerConfig } from '@svc/config';
 import type { LockManager } from '@svc/locks';
+import type { Metrics } from '@svc/metrics';
 import type { Barrier, Physical, StorageView } from '@svc/storage';
 import { SnapshotScheduler } from '@svc/snapshot';
 import { SyncWorker } from '@svc/sync-worker';
@@ -42,6 +43,7 @@ export interface WorkerContext {
   logger: Logger;
   config: ServerConfig;
   sealed(): boolean;
+  metrics: Metrics;
 }
 
 /** A service that serves no mount type but runs background work over storage (its own app, and a module of all-in-one). */
@@ -53,8 +55,8 @@ export interface WorkerService {
 export const WORKER_SERVICES: readonly WorkerService[] = [
   {
     name: 'sync',
-    start: ({ storage, locks, logger, config, sealed }) => {
-      const worker = new SyncWorker({ storage, locks, logger, endpoints: config.providerEndpoints, sealed });
+    start: ({ storage, locks, logger, config, sealed, metrics }) => {
+      const worker = new SyncWorker({ storage, locks, logger, endpoints: config.providerEndpoints, sealed, metrics });
       worker.start();
       return worker;
     },
@@ -62,8 +64,8 @@ export const WORKER_SERVICES: readonly WorkerService[] = [
   {
     // The automated snapshots: reads the ciphertext of the whole storage directly, so no snapshot crosses the bus.
     name: 'snapshot',
-    start: ({ physical, barrier, locks, logger }) => {
-      const scheduler = new SnapshotScheduler({ physical, barrier, locks, logger });
+    start: ({ physical, barrier, locks, logger, metrics }) => {
+      const scheduler = new SnapshotScheduler({ physical, barrier, locks, logger, metrics });
       scheduler.start();
       return scheduler;
     },

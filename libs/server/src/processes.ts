@@ -4,8 +4,9 @@ import type { ServerConfig } from '@svc/config';
 import { Core, DEFAULT_UI_DIRECTORY, RequestPipeline, UiAssets, createSystemBackend, serviceHealthHandler, startHttpFrontend, type HttpFrontend } from '@svc/core';
 import { EngineHost } from '@svc/engine-host';
 import { BusLockManager, createLockManager, type LockManager } from '@svc/locks';
+import { Metrics } from '@svc/metrics';
 import { KeyringReceiver } from '@svc/seal';
-import { Barrier, createPhysical, createView } from '@svc/storage';
+import { Barrier, createPhysical, createView, MeteredPhysical, type Physical } from '@svc/storage';
 import { DATABASE_PLUGIN_VERSIONS, ENGINE_TYPES, engineTypes, serviceProcesses, WORKER_SERVICES, type WorkerContext } from './engines';
 import type { Loggers } from './logger';
 import { ownedByPrimary, primaryBus, primaryStorage, workerRole } from './workers';
@@ -77,10 +78,16 @@ function reloader({ logger, setLevel }: Loggers, reopenAudit: () => Promise<stri
   };
 }
 
+/** The configured storage, its operations timed in the process's metrics. */
+function metered(physical: Physical, metrics: Metrics): Physical {
+  return new MeteredPhysical(physical, metrics.timer('storage.operation', 'Physical storage operations, by backend and operation', ['backend', 'operation']));
+}
+
 /** Builds and starts the gateway's parts (see `startGateway`) on the process's loggers and connections. */
 export async function runGateway(config: ServerConfig, options: GatewayOptions, loggers: Loggers, shared: Shared): Promise<RunningProcess> {
   const { logger, logRequest, flush } = loggers;
-  const physical = storageOf(config, shared);
+  const metrics = new Metrics(config.telemetry);
+  const physical = metered(storageOf(config, shared), metrics);
   const localServices = new Map<string, EngineHost>();
   const core = new Core({
     config,
@@ -92,19 +99,20 @@ export async function runGateway(config: ServerConfig, options: GatewayOptions, 
     localServices,
     systemBackend: createSystemBackend,
     defaultKvVersion: options.defaultKvVersion,
+    metrics,
   });
   const hosted = hostedServices(config, options.distributed);
   for (const service of hosted) {
-    localServices.set(service, new EngineHost(service, engineTypes.factoriesFor(service), core.barrier, { locks: shared.locks, logger }));
+    localServices.set(service, new EngineHost(service, engineTypes.factoriesFor(service), core.barrier, { locks: shared.locks, logger, metrics }));
   }
   // The other workers host the same services: they hear of each other's writes as service replicas do.
   const role = workerRole();
   const followed = role ? [...localServices.values()].map((host) => host.follow(shared.bus, config.bus?.subjectPrefix)) : [];
   await core.start();
-  const workers = startWorkers(hosted, { physical, barrier: core.barrier, storage: createView(core.barrier, ''), locks: shared.locks, logger, config, sealed: () => core.barrier.sealed });
+  const workers = startWorkers(hosted, { physical, barrier: core.barrier, storage: createView(core.barrier, ''), locks: shared.locks, logger, config, sealed: () => core.barrier.sealed, metrics });
   await options.beforeListen?.(core);
   const ui = config.ui ? new UiAssets(DEFAULT_UI_DIRECTORY) : undefined;
-  const frontend: HttpFrontend = await startHttpFrontend(new RequestPipeline(core.requestHandler(), logger, logRequest, ui), config.listeners);
+  const frontend: HttpFrontend = await startHttpFrontend(new RequestPipeline(core.requestHandler(), logger, logRequest, metrics, ui), config.listeners);
   const addresses = frontend.listeners.map((l) => l.address);
   const started = { addresses, storage: physical.kind, bus: shared.bus.kind, locks: shared.locks.kind };
   if (role) logger.info({ ...started, worker: role.index }, 'gateway worker started');
@@ -141,7 +149,8 @@ export interface RunningService extends RunningProcess {
 export async function runService(config: ServerConfig, service: string, loggers: Loggers, shared: Shared): Promise<RunningService> {
   const { logger, flush } = loggers;
   const subjectPrefix = config.bus?.subjectPrefix;
-  const physical = createPhysical(config.storage);
+  const metrics = new Metrics(config.telemetry);
+  const physical = metered(createPhysical(config.storage), metrics);
   await physical.open();
   const barrier = new Barrier(physical);
   const receiver = new KeyringReceiver(shared.bus, {
@@ -154,10 +163,10 @@ export async function runService(config: ServerConfig, service: string, loggers:
     logger.info({ sealed: !keyring }, keyring ? 'keyring received' : 'keyring dropped');
   });
   await receiver.start();
-  const host = new EngineHost(service, engineTypes.factoriesFor(service), barrier, { locks: shared.locks, logger });
+  const host = new EngineHost(service, engineTypes.factoriesFor(service), barrier, { locks: shared.locks, logger, metrics });
   const cluster = host.follow(shared.bus, subjectPrefix);
-  const workers = startWorkers([service], { physical, barrier, storage: createView(barrier, ''), locks: shared.locks, logger, config, sealed: () => barrier.sealed });
-  // A listener, when configured, serves the service's health to orchestrators' probes.
+  const workers = startWorkers([service], { physical, barrier, storage: createView(barrier, ''), locks: shared.locks, logger, config, sealed: () => barrier.sealed, metrics });
+  // A listener, when configured, serves the service's health to orchestrators' probes, and its metrics.
   const health = serviceHealthHandler({
     service,
     get sealed() {
@@ -166,7 +175,7 @@ export async function runService(config: ServerConfig, service: string, loggers:
     get busConnected() {
       return shared.bus.connected;
     },
-  });
+  }, metrics);
   const frontend = config.listeners.length > 0 ? await startHttpFrontend(health, config.listeners) : undefined;
   const addresses = frontend?.listeners.map((l) => l.address) ?? [];
   logger.info({ storage: physical.kind, addresses }, 'service started');

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { LockManager, Lock } from '@svc/locks';
+import type { Counter, Gauge, Metrics } from '@svc/metrics';
 import { createView, type Barrier, type Physical, type StorageView } from '@svc/storage';
 import { createSnapshot } from './archive';
 import { CONFIG_PREFIX, NO_STATUS, STATUS_PREFIX, type SnapshotConfig, type SnapshotStatus } from './config';
@@ -24,6 +25,8 @@ export interface SchedulerOptions {
   logger: Logger;
   /** The clock; tests of the schedule pass their own. */
   now?: () => Date;
+  /** Where runs are counted (snapshot.last_success, snapshot.failures per configuration). */
+  metrics?: Metrics;
 }
 
 /**
@@ -38,9 +41,13 @@ export class SnapshotScheduler {
   private readonly running = new Map<string, Promise<void>>();
   private stopped = false;
   private readonly now: () => Date;
+  private readonly lastSuccess?: Gauge<string>;
+  private readonly failures?: Counter<string>;
 
   constructor(private readonly options: SchedulerOptions) {
     this.now = options.now ?? (() => new Date());
+    this.lastSuccess = options.metrics?.gauge('snapshot.last_success', 'When the last automated snapshot of a configuration was written (unix seconds)', ['config']);
+    this.failures = options.metrics?.counter('snapshot.failures', 'Automated snapshots that failed, by configuration', ['config']);
   }
 
   start(): void {
@@ -114,8 +121,10 @@ export class SnapshotScheduler {
       }
       for (const old of snapshotsNewestFirst(config, await target.list()).slice(config.retain)) await target.delete(old);
       this.options.logger.info({ config: name, url }, 'automated snapshot written');
+      this.lastSuccess?.set({ config: name }, this.now().getTime() / 1000);
     } catch (err) {
       error = (err as Error).message || String(err);
+      this.failures?.inc({ config: name });
       this.options.logger.warn({ config: name, url, err: error }, 'automated snapshot failed');
     } finally {
       target.close();

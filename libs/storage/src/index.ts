@@ -12,3 +12,4 @@ export { CachedPhysical } from './cache';
 export { readJson, writeJson } from './json-records';
 export { storeTables } from './sql/statements';
 export { BusPhysical, PhysicalServer } from './bus-physical';
+export { MeteredPhysical } from './metered';

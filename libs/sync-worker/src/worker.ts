@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { LockManager } from '@svc/locks';
+import type { Counter, Gauge, Metrics } from '@svc/metrics';
 import type { StorageView } from '@svc/storage';
 import { describeRequestError } from '@svc/http';
 import {
@@ -29,6 +30,8 @@ export interface SyncWorkerOptions {
   /** Whether the barrier is sealed now: nothing can be read then. */
   sealed(): boolean;
   pollIntervalMs?: number;
+  /** Where the queue and the syncs are counted (sync.queue_depth, sync.operations). */
+  metrics?: Metrics;
 }
 
 /** An entry's lock; renewed while its holder works, so it lapses this soon after a holder dies. */
@@ -68,9 +71,13 @@ export class SyncWorker {
   private timer?: NodeJS.Timeout;
   private running?: Promise<void>;
   private stopped = false;
+  private readonly queueDepth?: Gauge<string>;
+  private readonly operations?: Counter<string>;
 
   constructor(private readonly options: SyncWorkerOptions) {
     this.records = new SyncRecords(options.storage);
+    this.queueDepth = options.metrics?.gauge('sync.queue_depth', 'Entries found in the sync outboxes by the last round of this worker');
+    this.operations = options.metrics?.counter('sync.operations', 'Writes and deletes at sync destinations, by destination type and outcome (success or the status recorded)', ['destination_type', 'outcome']);
   }
 
   start(): void {
@@ -109,6 +116,7 @@ export class SyncWorker {
         if (!name.endsWith('/')) work.push(() => this.processEntry(uuid, mount, name));
       }
     }
+    this.queueDepth?.set(work.length);
     for (let start = 0; start < work.length; start += PARALLEL_ENTRIES) {
       await Promise.all(work.slice(start, start + PARALLEL_ENTRIES).map((run) => run()));
     }
@@ -196,12 +204,14 @@ export class SyncWorker {
     const { type, name } = destination;
     try {
       await work(await this.store(destination));
+      this.operations?.inc({ destination_type: type, outcome: 'success' });
       return 'done';
     } catch (err) {
       const [status, outcome]: [SyncStatus, Outcome] =
         err instanceof ProviderError ? (err.side === 'client' ? ['CLIENT_SIDE_ERROR', 'dropped'] : ['EXTERNAL_SERVICE_ERROR', 'retry'])
         : err instanceof SecretNameError ? ['CLIENT_SIDE_ERROR', 'dropped']
         : ['INTERNAL_SERVICE_ERROR', 'retry'];
+      this.operations?.inc({ destination_type: type, outcome: status });
       const cause = err instanceof ProviderError || err instanceof SecretNameError ? err.message : 'internal error';
       if (status === 'INTERNAL_SERVICE_ERROR') this.options.logger.error({ destination: destinationId(type, name), err: describeRequestError(err) }, 'sync failed');
       await this.setStatus(association, type, name, { sync_status: status, last_error: cause });

@@ -43,8 +43,9 @@ export async function startHttpFrontend(pipeline: HttpHandler, listeners: Listen
 }
 
 /** What the pipeline applies per listener. */
-function listenerRules(config: ListenerConfig): Pick<HttpRequest, 'requireRequestHeader' | 'jsonLimits' | 'refusedUnauthed'> {
+function listenerRules(config: ListenerConfig): Pick<HttpRequest, 'requireRequestHeader' | 'jsonLimits' | 'refusedUnauthed' | 'unauthenticatedMetrics'> {
   return {
+    unauthenticatedMetrics: config.unauthenticatedMetricsAccess,
     requireRequestHeader: config.requireRequestHeader,
     jsonLimits: config.jsonLimits,
     refusedUnauthed: { rekey: config.disableUnauthedRekeyEndpoints, generateRoot: config.disableUnauthedGenerateRootEndpoints },

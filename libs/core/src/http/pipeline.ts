@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
+import type { Metrics } from '@svc/metrics';
 import type { JsonLimits } from '@svc/config';
 import type { Operation, Response } from '@svc/framework';
 import { envelope, envelopeJson, errorOf, httpStatus, jsonBody, ServiceError, UNSUPPORTED_PATH, type JsonBody, type OutgoingEnvelope } from '@svc/http';
 import { responseEnvelope, type LogicalRequest, type LogicalResult } from '../request/logical';
 import type { RequestHandler } from '../request/request-handler';
 import { describeRequestError } from './request-errors';
+import { METRICS_PATH, unauthenticatedMetrics } from './metrics-endpoint';
 import type { UiAssets } from './ui-assets';
 import { acceptVaultHeaders, decodePath, header, joinNamespace, operationFor, requestData, tokenFrom, wrapTtlFrom } from './request-parsing';
 
@@ -23,6 +25,8 @@ export interface HttpRequest {
   jsonLimits: JsonLimits;
   /** Unauthenticated seal operations the listener refuses (disable_unauthed_*_endpoints). */
   refusedUnauthed?: { rekey: boolean; generateRoot: boolean };
+  /** The listener serves sys/metrics without a token (its telemetry block's unauthenticated_metrics_access). */
+  unauthenticatedMetrics?: boolean;
 }
 
 export interface HttpResult {
@@ -76,6 +80,7 @@ export class RequestPipeline {
     private readonly handler: RequestHandler,
     private readonly logger: Logger,
     private readonly logRequest: (line: RequestLine) => void,
+    private readonly metrics: Metrics,
     /** The web UI's files; absent when the configuration says `ui = false`. */
     private readonly ui?: UiAssets,
   ) {}
@@ -106,6 +111,7 @@ export class RequestPipeline {
     const query = queryStart < 0 ? NO_QUERY : new URLSearchParams(req.url.slice(queryStart + 1));
 
     if (!urlPath.startsWith('/v1/')) return this.uiResult(urlPath);
+    if (req.unauthenticatedMetrics && urlPath === METRICS_PATH) return unauthenticatedMetrics(this.metrics, req, query);
 
     acceptVaultHeaders(req.headers);
     if (req.requireRequestHeader && header(req, 'x-service-request') !== 'true') {

@@ -1,5 +1,6 @@
-import { jsonBody } from '@svc/http';
-import { VERSION } from '@svc/http';
+import { jsonBody, VERSION } from '@svc/http';
+import type { Metrics } from '@svc/metrics';
+import { METRICS_PATH, unauthenticatedMetrics } from './metrics-endpoint';
 import { jsonError, type HttpRequest, type HttpResult } from './pipeline';
 
 /** What the HTTP front needs of whatever answers requests. */
@@ -18,18 +19,21 @@ export interface ServiceState {
 const HEALTH_PATH = '/v1/sys/health';
 
 /**
- * The listener of an engine service answers one thing, its health, for orchestrators' probes:
+ * The listener of an engine service answers two things. Its health, for orchestrators' probes:
  * 200 when it can serve, `sealedcode` (503 unless given) while it holds no keyring, 503 while its
- * bus link is down (nothing could reach it). Everything else is 404.
+ * bus link is down (nothing could reach it). And its metrics at sys/metrics, when the listener's
+ * telemetry block allows them without a token (a service has no token store to check one
+ * against). Everything else is 404.
  */
-export function serviceHealthHandler(state: ServiceState): HttpHandler {
+export function serviceHealthHandler(state: ServiceState, metrics: Metrics): HttpHandler {
   return {
     handle: async (req) => {
       const queryStart = req.url.indexOf('?');
       const path = queryStart < 0 ? req.url : req.url.slice(0, queryStart);
+      const query = new URLSearchParams(queryStart < 0 ? '' : req.url.slice(queryStart + 1));
+      if (path === METRICS_PATH) return unauthenticatedMetrics(metrics, req, query);
       if (path !== HEALTH_PATH) return jsonError(404, ['unsupported path']);
       if (req.method !== 'GET' && req.method !== 'HEAD') return jsonError(405, [`method ${req.method} is not supported on ${HEALTH_PATH}`]);
-      const query = new URLSearchParams(queryStart < 0 ? '' : req.url.slice(queryStart + 1));
       const sealed = state.sealed;
       let status = 503;
       if (state.busConnected) {

@@ -43,6 +43,11 @@ export class ExpirationManager {
     private readonly logger: Logger,
   ) {}
 
+  /** Leases whose due times this replica holds: all of them while it runs the expiry loop, none otherwise. */
+  get queueSize(): number {
+    return this.due?.size ?? 0;
+  }
+
   start(): void {
     this.timer ??= setInterval(() => void this.tick(), TICK_MS).unref();
   }

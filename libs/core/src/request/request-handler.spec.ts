@@ -9,6 +9,7 @@ import { GATEWAY } from '@svc/engine-host';
 import { Backend, type Operation, type Response } from '@svc/framework';
 import { ServiceError, type ErrorKind } from '@svc/http';
 import { MemoryLockManager } from '@svc/locks';
+import { DEFAULT_TELEMETRY, Metrics } from '@svc/metrics';
 import { InmemPhysical } from '@svc/storage';
 import { Core } from '../core';
 import { createSystemBackend } from '../sys';
@@ -100,6 +101,7 @@ function newCore(): Core {
     ],
     localServices: new Map(),
     systemBackend: createSystemBackend,
+    metrics: new Metrics({ ...DEFAULT_TELEMETRY, disableHostname: true }),
   });
 }
 
@@ -120,6 +122,13 @@ async function failure(promise: Promise<unknown>): Promise<{ kind: ErrorKind; er
 function responseOf(result: LogicalResult): Response {
   if (result.type !== 'response' || !result.response) throw new Error(`expected a response, got ${JSON.stringify(result)}`);
   return result.response;
+}
+
+/** The body of a streamed response (sys/metrics) as text. */
+async function streamed(response: Response): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of response.stream!) chunks.push(Buffer.from(chunk as string));
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 describe('RequestHandler', () => {
@@ -162,6 +171,48 @@ describe('RequestHandler', () => {
 
     it('answers a path no mount serves as unsupported, before looking at the token', async () => {
       expect((await failure(handler.handle(request('read', 'nowhere/at/all')))).kind).toBe('unsupported-path');
+    });
+  });
+
+  describe('metrics', () => {
+    /** sys/metrics as the Prometheus text, read with the root token. */
+    const prometheus = async () => {
+      const response = responseOf(await call('read', 'sys/metrics', { data: { format: 'prometheus' } }));
+      expect(response.headers?.['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
+      return streamed(response);
+    };
+    const requestCount = (text: string, labels: string) =>
+      Number(new RegExp(`^svc_core_handle_request_count\\{${labels.replace(/[{}]/g, '\\$&')}\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+
+    it('counts requests by namespace, mount and operation, and their failures', async () => {
+      const labels = 'namespace="",mount="secret/",operation="read"';
+      const before = requestCount(await prometheus(), labels);
+      await call('read', 'secret/app');
+      await call('read', 'secret/app');
+      const reader = await tokenWith({ policies: ['default'] });
+      await failure(call('read', 'secret/app', { token: reader }));
+      const text = await prometheus();
+      expect(requestCount(text, labels)).toBe(before + 3);
+      expect(text).toMatch(new RegExp(`^svc_core_handle_request_errors\\{${labels}\\} 1$`, 'm'));
+      expect(text).toMatch(/^svc_core_unsealed 1$/m);
+      expect(text).toMatch(/^svc_token_count \d+$/m);
+    });
+
+    it('answers sys/metrics only to a token that may read it, in JSON by default', async () => {
+      expect((await failure(handler.handle(request('read', 'sys/metrics')))).kind).toBe('permission-denied');
+      const reader = await tokenWith({ policies: ['default'] });
+      expect((await failure(call('read', 'sys/metrics', { token: reader }))).kind).toBe('permission-denied');
+      await call('update', 'sys/policies/acl/metrics', { data: { policy: 'path "sys/metrics" { capabilities = ["read"] }' } });
+      const scraper = await tokenWith({ policies: ['metrics'] });
+      const response = responseOf(await call('read', 'sys/metrics', { token: scraper }));
+      expect(response.headers?.['content-type']).toBe('application/json');
+      const summary = JSON.parse(await streamed(response)) as { Gauges: { Name: string; Value: number }[]; Samples: { Name: string; Labels: Record<string, string> }[] };
+      expect(summary.Gauges).toContainEqual({ Name: 'svc.core.unsealed', Value: 1, Labels: {} });
+      expect(summary.Samples.some((sample) => sample.Name === 'svc.core.handle_request' && sample.Labels.mount === 'secret/')).toBe(true);
+      expect(await failure(call('read', 'sys/metrics', { data: { format: 'xml' } }))).toEqual({
+        kind: 'bad-request',
+        errors: ['metric response format "xml" unknown: use "prometheus", or none for JSON'],
+      });
     });
   });
 

@@ -2,6 +2,7 @@ import type { AuditAuth, AuditBroker, AuditRequestEntry, AuditResponse } from '@
 import type { EngineReply, EngineRequest } from '@svc/engine-host';
 import { addressAllowed, type Capability, type Caller, type IssuedToken, type MountInfo, type Operation, type Response } from '@svc/framework';
 import { errorOf, ServiceError } from '@svc/http';
+import type { Timer } from '@svc/metrics';
 import type { Authorizer } from '../access/authorizer';
 import type { Logins } from '../auth/logins';
 import type { CoreState } from '../core';
@@ -62,6 +63,8 @@ export interface RequestHandlerDeps {
   logins: Pick<Logins, 'complete'>;
   wrapper: Pick<ResponseWrapper, 'wrap'>;
   dispatcher: Dispatcher;
+  /** Requests by namespace, mount and operation, from the mount's match to the answer. */
+  requests: Timer;
 }
 
 /** Paths served while the service is uninitialized or sealed (everything else: 501 / 503). */
@@ -170,6 +173,8 @@ export class RequestHandler {
   /** For a request whose mount is known; with audit devices, both ends are logged. */
   private async serve(ctx: Context, mount: MountInfo, mountPath: string, inProcess: boolean): Promise<LogicalResult> {
     const { audit } = this.deps;
+    const started = performance.now();
+    const series = this.deps.requests.series(ctx.namespace.path, mount.path, ctx.req.operation);
     const entry = audit.hasDevices ? auditEntry(ctx, mount) : undefined;
     try {
       const capabilities = await this.authorize(ctx);
@@ -178,8 +183,10 @@ export class RequestHandler {
       const dispatch = () => this.dispatch(ctx, mount, mountPath, inProcess, capabilities);
       const result = ctx.token && ctx.token.numUses > 0 ? await this.spendingUse(ctx.token, dispatch) : await dispatch();
       if (entry) await audit.logResponse({ ...entry, response: ctx.auditResponse });
+      series.record(started, false);
       return result;
     } catch (err) {
+      series.record(started, true);
       if (entry) await audit.logResponse({ ...entry, errors: errorOf(err).errors });
       throw err;
     }

@@ -1,0 +1,28 @@
+import type { PathDeclaration } from '@svc/framework';
+import type { Core } from '../core';
+import { metricsResponse } from '../http/metrics-endpoint';
+
+/**
+ * sys/metrics: this gateway's metrics (docs/metrics.md) for a token that may read the path, as in
+ * Vault; a listener can serve it without one (http/metrics-endpoint.ts).
+ */
+export function metricsPaths(core: Core): PathDeclaration[] {
+  return [
+    {
+      pattern: 'metrics',
+      synopsis: "This process's metrics: request counts and latencies, bus round trips, storage, seal state, tokens, leases, sync and snapshots.",
+      fields: {
+        format: { type: 'string', default: '', description: 'prometheus for the Prometheus text format; empty for JSON (Vault\'s shape).' },
+      },
+      operations: {
+        read: {
+          summary: 'Read the metrics.',
+          handler: async (req, fields) => {
+            const accept = req.headers.accept;
+            return metricsResponse(core.options.metrics, fields.get<string>('format'), Array.isArray(accept) ? accept[0] : accept);
+          },
+        },
+      },
+    },
+  ];
+}

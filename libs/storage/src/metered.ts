@@ -1,0 +1,90 @@
+import type { Timer, TimerSeries } from '@svc/metrics';
+import type { Physical, PhysicalTransaction, StoredEntry, StoreSnapshot, WriteAheadLog } from './types';
+
+/**
+ * A physical store whose operations are timed (Vault's `vault.<backend>.get` and its siblings, as
+ * one timer labelled by backend and operation); a transaction is timed whole. Scans, snapshots,
+ * restores and the write-ahead log are not: they take as long as the storage is large.
+ */
+export class MeteredPhysical implements Physical {
+  private readonly getSeries: TimerSeries;
+  private readonly putSeries: TimerSeries;
+  private readonly deleteSeries: TimerSeries;
+  private readonly listSeries: TimerSeries;
+  private readonly transactionSeries: TimerSeries;
+
+  constructor(
+    private readonly inner: Physical,
+    timer: Timer,
+  ) {
+    this.getSeries = timer.series(inner.kind, 'get');
+    this.putSeries = timer.series(inner.kind, 'put');
+    this.deleteSeries = timer.series(inner.kind, 'delete');
+    this.listSeries = timer.series(inner.kind, 'list');
+    this.transactionSeries = timer.series(inner.kind, 'transaction');
+  }
+
+  get kind(): Physical['kind'] {
+    return this.inner.kind;
+  }
+
+  get remote(): boolean | undefined {
+    return this.inner.remote;
+  }
+
+  get log(): WriteAheadLog {
+    return this.inner.log;
+  }
+
+  open(): Promise<void> {
+    return this.inner.open();
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+
+  get(key: string): Promise<Buffer | null> {
+    return timed(this.getSeries, performance.now(), this.inner.get(key));
+  }
+
+  put(key: string, value: Buffer): Promise<void> {
+    return timed(this.putSeries, performance.now(), this.inner.put(key, value));
+  }
+
+  delete(key: string): Promise<void> {
+    return timed(this.deleteSeries, performance.now(), this.inner.delete(key));
+  }
+
+  list(prefix: string): Promise<string[]> {
+    return timed(this.listSeries, performance.now(), this.inner.list(prefix));
+  }
+
+  transaction<T>(fn: (tx: PhysicalTransaction) => Promise<T>): Promise<T> {
+    return timed(this.transactionSeries, performance.now(), this.inner.transaction(fn));
+  }
+
+  scan<T>(consume: (entries: AsyncIterable<StoredEntry>) => Promise<T>): Promise<T> {
+    return this.inner.scan(consume);
+  }
+
+  snapshot<T>(consume: (snapshot: StoreSnapshot) => Promise<T>): Promise<T> {
+    return this.inner.snapshot(consume);
+  }
+
+  replaceAll(entries: AsyncIterable<StoredEntry>, keep: ReadonlySet<string>): Promise<void> {
+    return this.inner.replaceAll(entries, keep);
+  }
+}
+
+/** `operation`, started at `started` (its arguments are evaluated in order), recorded in `series` when it settles. */
+async function timed<T>(series: TimerSeries, started: number, operation: Promise<T>): Promise<T> {
+  try {
+    const result = await operation;
+    series.record(started, false);
+    return result;
+  } catch (err) {
+    series.record(started, true);
+    throw err;
+  }
+}
