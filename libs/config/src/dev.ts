@@ -1,5 +1,5 @@
 import type { ServerConfig } from './types';
-import { DEFAULT_ADDRESS, DEFAULT_JSON_LIMITS, DEFAULT_MAX_REQUEST_SIZE, DEFAULT_TIMEOUTS } from './listener';
+import { DEFAULT_ADDRESS, DEFAULT_JSON_LIMITS, defaultClusterAddress, DEFAULT_MAX_REQUEST_SIZE, DEFAULT_TIMEOUTS } from './listener';
 import { DEFAULT_LEASE_TTL_SECONDS } from './parse';
 import { parseProviderEndpoints } from './provider-endpoints';
 
@@ -10,6 +10,7 @@ export function devConfig(opts: { listenAddress?: string } = {}): ServerConfig {
       {
         type: 'tcp',
         address: opts.listenAddress ?? DEFAULT_ADDRESS,
+        clusterAddress: defaultClusterAddress(opts.listenAddress ?? DEFAULT_ADDRESS),
         tlsDisable: true,
         tlsMinVersion: 'tls12',
         maxRequestSize: DEFAULT_MAX_REQUEST_SIZE,

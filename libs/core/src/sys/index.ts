@@ -18,10 +18,11 @@ import { syncPaths } from './sync-paths';
 import { toolPaths } from '@svc/engine-transit';
 import { snapshotPaths } from './snapshot-paths';
 import { pluginPaths } from './plugin-paths';
+import { replicationPaths } from './replication-paths';
 
 const SYSTEM_HELP = `The system backend: initialization and seal management, rekey and root token
 generation, mounts of secrets engines and auth methods, policies, namespaces, leases, response
-wrapping, tools (random bytes, hashes), host information, token counts, the plugin catalogs, storage snapshots, secret sync destinations and associations, the API description of this server and what the web UI asks.`;
+wrapping, tools (random bytes, hashes), host information, token counts, the plugin catalogs, storage snapshots, performance and DR replication, secret sync destinations and associations, the API description of this server and what the web UI asks.`;
 
 export function createSystemBackend(core: Core): Backend {
   return new Backend({
@@ -43,6 +44,7 @@ export function createSystemBackend(core: Core): Backend {
       ...syncPaths(core),
       ...snapshotPaths(core),
       ...pluginPaths(core),
+      ...replicationPaths(core),
       ...openApiPaths(core),
       ...internalUiPaths(core),
       ...toolPaths('tools/'),
