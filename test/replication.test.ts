@@ -261,10 +261,43 @@ describe('DR replication', () => {
     await C.refused('PUT', update, { update_primary_addrs: ['https://127.0.0.1:1'], dr_operation_token: drToken }, 400, /not allowed in DR mode/);
     await C.refused('PUT', update, { token: 'x', update_primary_addrs: ['https://127.0.0.1:1'], dr_operation_token: drToken }, 400, /mutually exclusive/);
     const { cluster_id: clusterId } = await status(c, 'dr');
+    await eventually(async () => (await status(c, 'dr')).primaries[0].connection_status === 'connected', LINK_TIMEOUT_MS);
     await C.refused('PUT', 'sys/replication/dr/secondary/promote', { dr_operation_token: drToken }, 400, /primary is still reachable/);
     const promoted = await C.ok('PUT', 'sys/replication/dr/secondary/promote', { dr_operation_token: drToken, force: true }, '');
     expect(promoted).toMatchObject({ complete: true, data: { complete: true } });
     expect(await status(c, 'dr')).toMatchObject({ mode: 'primary', cluster_id: clusterId, known_secondaries: [] });
     await A.ok('PUT', 'sys/replication/dr/primary/disable');
+  });
+});
+
+describe('a distributed primary', () => {
+  let d: Server;
+  const D = at(() => d);
+
+  beforeAll(async () => {
+    const topology = await startTopology('distributed', { listeners: [LISTENER] });
+    const { rootToken, keys } = await initAndUnseal(topology.urls[0]);
+    d = { topology, url: topology.urls[0], keys, root: rootToken };
+  }, 300_000);
+
+  afterAll(() => d?.topology.stop());
+
+  test('a gateway over PostgreSQL and NATS activates a secondary, sees its heartbeats and revokes it', async () => {
+    await D.ok('PUT', 'sys/replication/performance/primary/enable', {});
+    const { cluster_id: clusterId } = await status(d, 'performance');
+    const made = await D.ok('PUT', 'sys/replication/performance/primary/secondary-token', { id: 'perf-b2' });
+    expect(jwtClaims(made.wrap_info.token).addr).toBe(d.url);
+    // B leaves its first primary (revoked earlier) and joins this one.
+    await B.ok('PUT', 'sys/replication/performance/secondary/disable');
+    await B.ok('PUT', 'sys/replication/performance/secondary/enable', { token: made.wrap_info.token });
+    b.root = await generateRoot(b);
+    await eventually(async () => {
+      const [primary, secondary] = await Promise.all([status(d, 'performance'), status(b, 'performance')]);
+      return primary.secondaries[0]?.connection_status === 'connected' && secondary.primaries[0]?.connection_status === 'connected';
+    }, LINK_TIMEOUT_MS);
+    expect(await status(b, 'performance')).toMatchObject({ cluster_id: clusterId, secondary_id: 'perf-b2', primaries: [{ api_address: d.url }] });
+
+    await D.ok('PUT', 'sys/replication/performance/primary/revoke-secondary', { id: 'perf-b2' });
+    await eventually(async () => (await status(b, 'performance')).primaries[0].connection_status === 'disconnected', LINK_TIMEOUT_MS);
   });
 });

@@ -22,8 +22,8 @@ import {
 
 /** How often a secondary sends its primary a heartbeat over the cluster link. */
 export const HEARTBEAT_INTERVAL_MS = 2_000;
-/** A peer not heard from for this long is shown disconnected. */
-const HEARTBEAT_STALE_MS = 3 * HEARTBEAT_INTERVAL_MS;
+/** A peer not heard from for this long is shown disconnected (a loaded host delays a beat or two). */
+const HEARTBEAT_STALE_MS = 5 * HEARTBEAT_INTERVAL_MS;
 export const DEFAULT_SECONDARY_TOKEN_TTL = 30 * 60;
 /** DR operation tokens: a prefix and 24 random bytes, as long as a service token (the OTP's length). */
 const DR_TOKEN_PREFIX = 'svd.';
