@@ -69,6 +69,7 @@ listener "tcp" {
 
 listener "tcp" {
   address = "127.0.0.1:8300"
+  cluster_address = "127.0.0.1:9300"
   tls_disable = "true"
   custom_response_headers {
     default = { "X-Plain" = ["p"] }
@@ -112,6 +113,7 @@ provider_endpoints {
         {
           type: 'tcp',
           address: '0.0.0.0:8200',
+          clusterAddress: '0.0.0.0:8201',
           tlsDisable: false,
           tlsCertFile: cert,
           tlsKeyFile: key,
@@ -132,6 +134,7 @@ provider_endpoints {
         {
           type: 'tcp',
           address: '127.0.0.1:8300',
+          clusterAddress: '127.0.0.1:9300',
           tlsDisable: true,
           tlsMinVersion: 'tls12',
           maxRequestSize: 32 * 1024 * 1024,
@@ -190,6 +193,7 @@ provider_endpoints {
       {
         type: 'tcp',
         address: '127.0.0.1:8200',
+        clusterAddress: '127.0.0.1:8201',
         tlsDisable: true,
         tlsMinVersion: 'tls12',
         maxRequestSize: 33554432,
@@ -649,6 +653,7 @@ describe('validation errors', () => {
     ['workers not a number', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nworkers = "many"', 'config.hcl: workers must be an integer'],
     ['bad log level', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nlog_level = "loud"', 'config.hcl: log_level must be one of trace, debug, info, warn, error'],
     ['unknown service', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nservices = ["gateway", "mail"]', 'config.hcl: services: unknown service "mail" (known: gateway, transit)'],
+    ['bad cluster_address', 'listener "tcp" {\n tls_disable = true\n cluster_address = "8201"\n}\nstorage "inmem" {}', 'cluster_address must be host:port'],
     ['bad api_addr', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\napi_addr = "svc:8200"', 'config.hcl: api_addr must be a URL'],
   ];
 

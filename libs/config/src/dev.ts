@@ -1,6 +1,6 @@
 import { DEFAULT_TELEMETRY } from '@svc/metrics';
 import type { ServerConfig } from './types';
-import { DEFAULT_ADDRESS, DEFAULT_JSON_LIMITS, DEFAULT_MAX_REQUEST_SIZE, DEFAULT_TIMEOUTS } from './listener';
+import { DEFAULT_ADDRESS, DEFAULT_JSON_LIMITS, defaultClusterAddress, DEFAULT_MAX_REQUEST_SIZE, DEFAULT_TIMEOUTS } from './listener';
 import { DEFAULT_LEASE_TTL_SECONDS } from './parse';
 import { parseProviderEndpoints } from './provider-endpoints';
 
@@ -11,6 +11,7 @@ export function devConfig(opts: { listenAddress?: string } = {}): ServerConfig {
       {
         type: 'tcp',
         address: opts.listenAddress ?? DEFAULT_ADDRESS,
+        clusterAddress: defaultClusterAddress(opts.listenAddress ?? DEFAULT_ADDRESS),
         tlsDisable: true,
         tlsMinVersion: 'tls12',
         maxRequestSize: DEFAULT_MAX_REQUEST_SIZE,

@@ -14,6 +14,12 @@ export const DEFAULT_JSON_LIMITS: JsonLimits = { maxDepth: 500, maxStringValueLe
 const TLS_VERSIONS = ['tls10', 'tls11', 'tls12', 'tls13'] as const;
 const HOST_PORT = /^(\[[0-9a-fA-F:.]+\]|[^\s:[\]]+):(\d{1,5})$/;
 
+/** The API port + 1 on the API's host, as Vault's; any free port when the API takes any (port 0). */
+export function defaultClusterAddress(apiAddress: string): string {
+  const [, host, port] = HOST_PORT.exec(apiAddress) ?? [];
+  return `${host}:${Number(port) === 0 ? 0 : Number(port) + 1}`;
+}
+
 export async function parseListener(block: Block, where: string, warnings: string[]): Promise<ListenerConfig> {
   const section = new Section(where, block.body);
   if (block.type !== 'tcp') throw section.error(`unsupported listener type "${block.type}" (supported: tcp)`);
@@ -21,6 +27,10 @@ export async function parseListener(block: Block, where: string, warnings: strin
   const address = section.string('address') ?? DEFAULT_ADDRESS;
   const hostPort = HOST_PORT.exec(address);
   if (!hostPort || Number(hostPort[2]) > 65535) throw section.error('address must be host:port, e.g. 127.0.0.1:8200');
+
+  const clusterAddress = section.string('cluster_address') ?? defaultClusterAddress(address);
+  const clusterHostPort = HOST_PORT.exec(clusterAddress);
+  if (!clusterHostPort || Number(clusterHostPort[2]) > 65535) throw section.error('cluster_address must be host:port, e.g. 127.0.0.1:8201');
 
   const tlsDisable = section.bool('tls_disable', false);
   const tlsCertFile = section.string('tls_cert_file');
@@ -38,6 +48,7 @@ export async function parseListener(block: Block, where: string, warnings: strin
   const listener: ListenerConfig = {
     type: 'tcp',
     address,
+    clusterAddress,
     tlsDisable,
     ...(tlsCertFile !== undefined ? { tlsCertFile } : {}),
     ...(tlsKeyFile !== undefined ? { tlsKeyFile } : {}),

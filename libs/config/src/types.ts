@@ -12,6 +12,11 @@ export interface ListenerConfig {
   type: 'tcp';
   /** host:port */
   address: string;
+  /**
+   * host:port of the replication cluster listener (`cluster_address`): by default the API port + 1,
+   * as Vault's; on a listener whose port is 0 (any free port), any free port too.
+   */
+  clusterAddress: string;
   tlsDisable: boolean;
   tlsCertFile?: string;
   tlsKeyFile?: string;

@@ -6,7 +6,7 @@ import { BusUnavailableError, decodeJson, encodeJson } from '@svc/bus';
 import type { ServerConfig } from '@svc/config';
 import { EngineHost, EngineRegistry, GATEWAY, mountRemovedSubject, mountStoragePrefix, serviceSubject, type EngineReply, type EngineRequest, type EngineType, type OperationFields } from '@svc/engine-host';
 import type { Backend, MountInfo, Operation, Request } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError, envelope } from '@svc/http';
 import type { Metrics, Timer } from '@svc/metrics';
 import type { LockManager } from '@svc/locks';
 import {
@@ -26,6 +26,7 @@ import {
   type RootKeyWrapper,
   type Seal,
 } from '@svc/seal';
+import { Replication, type MountRef, type ReplicationLogStatus } from '@svc/replication';
 import { createSnapshot, openSnapshot, type SnapshotFile } from '@svc/snapshot';
 import { Barrier, CachedPhysical, createView, type Keyring, type Physical, type StorageView } from '@svc/storage';
 import { SYSTEM_MOUNT } from './mounts/system-mount';
@@ -71,6 +72,8 @@ const STORAGE_RESTORED = 'core/snapshot-restored';
 const KEPT_ON_RESTORE: ReadonlySet<string> = new Set([...Object.values(SEAL_STORAGE_KEYS), SEAL_GENERATION_KEY]);
 const FOREIGN_SNAPSHOT =
   'could not verify hash file, possibly the snapshot is using a different set of unseal keys; use the snapshot-force API to bypass this check';
+/** Barrier prefix of the replication state (local to this cluster, kept when a secondary's storage is wiped). */
+const REPLICATION_PREFIX = 'core/replication/';
 /** Barrier key of the last global plugin reload: the mounts whose backends every gateway replica drops. */
 const PLUGIN_RELOAD_KEY = 'core/plugin-reload';
 
@@ -124,6 +127,8 @@ export interface CoreOptions {
   defaultKvVersion?: '1' | '2';
   /** This process's metrics (sys/metrics). */
   metrics: Metrics;
+  /** The write-ahead log's and Merkle index's figures for the replication status; absent, those fields are left out. */
+  replicationLog?: ReplicationLogStatus;
 }
 
 export interface InitRequest {
@@ -162,6 +167,12 @@ export class Core {
   /** sys/rekey/* on an auto-unseal seal: recovery shares rotate the root key. */
   private readonly rootKeyRekey?: Rekey;
   readonly generateRoot: GenerateRoot;
+  /** DR operation tokens: the root generation's mechanism, handing out a DR operation token. */
+  readonly drOperationToken: GenerateRoot;
+  /** Performance and DR replication: state, activation, the cluster listener and heartbeats. */
+  readonly replication: Replication;
+  /** The API addresses this gateway serves (URLs), set once its listeners are bound. */
+  apiAddresses: string[] = [];
   /** Every mount type: where it runs, which table it belongs to, how its backend is built. */
   readonly engines: EngineRegistry;
   private readonly coreEngines: EngineHost;
@@ -228,6 +239,27 @@ export class Core {
     this.keysRekey = new Rekey(coreView, `rekey/${keys}`, `${keys}-backup`, this.seal.authorityKeys);
     if (this.seal.rootKeyRotation) this.rootKeyRekey = new Rekey(coreView, 'rekey/root-key', 'unseal-keys-backup', this.seal.rootKeyRotation);
     this.generateRoot = new GenerateRoot(coreView, 'generate-root', () => this.seal.authorityKeys, () => this.createRootToken(), SERVICE_TOKEN_LENGTH);
+    this.replication = new Replication({
+      store: createView(this.barrier, REPLICATION_PREFIX),
+      logger: options.logger,
+      apiAddr: () => options.config.apiAddr ?? this.apiAddresses[0] ?? '',
+      clusterListenAddress: () => options.config.listeners[0]?.clusterAddress,
+      clusterAddr: (bound) => options.config.clusterAddr ?? `https://${bound}`,
+      wrap: (data, ttl, path) => this.wrapping.wrap(envelope(randomUUID(), { data }), ttl, this.namespaces.get('')!, path),
+      keyring: () => this.barrier.keyring,
+      replaceStorage: (keyring, entries) => this.replaceForSecondary(keyring, entries),
+      mounts: () => this.allMountRefs(),
+      namespaces: () => this.namespaces.all().map((namespace) => namespace.path),
+      ...(options.replicationLog ? { logStatus: options.replicationLog } : {}),
+    });
+    this.drOperationToken = new GenerateRoot(
+      createView(this.barrier, REPLICATION_PREFIX),
+      'dr/generate-operation-token',
+      () => this.seal.authorityKeys,
+      () => this.replication.createOperationToken(),
+      SERVICE_TOKEN_LENGTH,
+      'DR operation token generation',
+    );
     this.engines = new EngineRegistry([...this.ownEngineTypes(), ...options.engineTypes]);
     this.coreEngines = new EngineHost(GATEWAY, this.engines.factoriesFor(GATEWAY), this.barrier, { locks: options.locks, logger: options.logger, metrics: options.metrics }, false);
     this.plugins = new Plugins(this.barrier, this.engines, options.databasePlugins ?? [], options.config.pluginDirectory, options.logger);
@@ -374,6 +406,7 @@ export class Core {
       for (const uuid of reload?.mounts ?? []) this.dropLocalBackend(uuid);
     }
     if (keys.includes(AUDIT_TABLE_KEY)) await this.audit.load();
+    if (keys.some((key) => key.startsWith(REPLICATION_PREFIX))) await this.replication.load();
     await this.leases.noteRemoteChange(keys.filter((key) => key.startsWith(LEASE_KEY_PREFIX)));
     if (keys.includes(NAMESPACES_KEY)) {
       await this.namespaces.load(this.defaultKvVersion);
@@ -453,6 +486,34 @@ export class Core {
   }
 
   /**
+   * A secondary's activation: every entry goes but the seal's and `entries` (the replication
+   * state), the primary's keyring becomes this cluster's (stored under this cluster's root key, so
+   * its own unseal keys still open it), and every process drops what it cached, as after a restore.
+   */
+  private async replaceForSecondary(keyring: Keyring, entries: [string, Buffer][]): Promise<void> {
+    const before = this.mountUuids();
+    await (this.storageCache ?? this.options.physical).replaceAll(noEntries(), KEPT_ON_RESTORE);
+    await this.seal.persistKeyring(keyring);
+    this.barrier.unseal(keyring);
+    const view = createView(this.barrier, REPLICATION_PREFIX);
+    for (const [key, value] of entries) await view.put(key, value);
+    await this.loadClusterIdentity();
+    await this.reloadRestored(before);
+    await this.distributor.publish(keyring);
+    this.replicas.noteWrite(STORAGE_RESTORED);
+  }
+
+  /** The mounts replication's filters can name (not the built-in ones every namespace has), auth mounts under auth/. */
+  private allMountRefs(): MountRef[] {
+    return this.namespaces.all().flatMap((namespace) =>
+      namespace
+        .allMounts()
+        .filter(({ mount }) => !this.engines.forMount(mount)?.builtin)
+        .map(({ mount, prefix }) => ({ namespace: namespace.path, path: prefix + mount.path })),
+    );
+  }
+
+  /**
    * After a restore (here or on a peer): reloads the cached state and drops every engine backend,
    * in this process and in every engine service, so none serves what it cached before.
    */
@@ -497,6 +558,7 @@ export class Core {
     await this.coreEngines.closeAll();
     await this.plugins.host.closeAll();
     await this.leases.stop();
+    await this.replication.stop();
     this.replicas.stop();
     this.services.stop();
     this.peers.close();
@@ -570,6 +632,8 @@ export class Core {
     await this.namespaces.load(this.defaultKvVersion);
     await this.audit.load();
     await this.loadClusterIdentity();
+    // A cluster listener that cannot bind must not keep the barrier shut: the status shows the mode, the log why.
+    await this.replication.load().catch((err: unknown) => this.logger.warn({ err: describeRequestError(err) }, 'replication could not start its cluster link'));
     this.opened = true;
     this.activeSince = new Date();
     if (!announce) return;
@@ -596,6 +660,7 @@ export class Core {
     clearInterval(this.periodic);
     this.periodic = undefined;
     this.distributor.close(); // a sealed replica must not hand out its old keyring
+    await this.replication.stop();
     await this.leases.stop();
     await this.plugins.host.closeAll();
     await this.seal.seal();
@@ -739,6 +804,7 @@ export class Core {
       logins: this.logins,
       wrapper: this.wrapping,
       dispatcher: this,
+      resolveToken: (value) => this.replication.resolveWrappingToken(value),
       requests: this.options.metrics.timer('core.handle_request', 'Requests handled by the gateway, by namespace, mount and operation', ['namespace', 'mount', 'operation']),
     });
   }
@@ -873,6 +939,8 @@ export class Core {
 
 
 }
+
+async function* noEntries(): AsyncIterable<never> {}
 
 /** The stored seal generation (decimal text); none stored yet is generation 0. */
 function generationOf(stored: Uint8Array | null): number {

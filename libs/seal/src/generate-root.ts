@@ -30,13 +30,17 @@ const OTP_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345
 export class GenerateRoot {
   private readonly operation: StoredOperation<GenerateRootState>;
 
-  /** `tokenLength`: the length of every root token `createRootToken` makes (the pad's length). */
+  /**
+   * `tokenLength`: the length of every token `createRootToken` makes (the pad's length); `what`
+   * names the operation in refusals (the DR operation token generation is the same machine).
+   */
   constructor(
     store: TransactionalStore,
     key: string,
     private readonly authority: () => ShareAuthority,
     private readonly createRootToken: () => Promise<string>,
     private readonly tokenLength: number,
+    private readonly what = 'root generation',
   ) {
     this.operation = new StoredOperation(store, key);
   }
@@ -53,7 +57,7 @@ export class GenerateRoot {
       : { nonce: randomUUID(), otp: randomOtp(this.tokenLength), progress: [] };
     return this.operation.step<GenerateRootStatus>((existing) =>
       existing
-        ? { next: existing, error: ServiceError.badRequest('a root generation is already in progress; cancel it to start another') }
+        ? { next: existing, error: ServiceError.badRequest(`a ${this.what} is already in progress; cancel it to start another`) }
         : { next: state, result: { ...this.statusOf(state, split.threshold), otp: state.otp ?? '' } },
     );
   }
@@ -67,8 +71,8 @@ export class GenerateRoot {
     const authority = this.authority();
     const split = await authority.split();
     const taken = await this.operation.step<{ state: GenerateRootState; shares?: Buffer[] }>((state) => {
-      if (!state) return { next: null, error: ServiceError.badRequest('no root generation is in progress') };
-      requireNonce(nonce, state.nonce, 'root generation');
+      if (!state) return { next: null, error: ServiceError.badRequest(`no ${this.what} is in progress`) };
+      requireNonce(nonce, state.nonce, this.what);
       const shares = addShare(state.progress, key, shareLength(split.shares));
       if (shares.length < split.threshold) {
         const next = { ...state, progress: shares.map((share) => share.toString('hex')) };
@@ -87,7 +91,7 @@ export class GenerateRoot {
     await this.operation.step((now) =>
       now?.nonce === state.nonce
         ? { next: null, result: undefined }
-        : { next: now, error: ServiceError.badRequest('the root generation was cancelled while its last share was being checked') },
+        : { next: now, error: ServiceError.badRequest(`the ${this.what} was cancelled while its last share was being checked`) },
     );
     const encoded = await this.encode(state, await this.createRootToken());
     return { ...this.statusOf(state, split.threshold), progress: shares.length, encoded_token: encoded, encoded_root_token: encoded, complete: true };

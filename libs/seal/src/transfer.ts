@@ -28,38 +28,49 @@ export function generateTransferKeyPair(): TransferKeyPair {
 }
 
 export function sealKeyringFor(recipientPublicKey: string, keyring: Keyring): SealedKeyring {
-  const recipient = decodePublicKey(recipientPublicKey);
-  const sender = generateKeyPairSync('x25519');
-  const senderPublicKey = encodePublicKey(sender.publicKey);
-  const key = deriveKey(sender.privateKey, recipient, senderPublicKey, recipientPublicKey);
-  return { senderPublicKey, ciphertext: aeadEncrypt(key, keyring.serialize(), PURPOSE).toString('base64') };
+  return sealFor(recipientPublicKey, keyring.serialize(), PURPOSE);
 }
 
 /** Throws when the keyring was sealed for another recipient or altered in transit. */
 export function openSealedKeyring(privateKey: KeyObject, sealed: SealedKeyring): Keyring {
+  return Keyring.deserialize(openSealed(privateKey, sealed, PURPOSE, 'sealed keyring'));
+}
+
+/**
+ * The same sealing for any bytes; `purpose` (bound into the key and the ciphertext) keeps a blob
+ * sealed for one use from being opened as another.
+ */
+export function sealFor(recipientPublicKey: string, plaintext: Uint8Array, purpose: string): SealedKeyring {
+  const recipient = decodePublicKey(recipientPublicKey);
+  const sender = generateKeyPairSync('x25519');
+  const senderPublicKey = encodePublicKey(sender.publicKey);
+  const key = deriveKey(sender.privateKey, recipient, senderPublicKey, recipientPublicKey, purpose);
+  return { senderPublicKey, ciphertext: aeadEncrypt(key, plaintext, purpose).toString('base64') };
+}
+
+/** Throws (naming `what`) when the blob was sealed for another recipient or purpose, or altered. */
+export function openSealed(privateKey: KeyObject, sealed: SealedKeyring, purpose: string, what: string): Buffer {
   const recipientPublicKey = encodePublicKey(createPublicKey(privateKey));
-  const key = deriveKey(privateKey, decodePublicKey(sealed.senderPublicKey), sealed.senderPublicKey, recipientPublicKey);
-  let plaintext: Buffer;
+  const key = deriveKey(privateKey, decodePublicKey(sealed.senderPublicKey), sealed.senderPublicKey, recipientPublicKey, purpose);
   try {
-    plaintext = aeadDecrypt(key, Buffer.from(sealed.ciphertext, 'base64'), PURPOSE);
+    return aeadDecrypt(key, Buffer.from(sealed.ciphertext, 'base64'), purpose);
   } catch {
-    throw new Error('sealed keyring cannot be opened: it was sealed for another recipient or altered');
+    throw new Error(`${what} cannot be opened: it was sealed for another recipient or altered`);
   }
-  return Keyring.deserialize(plaintext);
 }
 
 /** Both public keys go into the salt so the derived key is bound to this exact pair. */
-function deriveKey(privateKey: KeyObject, peer: KeyObject, senderPublicKey: string, recipientPublicKey: string): Buffer {
+function deriveKey(privateKey: KeyObject, peer: KeyObject, senderPublicKey: string, recipientPublicKey: string, purpose: string): Buffer {
   const shared = diffieHellman({ privateKey, publicKey: peer });
   const salt = Buffer.concat([Buffer.from(senderPublicKey, 'base64'), Buffer.from(recipientPublicKey, 'base64')]);
-  return Buffer.from(hkdfSync('sha256', shared, salt, PURPOSE, 32));
+  return Buffer.from(hkdfSync('sha256', shared, salt, purpose, 32));
 }
 
 function encodePublicKey(key: KeyObject): string {
   return key.export({ format: 'der', type: 'spki' }).toString('base64');
 }
 
-function decodePublicKey(base64: string): KeyObject {
+export function decodePublicKey(base64: string): KeyObject {
   let key: KeyObject;
   try {
     key = createPublicKey({ key: Buffer.from(base64, 'base64'), format: 'der', type: 'spki' });

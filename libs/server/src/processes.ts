@@ -114,6 +114,8 @@ export async function runGateway(config: ServerConfig, options: GatewayOptions, 
   const ui = config.ui ? new UiAssets(DEFAULT_UI_DIRECTORY) : undefined;
   const frontend: HttpFrontend = await startHttpFrontend(new RequestPipeline(core.requestHandler(), logger, logRequest, metrics, ui), config.listeners);
   const addresses = frontend.listeners.map((l) => l.address);
+  // Activation tokens carry this address when api_addr does not say otherwise.
+  core.apiAddresses = addresses.map((address, i) => `${config.listeners[i]?.tlsDisable === false ? 'https' : 'http'}://${address}`);
   const started = { addresses, storage: physical.kind, bus: shared.bus.kind, locks: shared.locks.kind };
   if (role) logger.info({ ...started, worker: role.index }, 'gateway worker started');
   else logger.info(started, 'gateway started');

@@ -62,6 +62,11 @@ export interface RequestHandlerDeps {
   /** Makes the token of a login's `auth`. */
   logins: Pick<Logins, 'complete'>;
   wrapper: Pick<ResponseWrapper, 'wrap'>;
+  /**
+   * The token a presented value stands for: an activation token in JWT form carries its wrapping
+   * token, valid only with the primary's signature; anything else is itself. None: refused.
+   */
+  resolveToken?: (value: string) => string | undefined;
   dispatcher: Dispatcher;
   /** Requests by namespace, mount and operation, from the mount's match to the answer. */
   requests: Timer;
@@ -111,11 +116,18 @@ export class RequestHandler {
 
   async handle(req: LogicalRequest): Promise<LogicalResult> {
     try {
-      return await this.route(req);
+      return await this.route(this.withResolvedToken(req));
     } finally {
       // Changes to cached state reach every replica before the caller hears back.
       if (this.deps.replicas.hasPending) await this.deps.replicas.flush();
     }
+  }
+
+  private withResolvedToken(req: LogicalRequest): LogicalRequest {
+    if (!req.token || !this.deps.resolveToken) return req;
+    const token = this.deps.resolveToken(req.token);
+    if (token === undefined) throw ServiceError.forbidden();
+    return token === req.token ? req : { ...req, token };
   }
 
   private async route(req: LogicalRequest): Promise<LogicalResult> {

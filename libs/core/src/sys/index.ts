@@ -19,10 +19,11 @@ import { toolPaths } from '@svc/engine-transit';
 import { snapshotPaths } from './snapshot-paths';
 import { pluginPaths } from './plugin-paths';
 import { metricsPaths } from './metrics-paths';
+import { replicationPaths } from './replication-paths';
 
 const SYSTEM_HELP = `The system backend: initialization and seal management, rekey and root token
 generation, mounts of secrets engines and auth methods, policies, namespaces, leases, response
-wrapping, tools (random bytes, hashes), host information, token counts, metrics, the plugin catalogs, storage snapshots, secret sync destinations and associations, the API description of this server and what the web UI asks.`;
+wrapping, tools (random bytes, hashes), host information, token counts, metrics, the plugin catalogs, storage snapshots, performance and DR replication, secret sync destinations and associations, the API description of this server and what the web UI asks.`;
 
 export function createSystemBackend(core: Core): Backend {
   return new Backend({
@@ -45,6 +46,7 @@ export function createSystemBackend(core: Core): Backend {
       ...snapshotPaths(core),
       ...pluginPaths(core),
       ...metricsPaths(core),
+      ...replicationPaths(core),
       ...openApiPaths(core),
       ...internalUiPaths(core),
       ...toolPaths('tools/'),
