@@ -2,11 +2,24 @@
  * The `svc` binary against a real server: status, operator init/unseal/seal, and the secret
  * commands, configured through SVC_ADDR, SVC_TOKEN and SVC_NAMESPACE as a user would.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { createDecipheriv, randomBytes, randomUUID } from 'node:crypto';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { SVC_BIN, eventually, runCli, startServerProcess, startTopology, type CliRun, type ServerProcess, type Topology } from '@svc/testing';
+import { promisify } from 'node:util';
+import {
+  PLAIN_LISTENER,
+  SVC_BIN,
+  createTestCa,
+  eventually,
+  runCli,
+  startServerProcess,
+  startTopology,
+  type CliRun,
+  type ServerProcess,
+  type Topology,
+} from '@svc/testing';
 import { postgres } from './database-servers';
 
 /** HOME of every command run here, so the token helper file (~/.svc-token) is the test's own. */
@@ -17,6 +30,36 @@ function svc(args: string[], env: Record<string, string>, stdin = ''): Promise<C
   return runCli(args, { HOME: home, ...env }, stdin);
 }
 
+const REPOSITORY = path.dirname(path.dirname(SVC_BIN));
+
+/**
+ * The files `svc ARGS` loads, relative to the repository: the binary runs under `node -e` with a
+ * hook that writes Node's module cache at exit (the compiled CLI loads its modules with require).
+ */
+async function loadedModules(args: string[], env: Record<string, string>): Promise<string[]> {
+  const out = path.join(home, `loaded-${randomUUID()}.json`);
+  const hook = [
+    `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(out)}, JSON.stringify(Object.keys(require.cache))));`,
+    `process.argv.splice(1, 0, ${JSON.stringify(SVC_BIN)});`,
+    `require(${JSON.stringify(SVC_BIN)});`,
+  ].join('\n');
+  await promisify(execFile)(process.execPath, ['-e', hook, ...args], { env: { ...process.env, HOME: home, ...env } });
+  return (JSON.parse(readFileSync(out, 'utf8')) as string[]).map((file) => path.relative(REPOSITORY, file));
+}
+
+/**
+ * What a client command may load: the CLI's entry and command modules, the SDK and the small
+ * shared HTTP definitions, and the parser, edit distance and YAML packages. Server code (Nest, pg,
+ * the engines, cloud SDKs, openpgp) is for `svc server` alone.
+ */
+const CLIENT_MODULES = [
+  /^bin\/svc\.js$/,
+  /^dist\/apps\/cli\/src\/(main|commands\/.+)\.js$/,
+  /^dist\/(libs\/(sdk|http)\/src|node_modules\/@svc\/(sdk|http))\/[^/]+\.js$/,
+  /^node_modules\/(yargs-parser|fastest-levenshtein|yaml)\//,
+];
+const notClientModules = (files: string[]) => files.filter((file) => !CLIENT_MODULES.some((allowed) => allowed.test(file)));
+
 describe('svc CLI against a server', () => {
   let topology: Topology;
   let env: Record<string, string>;
@@ -24,7 +67,7 @@ describe('svc CLI against a server', () => {
   beforeAll(async () => {
     topology = await startTopology('all-in-one');
     env = { SVC_ADDR: topology.urls[0] };
-  }, 60_000);
+  }, 120_000);
 
   afterAll(() => topology?.stop());
 
@@ -138,8 +181,30 @@ describe.each(['all-in-one', 'distributed'] as const)('svc commands (%s)', (kind
     return result.stdout;
   };
 
+  /** TLS material: a CA with the server's and a client's certificates, and another CA. */
+  const tlsDir = path.join(home, `tls-${kind}`);
+  let tls: { ca: string; caDir: string; otherCa: string; clientCert: string; clientKey: string };
+  /** The TLS listener, and the one that requires a client certificate signed by the CA. */
+  let tlsUrl: string;
+  let mutualTlsUrl: string;
+
   beforeAll(async () => {
-    topology = await startTopology(kind, kind === 'distributed' ? { services: ['transit', 'database'] } : {});
+    const ca = createTestCa(tlsDir, `svc cli ${kind} test CA`);
+    const server = ca.issue('server', ['127.0.0.1']);
+    const client = ca.issue('client', ['cli-client']);
+    const caDir = path.join(tlsDir, 'ca-path');
+    mkdirSync(caDir);
+    copyFileSync(ca.caCert, path.join(caDir, 'ca.pem'));
+    tls = { ca: ca.caCert, caDir, otherCa: createTestCa(path.join(tlsDir, 'other'), 'another CA').caCert, clientCert: client.cert, clientKey: client.key };
+    const tlsListener = (extra: string) =>
+      `listener "tcp" {\n  address = "127.0.0.1:0"\n  tls_cert_file = "${server.cert}"\n  tls_key_file = "${server.key}"\n${extra}}\n`;
+    topology = await startTopology(kind, {
+      listeners: [PLAIN_LISTENER, tlsListener(''), tlsListener(`  tls_require_and_verify_client_cert = true\n  tls_client_ca_file = "${ca.caCert}"\n`)],
+      ...(kind === 'distributed' && { services: ['transit', 'database'] }),
+    });
+    const [, tlsAddress, mutualTlsAddress] = topology.processes[0].addresses;
+    tlsUrl = `https://${tlsAddress}`;
+    mutualTlsUrl = `https://${mutualTlsAddress}`;
     const init = await svc(['operator', 'init', '-key-shares=1', '-key-threshold=1', '-format=json'], { SVC_ADDR: topology.urls[0] });
     const { unseal_keys_b64: keys, root_token: rootToken } = JSON.parse(init.stdout) as { unseal_keys_b64: string[]; root_token: string };
     await svc(['operator', 'unseal', keys[0]], { SVC_ADDR: topology.urls[0] });
@@ -258,6 +323,73 @@ describe.each(['all-in-one', 'distributed'] as const)('svc commands (%s)', (kind
     expect((await svc(['lease', 'lookup', leaseId], env)).code).toBe(2);
   });
 
+  test('a client command loads only the CLI, the SDK and its small packages, no server code', async () => {
+    expect(notClientModules(await loadedModules(['version'], {}))).toEqual([]);
+    await run(['secrets', 'enable', '-path=loaded', '-version=2', 'kv']);
+    await run(['kv', 'put', 'loaded/app', 'a=b']);
+    const kvGet = await loadedModules(['kv', 'get', 'loaded/app'], env);
+    expect(notClientModules(kvGet)).toEqual([]);
+    // Of the commands, only the one that runs is loaded.
+    expect(kvGet.filter((file) => /commands\/(?!(index|args|context|registry|token-file|format|paths)\.js$)/.test(file)).sort()).toEqual([
+      'dist/apps/cli/src/commands/kv/get.js',
+      'dist/apps/cli/src/commands/kv/kv-path.js',
+    ]);
+  });
+
+  test('transit import and import-version: key material made here encrypts at the server and decrypts here', async () => {
+    await run(['secrets', 'enable', '-path=byok', 'transit']);
+    const first = randomBytes(32);
+    const keyFile = path.join(home, `byok-${kind}.b64`);
+    writeFileSync(keyFile, `${first.toString('base64')}\n`, { mode: 0o600 });
+    const imported = await run(['transit', 'import', 'byok/keys/orders', `@${keyFile}`, 'type=aes256-gcm96']);
+    expect(imported).toMatch(/^imported\s+true$/m);
+    expect(imported).toMatch(/^type\s+aes256-gcm96$/m);
+    const encrypt = async () => JSON.parse(await run(['write', '-format=json', 'byok/encrypt/orders', `plaintext=${Buffer.from('card 4111').toString('base64')}`])).data.ciphertext as string;
+    const v1 = await encrypt();
+    expect(v1).toMatch(/^svc:v1:/);
+    expect(openLocally(first, v1)).toBe('card 4111');
+
+    const second = randomBytes(32);
+    await run(['transit', 'import-version', 'byok/keys/orders', '-'], second.toString('base64'));
+    const v2 = await encrypt();
+    expect(v2).toMatch(/^svc:v2:/);
+    expect(openLocally(second, v2)).toBe('card 4111');
+    expect(JSON.parse(await run(['read', '-format=json', 'byok/keys/orders'])).data).toMatchObject({ imported: true, latest_version: 2 });
+
+    const notBase64 = await svc(['transit', 'import', 'byok/keys/other', 'not-base64!'], env);
+    expect([notBase64.code, notBase64.stderr]).toEqual([1, expect.stringContaining('KEY must be base64-encoded key material')]);
+    expect(notBase64.stderr).not.toContain('not-base64!');
+    const badPath = await svc(['transit', 'import', 'byok/orders', first.toString('base64')], env);
+    expect([badPath.code, badPath.stderr]).toEqual([1, expect.stringContaining('PATH must be MOUNT/keys/NAME')]);
+    const existing = await svc(['transit', 'import', 'byok/keys/orders', second.toString('base64')], env);
+    expect(existing.code).toBe(2);
+    expect(existing.stderr).not.toContain(second.toString('base64'));
+  });
+
+  test('TLS: -ca-cert, SVC_CACERT, -ca-path, a client certificate where the listener requires one, -tls-skip-verify', async () => {
+    const token = { SVC_TOKEN: env.SVC_TOKEN };
+    const over = async (flags: string[], extra: Record<string, string>) => svc(['read', ...flags, '-format=json', 'sys/mounts'], { ...token, ...extra });
+    const succeeded = (result: CliRun) => [result.code, result.stderr];
+    expect(succeeded(await over([`-ca-cert=${tls.ca}`], { SVC_ADDR: tlsUrl }))).toEqual([0, '']);
+    expect(succeeded(await over([], { SVC_ADDR: tlsUrl, SVC_CACERT: tls.ca }))).toEqual([0, '']);
+    expect(succeeded(await over([`-address=${tlsUrl}`, `-ca-path=${tls.caDir}`], {}))).toEqual([0, '']);
+    expect(succeeded(await over(['-tls-skip-verify'], { SVC_ADDR: tlsUrl }))).toEqual([0, '']);
+
+    // A CA that did not sign the server's certificate, or none: a clear error, exit 2, at once (not retried).
+    for (const refused of [await over([`-ca-cert=${tls.otherCa}`], { SVC_ADDR: tlsUrl }), await over([], { SVC_ADDR: tlsUrl })]) {
+      expect([refused.code, refused.stdout]).toEqual([2, '']);
+      expect(refused.stderr).toMatch(new RegExp(`^Error: cannot reach ${tlsUrl}: .*certificate`, 'm'));
+    }
+
+    const clientFlags = [`-client-cert=${tls.clientCert}`, `-client-key=${tls.clientKey}`];
+    expect(succeeded(await over([`-ca-cert=${tls.ca}`, ...clientFlags], { SVC_ADDR: mutualTlsUrl }))).toEqual([0, '']);
+    expect(succeeded(await over([], { SVC_ADDR: mutualTlsUrl, SVC_CACERT: tls.ca, SVC_CLIENT_CERT: tls.clientCert, SVC_CLIENT_KEY: tls.clientKey }))).toEqual([0, '']);
+    const anonymous = await over([`-ca-cert=${tls.ca}`], { SVC_ADDR: mutualTlsUrl });
+    expect([anonymous.code, anonymous.stderr]).toEqual([2, expect.stringMatching(/^Error: cannot reach .*certificate/m)]);
+    const halfPair = await over([`-ca-cert=${tls.ca}`, clientFlags[0]], { SVC_ADDR: mutualTlsUrl });
+    expect([halfPair.code, halfPair.stderr]).toEqual([1, expect.stringContaining('-client-cert and -client-key go together')]);
+  });
+
   test('operator key-status and rotate, version, path-help, print token', async () => {
     const term = Number(/^Key Term\s+(\d+)$/m.exec(await run(['operator', 'key-status']))![1]);
     expect(await run(['operator', 'rotate'])).toMatch(new RegExp(`^Success! Rotated key\n\n[^]*Key Term\\s+${term + 1}\n`));
@@ -266,6 +398,14 @@ describe.each(['all-in-one', 'distributed'] as const)('svc commands (%s)', (kind
     expect(await run(['print', 'token'])).toBe(`${env.SVC_TOKEN}\n`);
   });
 });
+
+/** Opens transit's AES-256-GCM ciphertext (`svc:v<n>:` base64 of nonce ‖ ciphertext ‖ tag) with the raw key. */
+function openLocally(key: Buffer, ciphertext: string): string {
+  const sealed = Buffer.from(ciphertext.replace(/^svc:v\d+:/, ''), 'base64');
+  const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, 12));
+  decipher.setAuthTag(sealed.subarray(sealed.length - 16));
+  return Buffer.concat([decipher.update(sealed.subarray(12, sealed.length - 16)), decipher.final()]).toString('utf8');
+}
 
 describe('svc server -h and svc cluster -h', () => {
   test('print their usage and exit 0', async () => {

@@ -6,7 +6,7 @@
  * with certificates A's cluster CA issued; heartbeats show on both sides.
  */
 import { decrypt, generateKey, readMessage } from 'openpgp';
-import { decodeOtpToken } from '@svc/seal';
+import { decodeOtpToken } from '@svc/sdk';
 import { api, assertingCalls, eventually, initAndUnseal, startTopology, type Topology } from '@svc/testing';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -1,13 +1,14 @@
 import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
+import { SvcClient } from '@svc/sdk';
 import { SVC_BIN } from '@svc/testing';
 import { alternating, startDevServer, type Measurement } from '../run';
 import type { Scenario } from './scenario';
 
 /**
- * How fast a client command starts: `svc version` (no request) and `svc status` (one request to the
- * dev server), each run as a user runs it (a new Node process, to its exit), beside `node -e 0`, the
- * start of Node itself. Measured as starts per second of STARTS sequential runs (reqPerSec) and the
+ * How fast a client command starts: `svc version` (no request), `svc status` (one request to the
+ * dev server) and `svc kv get` (two), each run as a user runs it (a new Node process, to its exit),
+ * beside `node -e 0`, the start of Node itself. Measured as starts per second of STARTS sequential runs (reqPerSec) and the
  * slowest start (p99Ms); floor and target alternate in rounds, as the machine is shared.
  */
 const STARTS = 30;
@@ -37,14 +38,23 @@ export const cliVersionStart: Scenario = {
   run: () => alternating('cli-start-version', nodeAlone, () => starts([SVC_BIN, 'version'])),
 };
 
-export const cliStatusStart: Scenario = {
-  name: 'cli-start-status',
-  async run() {
-    const server = await startDevServer();
-    try {
-      return await alternating('cli-start-status', nodeAlone, () => starts([SVC_BIN, 'status'], { SVC_ADDR: server.url }));
-    } finally {
-      await server.stop();
-    }
-  },
-};
+/** `svc ARGS` against a dev server (SVC_ADDR, SVC_TOKEN set), after `prepare` wrote what it reads. */
+function againstDevServer(name: string, args: string[], prepare: (client: SvcClient) => Promise<unknown> = async () => undefined): Scenario {
+  return {
+    name,
+    async run() {
+      const server = await startDevServer();
+      try {
+        await prepare(new SvcClient({ address: server.url, token: server.token }));
+        return await alternating(name, nodeAlone, () => starts([SVC_BIN, ...args], { SVC_ADDR: server.url, SVC_TOKEN: server.token }));
+      } finally {
+        await server.stop();
+      }
+    },
+  };
+}
+
+export const cliStatusStart = againstDevServer('cli-start-status', ['status']);
+
+/** A daily read: kv version 2 detected through sys/internal/ui/mounts, then the secret, printed as a table. */
+export const cliKvGetStart = againstDevServer('cli-start-kv-get', ['kv', 'get', 'secret/bench'], (client) => client.kv('secret').put('bench', { password: 'p' }));

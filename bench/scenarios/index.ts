@@ -1,5 +1,5 @@
 import { authCloudLogin } from './auth-cloud';
-import { cliStatusStart, cliVersionStart } from './cli-start';
+import { cliKvGetStart, cliStatusStart, cliVersionStart } from './cli-start';
 import { cloudScenarios } from './cloud-creds';
 import { databaseCreds } from './database-creds';
 import { kvScenarios } from './kv';
@@ -11,4 +11,4 @@ import { sysMounts } from './sys-mounts';
 import { transitBatch, transitEncrypt, transitEncryptDistributed } from './transit';
 
 /** Every scenario, in the order `npm run bench` runs them (BENCH_ONLY picks some by name). */
-export const SCENARIOS: Scenario[] = [sysMounts, transitEncrypt, transitEncryptDistributed, transitBatch, ...kvScenarios, databaseCreds, ...cloudScenarios, syncLag, snapshotSave, authCloudLogin, cliVersionStart, cliStatusStart, scale];
+export const SCENARIOS: Scenario[] = [sysMounts, transitEncrypt, transitEncryptDistributed, transitBatch, ...kvScenarios, databaseCreds, ...cloudScenarios, syncLag, snapshotSave, authCloudLogin, cliVersionStart, cliStatusStart, cliKvGetStart, scale];

@@ -661,6 +661,21 @@ describe('validation errors', () => {
     await expectConfigError(parseConfig(text, 'hcl', 'config.hcl', process.env, KNOWN_SERVICES), message);
   });
 
+  it('reads the client certificate settings of a TLS listener, and refuses them without TLS', async () => {
+    const listener = (extra: string) => `listener "tcp" {\n tls_cert_file = "${cert}"\n tls_key_file = "${key}"\n${extra}}\nstorage "inmem" {}`;
+    const required = await parseConfig(listener(` tls_require_and_verify_client_cert = true\n tls_client_ca_file = "${cert}"\n`), 'hcl', 'config.hcl');
+    expect(required.listeners[0]).toMatchObject({ tlsRequireAndVerifyClientCert: true, tlsClientCaFile: cert });
+    expect((await parseConfig(listener(''), 'hcl', 'config.hcl')).listeners[0]).not.toHaveProperty('tlsRequireAndVerifyClientCert');
+    await expectConfigError(
+      parseConfig(listener(` tls_client_ca_file = "${join(dir, 'missing.pem')}"\n`), 'hcl', 'config.hcl'),
+      `listener "tcp" [0]: tls_client_ca_file "${join(dir, 'missing.pem')}" cannot be read (ENOENT)`,
+    );
+    await expectConfigError(
+      parseConfig('listener "tcp" {\n tls_disable = true\n tls_require_and_verify_client_cert = true\n}\nstorage "inmem" {}', 'hcl', 'config.hcl'),
+      'listener "tcp" [0]: tls_require_and_verify_client_cert needs TLS, but tls_disable is set',
+    );
+  });
+
   it('rejects a certificate path that is a directory', async () => {
     const sub = join(dir, 'certs');
     await mkdir(sub, { recursive: true });

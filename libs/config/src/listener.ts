@@ -35,9 +35,14 @@ export async function parseListener(block: Block, where: string, warnings: strin
   const tlsDisable = section.bool('tls_disable', false);
   const tlsCertFile = section.string('tls_cert_file');
   const tlsKeyFile = section.string('tls_key_file');
+  const tlsRequireAndVerifyClientCert = section.bool('tls_require_and_verify_client_cert', false);
+  const tlsClientCaFile = section.string('tls_client_ca_file');
   if (!tlsDisable) {
     await requireReadableFile(section, 'tls_cert_file', tlsCertFile);
     await requireReadableFile(section, 'tls_key_file', tlsKeyFile);
+    if (tlsClientCaFile !== undefined) await requireReadableFile(section, 'tls_client_ca_file', tlsClientCaFile);
+  } else if (tlsRequireAndVerifyClientCert) {
+    throw section.error('tls_require_and_verify_client_cert needs TLS, but tls_disable is set');
   }
 
   const tlsMinVersion = section.string('tls_min_version') ?? 'tls12';
@@ -53,6 +58,8 @@ export async function parseListener(block: Block, where: string, warnings: strin
     ...(tlsCertFile !== undefined ? { tlsCertFile } : {}),
     ...(tlsKeyFile !== undefined ? { tlsKeyFile } : {}),
     tlsMinVersion,
+    ...(tlsRequireAndVerifyClientCert && { tlsRequireAndVerifyClientCert }),
+    ...(tlsClientCaFile !== undefined && { tlsClientCaFile }),
     maxRequestSize: maxRequestSize(section.int('max_request_size')),
     requireRequestHeader: section.bool('require_request_header', false),
     disableUnauthedRekeyEndpoints: section.bool('disable_unauthed_rekey_endpoints', false),

@@ -21,6 +21,10 @@ export interface ListenerConfig {
   tlsCertFile?: string;
   tlsKeyFile?: string;
   tlsMinVersion: 'tls10' | 'tls11' | 'tls12' | 'tls13';
+  /** Refuse connections without a client certificate signed by tlsClientCaFile (or a system CA). */
+  tlsRequireAndVerifyClientCert?: true;
+  /** CAs of client certificates; set alone, a client certificate is asked for but not required. */
+  tlsClientCaFile?: string;
   /** Bytes; default 32 MiB. Infinity when the file disables the limit (a negative max_request_size). */
   maxRequestSize: number;
   requireRequestHeader: boolean;

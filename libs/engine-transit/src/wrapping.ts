@@ -1,15 +1,13 @@
 import {
   constants,
-  createCipheriv,
   createDecipheriv,
   createPrivateKey,
   createPublicKey,
   privateDecrypt,
-  publicEncrypt,
-  randomBytes,
   type KeyObject,
 } from 'node:crypto';
 import { ServiceError } from '@svc/http';
+import { wrapKeyForImport } from '@svc/sdk';
 import type { StorageView } from '@svc/storage';
 import { decodeBase64 } from './encoding';
 import { generatePair } from './key-material';
@@ -98,11 +96,5 @@ export function unwrapKeyMaterial(wrappingKey: KeyObject, ciphertext: string, ha
 
 /** The inverse of unwrapKeyMaterial, for BYOK export to another cluster's wrapping key. */
 export function wrapKeyMaterial(destination: KeyObject, material: Buffer, hashFunction: string): string {
-  const ephemeral = randomBytes(EPHEMERAL_KEY_BYTES);
-  const wrappedKey = publicEncrypt(
-    { key: destination, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: oaepHash(hashFunction) },
-    ephemeral,
-  );
-  const wrap = createCipheriv('id-aes256-wrap-pad', ephemeral, KEY_WRAP_IV);
-  return Buffer.concat([wrappedKey, wrap.update(material), wrap.final()]).toString('base64');
+  return wrapKeyForImport(destination, material, oaepHash(hashFunction));
 }

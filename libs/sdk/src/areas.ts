@@ -1,4 +1,5 @@
 import type { SvcClient } from './client';
+import { wrapKeyForImport } from './key-wrap';
 import type { AuthBlock, Envelope, WrapInfo } from './types';
 
 /** The answer's data, or an error naming the path when there is none. */
@@ -92,6 +93,31 @@ export class Transit {
 
   async rotate(name: string): Promise<void> {
     await this.client.write(`${this.mount}/keys/${name}/rotate`);
+  }
+
+  /** The mount's import wrapping key (PEM of a 4096-bit RSA public key). */
+  async wrappingKey(): Promise<string> {
+    const where = `${this.mount}/wrapping_key`;
+    return dataOf<{ public_key: string }>(await this.client.read(where), where).public_key;
+  }
+
+  /**
+   * Imports key material (raw bytes of a symmetric key, PKCS#8 DER of a private key) as the new key
+   * `name`, wrapped for the mount's wrapping key so it never travels in the clear; `options` are the
+   * import endpoint's other fields (`type`, `exportable`, `allow_rotation`, ...).
+   */
+  async importKey(name: string, material: Uint8Array, options: Record<string, unknown> = {}): Promise<Envelope | null> {
+    return this.sendImport(`${this.mount}/keys/${name}/import`, material, options);
+  }
+
+  /** Imports key material as a new version of the imported key `name` (or `options.version`). */
+  async importKeyVersion(name: string, material: Uint8Array, options: Record<string, unknown> = {}): Promise<Envelope | null> {
+    return this.sendImport(`${this.mount}/keys/${name}/import_version`, material, options);
+  }
+
+  private async sendImport(where: string, material: Uint8Array, options: Record<string, unknown>): Promise<Envelope | null> {
+    const ciphertext = wrapKeyForImport(await this.wrappingKey(), material);
+    return this.client.write(where, { ...options, ciphertext, hash_function: 'SHA256' });
   }
 
   /** Encrypts bytes (or UTF-8 text); returns `svc:v<n>:...`. */

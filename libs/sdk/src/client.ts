@@ -116,7 +116,7 @@ export class SvcClient {
       } catch (err) {
         failure = err;
       }
-      if (attempt < maxRetries && (answer === undefined || isRetried(answer.status))) {
+      if (attempt < maxRetries && (answer === undefined ? !isCertificateRefused(failure) : isRetried(answer.status))) {
         await delay(backoff(this.options.retryWaitMs ?? DEFAULT_RETRY_WAIT_MS, attempt));
         continue;
       }
@@ -227,6 +227,15 @@ async function readText(stream: Readable): Promise<string> {
 /** Vault's client retries these: a server error other than "not implemented", and 412 (a replica not caught up yet). */
 function isRetried(status: number): boolean {
   return (status >= 500 && status !== 501) || status === 412;
+}
+
+/**
+ * The server's certificate was not trusted (unknown CA, wrong name, expired): trying again cannot
+ * change that, so Vault's client does not retry it either. Node reports OpenSSL's verify codes.
+ */
+function isCertificateRefused(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /CERT|^UNABLE_TO_|^HOSTNAME_MISMATCH$/.test(code);
 }
 
 /** The wait before retry `attempt` (0-based): grows linearly with jitter, as Vault's client. */

@@ -1,6 +1,6 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import { ServiceError } from '@svc/http';
-import type { GenerateRootStatus } from '@svc/sdk';
+import { encodeOtpToken, type GenerateRootStatus } from '@svc/sdk';
 import type { TransactionalStore } from '@svc/storage';
 import { encryptForPgpKey, fingerprint } from './pgp';
 import type { ShareAuthority } from './rekey';
@@ -120,20 +120,4 @@ export class GenerateRoot {
 
 function randomOtp(length: number): string {
   return Array.from({ length }, () => OTP_ALPHABET[randomInt(OTP_ALPHABET.length)]).join('');
-}
-
-/** The OTP form of a token: base64 (unpadded, as Vault's) of the token XORed with the pad. */
-export function encodeOtpToken(token: string, otp: string): string {
-  return xor(Buffer.from(token, 'utf8'), otp).toString('base64').replace(/=+$/, '');
-}
-
-/** Recovers the token from `encoded_token` and the pad given at the start of the attempt. */
-export function decodeOtpToken(encoded: string, otp: string): string {
-  return xor(Buffer.from(encoded, 'base64'), otp).toString('utf8');
-}
-
-function xor(bytes: Buffer, otp: string): Buffer {
-  const pad = Buffer.from(otp, 'utf8');
-  if (bytes.length !== pad.length) throw new Error(`the OTP has ${pad.length} characters but the token has ${bytes.length} bytes`);
-  return Buffer.from(bytes.map((byte, i) => byte ^ pad[i]));
 }

@@ -1,7 +1,8 @@
 import { ServiceError } from '@svc/http';
 import { InmemPhysical, createView } from '@svc/storage';
 import { decrypt, generateKey, readMessage } from 'openpgp';
-import { decodeOtpToken, GenerateRoot } from './generate-root';
+import { decodeOtpToken } from '@svc/sdk';
+import { GenerateRoot } from './generate-root';
 import { Rekey, type RekeyCompletion } from './rekey';
 import { ShamirSeal } from './seal';
 

@@ -8,6 +8,7 @@ import { generateKey, readKey } from 'openpgp';
 import { envelope } from '@svc/http';
 import { type RecordedRequest, StubApi, type StubReply } from '@svc/testing';
 import { CliIO, InputStream, runClientCommand } from './index';
+import { COMMANDS } from './registry';
 
 let api: StubApi;
 let dir: string;
@@ -639,6 +640,14 @@ describe('command lookup', () => {
     for (const name of ['kv metadata get PATH', 'token create', 'policy fmt FILE', 'secrets move SOURCE DESTINATION', 'lease revoke', 'namespace create PATH', 'server ', 'cluster ']) {
       expect(result.stdout).toContain(`  ${name}`);
     }
+  });
+
+  it('prints its usage for -h on every command, without a request', async () => {
+    for (const { name } of COMMANDS) {
+      const result = await svc([...name.split(' '), '-h']);
+      expect([name, result.code, result.stdout]).toEqual([name, 0, expect.stringContaining(`Usage: svc ${name} [flags]`)]);
+    }
+    expect(api.requests).toHaveLength(0);
   });
 
   it('lists a group\'s commands for the group alone, and suggests the nearest command for a typo', async () => {

@@ -1,7 +1,7 @@
 import type { Envelope } from '@svc/sdk';
 import { Readable } from 'node:stream';
 import type { CommandContext, OutputFormat } from './context';
-import { humanDuration, printSecret } from './format';
+import { humanDuration, loadYaml, printSecret } from './format';
 
 function printed(secret: Envelope | null, format: OutputFormat = 'table', field?: string, isTTY = false): { stdout: string; error?: string } {
   let stdout = '';
@@ -92,9 +92,10 @@ describe('printSecret', () => {
     expect(printed({ ...base, data: {} }, 'table', 'missing').error).toBe('field "missing" not present in the answer');
   });
 
-  it('prints the whole envelope as JSON or YAML', () => {
+  it('prints the whole envelope as JSON or YAML', async () => {
     const secret = { ...base, data: { a: 'b' } };
     expect(JSON.parse(printed(secret, 'json').stdout)).toEqual(secret);
+    await loadYaml();
     expect(printed(secret, 'yaml').stdout).toContain('data:\n  a: b\n');
   });
 });

@@ -1,10 +1,24 @@
 import type { Envelope } from '@svc/sdk';
-import { stringify as toYaml } from 'yaml';
 import { UsageError } from './args';
 import type { CommandContext } from './context';
 import { println } from './context';
 
 export type Row = [key: string, value: unknown];
+
+let yamlStringify: ((value: unknown) => string) | undefined;
+
+/**
+ * Loads the YAML package, before a command runs with -format=yaml: only that format needs it, and
+ * it takes longer to load than the rest of a client command.
+ */
+export async function loadYaml(): Promise<void> {
+  yamlStringify ??= (await import('yaml')).stringify;
+}
+
+function toYaml(value: unknown): string {
+  if (!yamlStringify) throw new Error('YAML output before loadYaml()');
+  return yamlStringify(value);
+}
 
 /** Vault-style two-column table: "Key  Value", dashes, one row per entry. */
 export function keyValueTable(rows: Row[]): string {

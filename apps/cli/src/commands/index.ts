@@ -4,6 +4,7 @@ import { SvcApiError, SvcClient, SvcConnectionError, type TlsOptions } from '@sv
 import { closest, describeFlags, FlagSpecs, parseArgs, UsageError, type ParsedArgs } from './args';
 import type { CliIO, Command, OutputFormat } from './context';
 import { println } from './context';
+import { loadYaml } from './format';
 import { COMMANDS, type CommandEntry } from './registry';
 import { storedToken } from './token-file';
 
@@ -58,7 +59,9 @@ export async function runClientCommand(argv: string[], io: CliIO): Promise<numbe
     }
     const client = await clientFor(args, io);
     const field = args.flags.field === undefined ? undefined : String(args.flags.field);
-    return await command.run({ client, io, format: outputFormat(args.flags.format ?? io.env.SVC_FORMAT), field }, args);
+    const format = outputFormat(args.flags.format ?? io.env.SVC_FORMAT);
+    if (format === 'yaml') await loadYaml();
+    return await command.run({ client, io, format, field }, args);
   } catch (err) {
     return reportError(io, entry.name, command, err);
   }

@@ -47,6 +47,9 @@ export async function bindListener(config: ListenerConfig, attach: (server: http
         cert: readFileSync(config.tlsCertFile!),
         key: readFileSync(config.tlsKeyFile!),
         minVersion: TLS_VERSIONS[config.tlsMinVersion],
+        requestCert: Boolean(config.tlsRequireAndVerifyClientCert || config.tlsClientCaFile),
+        rejectUnauthorized: Boolean(config.tlsRequireAndVerifyClientCert),
+        ...(config.tlsClientCaFile && { ca: readFileSync(config.tlsClientCaFile) }),
         ALPNProtocols: ['http/1.1'],
       })
     : http.createServer(options);

@@ -1,5 +1,4 @@
-import type { GenerateRootStatus } from '@svc/sdk';
-import { decodeOtpToken } from '@svc/seal';
+import { decodeOtpToken, type GenerateRootStatus } from '@svc/sdk';
 import { UsageError } from '../args';
 import type { Command } from '../context';
 import { println } from '../context';

@@ -1,5 +1,4 @@
 import { writeFile } from 'node:fs/promises';
-import { parsePolicy } from '@svc/acl';
 import { errorOf } from '@svc/http';
 import { UsageError } from '../args';
 import type { Command } from '../context';
@@ -15,6 +14,8 @@ export const command: Command = {
     const [file] = exactly('policy fmt', positionals, ['FILE']);
     const text = await readPolicyFile(file);
     if (text.trimStart().startsWith('{')) throw new UsageError(`${file} is JSON: policy fmt formats HCL`);
+    // The policy parser is the server's (with its libraries): loaded only when fmt runs.
+    const { parsePolicy } = await import('@svc/acl');
     try {
       parsePolicy('fmt', text);
     } catch (err) {
