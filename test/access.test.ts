@@ -391,7 +391,8 @@ describe('audit devices', () => {
     topology = await startTopology('all-in-one');
     url = topology.urls[0];
     ({ rootToken: root } = await initAndUnseal(url));
-  }, 60_000);
+    // As long as the suite above allows: with gateway workers (SVC_TEST_WORKERS) on a loaded machine, starting takes longer.
+  }, 120_000);
 
   afterAll(async () => {
     await topology?.stop();

@@ -483,11 +483,13 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('kv, %s', (kind) => {
       await expectUnchanged();
     });
 
-    test('a body over 32 MiB is refused with 413', async () => {
+    test('a body over 32 MiB is refused with 413, also on a connection the client closes after it', async () => {
       const body = Buffer.from(JSON.stringify({ data: { blob: 'x'.repeat(32 * 1024 * 1024) } }));
-      const res = await api(url, 'PUT', '/v1/strict/data/huge', { token: root, rawBody: body });
-      expect(res.status).toBe(413);
-      expect(res.body.errors[0]).toMatch(/too large/);
+      for (const connection of ['keep-alive', 'close']) {
+        const res = await api(url, 'PUT', '/v1/strict/data/huge', { token: root, rawBody: body, headers: { connection } });
+        expect([connection, res.status]).toEqual([connection, 413]);
+        expect(res.body.errors[0]).toMatch(/too large/);
+      }
       expect((await metadata('strict', 'huge')).status).toBe(404);
       await expectUnchanged();
     });

@@ -258,7 +258,8 @@ describe('a listener that refuses the unauthenticated rekey and generate-root ca
   beforeAll(async () => {
     const closed = 'listener "tcp" {\n  address = "127.0.0.1:0"\n  tls_disable = true\n  disable_unauthed_rekey_endpoints = true\n  disable_unauthed_generate_root_endpoints = true\n}\n';
     topology = await startTopology('all-in-one', { listeners: [PLAIN_LISTENER, closed] });
-  }, 60_000);
+    // As long as the suite above allows: with gateway workers (SVC_TEST_WORKERS) on a loaded machine, starting takes longer.
+  }, 120_000);
 
   afterAll(() => topology?.stop());
 

@@ -332,7 +332,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('secret sync, %s', (k
     await ok('POST', 'sys/sync/destinations/cloud-sm/wrong', { access_key_id: AWS_KEY.id, secret_access_key: 'not-the-secret', region: 'us-east-1' });
     await ok('POST', 'kv/data/creds', { data: { v: 'x' } });
     const set = await setAssociation('cloud-sm/wrong', 'creds');
-    expect(set[`${accessor}/creds`]).toMatchObject({ sync_status: 'CLIENT_SIDE_ERROR', error: expect.stringContaining('SignatureDoesNotMatch') });
+    expect(set[`${accessor}/creds`]).toMatchObject({ sync_status: 'CLIENT_SIDE_ERROR', error: expect.stringContaining('InvalidSignatureException') });
     expect(JSON.stringify(set)).not.toContain(SECRET);
     await ok('POST', 'sys/sync/destinations/cloud-sm/wrong', { access_key_id: AWS_KEY.id, secret_access_key: AWS_KEY.secret, region: 'us-east-1' });
     expect((await setAssociation('cloud-sm/wrong', 'creds'))[`${accessor}/creds`]).toMatchObject({ sync_status: 'SYNCED' });

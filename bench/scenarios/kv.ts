@@ -3,13 +3,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { api, dropTable, initAndUnseal, PLAIN_LISTENER, POSTGRES_URL, startServerProcess } from '@svc/testing';
-import { measure, startFloor, type Target } from '../run';
+import { alternating, measure, startFloor, warmUp, type Target } from '../run';
 import type { Scenario } from './scenario';
 
 /**
  * KV version 2 reads and writes through an all-in-one server on each storage backend, beside the
  * floors: reads beside a bare node:http map lookup (map-read), writes beside a bare node:http
- * single-row PostgreSQL upsert (pg-upsert), both at the same concurrency. Every write goes to a new
+ * single-row PostgreSQL upsert (pg-upsert), both at the same concurrency, in alternating rounds
+ * with the CPU time of the server and of the floor per request. Every write goes to a new
  * key (autocannon's id replacement), so no two connections contend for one key's lock or row.
  */
 type StorageKind = 'embedded' | 'postgresql';
@@ -25,12 +26,14 @@ const PG_POOL = 10;
 export interface KvServer {
   url: string;
   token: string;
+  /** The unseal keys (one share). */
+  keys: string[];
   pid: number;
   stop(): Promise<void>;
 }
 
-/** Writes a config with `storage` to a temporary directory, starts `svc server` on it, and unseals it. */
-export async function startConfiguredServer(name: string, storage: (dir: string) => string, cleanup: () => Promise<void>): Promise<KvServer> {
+/** Writes a config with `storage` (and `listener`) to a temporary directory, starts `svc server` on it, and unseals it. */
+export async function startConfiguredServer(name: string, storage: (dir: string) => string, cleanup: () => Promise<void>, listener = PLAIN_LISTENER): Promise<KvServer> {
   const dir = mkdtempSync(path.join(tmpdir(), 'svc-bench-kv-'));
   const release = async () => {
     rmSync(dir, { recursive: true, force: true });
@@ -38,13 +41,14 @@ export async function startConfiguredServer(name: string, storage: (dir: string)
   };
   try {
     const config = path.join(dir, 'server.hcl');
-    writeFileSync(config, `${PLAIN_LISTENER}\n${storage(dir)}\n`);
+    writeFileSync(config, `${listener}\n${storage(dir)}\n`);
     const server = await startServerProcess(name, [`-config=${config}`], undefined, { logFile: path.join(dir, 'server.log') });
     const url = `http://${server.addresses[0]}`;
-    const { rootToken } = await initAndUnseal(url);
+    const { rootToken, keys } = await initAndUnseal(url);
     return {
       url,
       token: rootToken,
+      keys,
       pid: server.child.pid!,
       stop: async () => {
         await server.stop();
@@ -80,31 +84,29 @@ async function startKvServer(storage: StorageKind): Promise<KvServer> {
   }
 }
 
-function kvTarget(operation: Operation, url: string, token: string): Target {
+function kvTarget(operation: Operation, url: string, token: string, pid: number): Target {
   const headers = { 'x-service-token': token, 'content-type': 'application/json' };
   return operation === 'read'
-    ? { url, method: 'GET', path: READ_PATH, headers }
-    : { url, method: 'PUT', path: WRITE_PATH, headers, body: WRITE_BODY, idReplacement: true };
+    ? { url, method: 'GET', path: READ_PATH, headers, pids: [pid] }
+    : { url, method: 'PUT', path: WRITE_PATH, headers, body: WRITE_BODY, idReplacement: true, pids: [pid] };
 }
 
-/** Measures the operation's floor, in its own process, with its own table for writes. */
-async function measureFloor(operation: Operation) {
+/** Starts the operation's floor in its own process, with its own table for writes. */
+async function startKvFloor(operation: Operation): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   if (operation === 'read') {
     const floor = await startFloor('map-read', { FLOOR_KV_PATH: READ_PATH, FLOOR_KV_DATA: JSON.stringify(SECRET) });
-    try {
-      return await measure(kvTarget('read', floor.url, 'bench-root'));
-    } finally {
-      floor.stop();
-    }
+    return { url: floor.url, pid: floor.pid, stop: async () => floor.stop() };
   }
   const table = `svc_bench_floor_${randomBytes(4).toString('hex')}`;
   const floor = await startFloor('pg-upsert', { FLOOR_PG_URL: POSTGRES_URL, FLOOR_PG_TABLE: table, FLOOR_PG_POOL: String(PG_POOL) });
-  try {
-    return await measure(kvTarget('write', floor.url, 'bench-root'));
-  } finally {
-    floor.stop();
-    await dropTable(table);
-  }
+  return {
+    url: floor.url,
+    pid: floor.pid,
+    stop: async () => {
+      floor.stop();
+      await dropTable(table);
+    },
+  };
 }
 
 function kvScenario(operation: Operation, storage: StorageKind): Scenario {
@@ -113,13 +115,20 @@ function kvScenario(operation: Operation, storage: StorageKind): Scenario {
     // Writes are measured beside a PostgreSQL upsert, whatever the server's storage.
     needsPostgres: storage === 'postgresql' || operation === 'write',
     async run() {
-      const floor = await measureFloor(operation);
-      const server = await startKvServer(storage);
+      const floor = await startKvFloor(operation);
       try {
-        const target = await measure(kvTarget(operation, server.url, server.token));
-        return { name: this.name, target, floor, ratio: target.reqPerSec / floor.reqPerSec };
+        const server = await startKvServer(storage);
+        try {
+          const floorTarget = kvTarget(operation, floor.url, 'bench-root', floor.pid);
+          const target = kvTarget(operation, server.url, server.token, server.pid);
+          await warmUp(floorTarget);
+          await warmUp(target);
+          return await alternating(this.name, () => measure(floorTarget), () => measure(target));
+        } finally {
+          await server.stop();
+        }
       } finally {
-        await server.stop();
+        await floor.stop();
       }
     },
   };

@@ -1,24 +1,28 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { Client } from 'pg';
+import { EmbeddedPhysical, type StoredEntry } from '@svc/storage';
 import { dropTable, POSTGRES_URL } from '@svc/testing';
 import { alternating, cpuMicros, type Measurement } from '../run';
-import { startConfiguredServer } from './kv';
+import { startConfiguredServer, type KvServer } from './kv';
 import type { Scenario } from './scenario';
 
 /**
- * Saving a snapshot of a PostgreSQL storage of BENCH_SNAPSHOT_KEYS entries (default 100,000; values
- * of 512 random bytes, as ciphertext is), beside its floor, in alternating rounds:
- * - target: `GET /v1/sys/storage/raft/snapshot` of an all-in-one server on that table, read to its
- *   last byte by this process (the server is another), while this process samples the server's
+ * Saving a snapshot of a storage of BENCH_SNAPSHOT_KEYS entries (default 100,000; values of 512
+ * random bytes, as ciphertext is), beside its floor, in alternating rounds, on PostgreSQL
+ * (`snapshot-save-postgresql`) and on embedded storage (`snapshot-save-embedded`):
+ * - target: `GET /v1/sys/storage/raft/snapshot` of an all-in-one server on that storage, read to
+ *   its last byte by this process (the server is another), while this process samples the server's
  *   resident memory from /proc every 20 ms;
- * - floor (bench/floors/pg-scan-gzip.ts, its own process): the same cursor read of the same table,
- *   records hashed and gzip'd into nothing;
- * - for reference, `pg_dump -Fc` of the table, when pg_dump is installed.
+ * - floor (bench/floors/scan-gzip.ts, its own process): the same cursor read of the same table
+ *   (embedded: of a copy of the data directory, made before the server starts, since the server
+ *   holds its own), records hashed and gzip'd into nothing;
+ * - for reference, `pg_dump -Fc` of the PostgreSQL table, when pg_dump is installed.
  * The table's req/s column is entries per second, its p99 column the save's milliseconds and its CPU
  * column the CPU time per entry of the server or floor process (steadier than time on a shared
  * machine); MB/s of state, archive sizes and memory go to stderr.
@@ -30,18 +34,20 @@ const SAMPLE_MS = 20;
 const MB = 1024 * 1024;
 
 /** What a snapshot of the table holds: its entries and their records' bytes (state.bin). */
-interface Stored {
+export interface Stored {
   entries: number;
   stateBytes: number;
 }
 
-/** Writes KEYS rows in the storage's layout (key `bench/entry-N` is parent_path `/bench/`, name `entry-N`). */
-async function fill(table: string): Promise<Stored> {
+const entryName = (n: number) => `entry-${String(n).padStart(7, '0')}`;
+
+/** Writes `keys` rows (KEYS by default) in the storage's layout (key `bench/entry-N` is parent_path `/bench/`, name `entry-N`). */
+export async function fill(table: string, keys = KEYS): Promise<Stored> {
   const client = new Client({ connectionString: POSTGRES_URL });
   await client.connect();
   try {
-    for (let first = 0; first < KEYS; first += FILL_BATCH) {
-      const names = Array.from({ length: Math.min(FILL_BATCH, KEYS - first) }, (_, i) => `entry-${String(first + i).padStart(7, '0')}`);
+    for (let first = 0; first < keys; first += FILL_BATCH) {
+      const names = Array.from({ length: Math.min(FILL_BATCH, keys - first) }, (_, i) => entryName(first + i));
       await client.query(`INSERT INTO ${table} (parent_path, name, value) SELECT '/bench/', * FROM unnest($1::text[], $2::bytea[])`, [
         names,
         names.map(() => randomBytes(VALUE_BYTES)),
@@ -55,6 +61,29 @@ async function fill(table: string): Promise<Stored> {
   } finally {
     await client.end();
   }
+}
+
+/**
+ * Writes KEYS entries (`bench/entry-N`) into a new embedded store at `directory`, through the store
+ * itself, before any server opens it (a server holds its directory alone).
+ */
+async function fillEmbedded(directory: string): Promise<Stored> {
+  const store = new EmbeddedPhysical({ path: directory });
+  await store.open();
+  let stateBytes = 0;
+  async function* entries(): AsyncIterable<StoredEntry> {
+    for (let n = 0; n < KEYS; n++) {
+      const entry = { key: `bench/${entryName(n)}`, value: randomBytes(VALUE_BYTES) };
+      stateBytes += 8 + Buffer.byteLength(entry.key) + entry.value.length;
+      yield entry;
+    }
+  }
+  try {
+    await store.replaceAll(entries(), new Set());
+  } finally {
+    await store.close();
+  }
+  return { entries: KEYS, stateBytes };
 }
 
 /** Resident memory of `pid` (bytes), from /proc (Linux). */
@@ -92,13 +121,14 @@ async function saveThroughServer(url: string, token: string, pid: number, stored
   }
 }
 
-function scanFloor(table: string): Promise<Measurement> {
-  const child = spawn(process.execPath, [path.join(__dirname, '..', 'floors', 'pg-scan-gzip.js')], {
+/** Runs the floor `floor` (bench/floors/FLOOR.ts) once, with `env` naming the storage it reads. */
+export function scanFloor(floor: 'pg-scan-gzip' | 'pglite-scan-gzip', env: NodeJS.ProcessEnv, nodeFlags: string[] = []): Promise<Measurement> {
+  const child = spawn(process.execPath, [...nodeFlags, path.join(__dirname, '..', 'floors', `${floor}.js`)], {
     stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, FLOOR_PG_URL: POSTGRES_URL, FLOOR_PG_TABLE: table },
+    env: { ...process.env, ...env },
   });
   return new Promise((resolve, reject) => {
-    child.once('exit', (code) => code !== 0 && reject(new Error(`pg-scan-gzip exited with ${code}`)));
+    child.once('exit', (code) => code !== 0 && reject(new Error(`${floor} exited with ${code}`)));
     createInterface({ input: child.stdout! }).once('line', (line) => {
       const result = JSON.parse(line) as { entries: number; stateBytes: number; gzipBytes: number; ms: number; cpuMicros: number; peakRssBytes: number };
       process.stderr.write(
@@ -140,9 +170,29 @@ export const snapshotSave: Scenario = {
     try {
       const stored = await fill(table);
       await pgDump(table);
-      return await alternating(this.name, () => scanFloor(table), () => saveThroughServer(server.url, server.token, server.pid, stored));
+      return await alternating(this.name, () => scanFloor('pg-scan-gzip', { FLOOR_PG_URL: POSTGRES_URL, FLOOR_PG_TABLE: table }), () => saveThroughServer(server.url, server.token, server.pid, stored));
     } finally {
       await server.stop();
+    }
+  },
+};
+
+export const snapshotSaveEmbedded: Scenario = {
+  name: 'snapshot-save-embedded',
+  async run() {
+    const dir = mkdtempSync(path.join(tmpdir(), 'svc-bench-snapshot-'));
+    const [data, floorCopy] = [path.join(dir, 'data'), path.join(dir, 'floor')];
+    let server: KvServer | undefined;
+    try {
+      // The server's own entries (its initialization's) are not counted: a dozen of KEYS.
+      const stored = await fillEmbedded(data);
+      cpSync(data, floorCopy, { recursive: true });
+      server = await startConfiguredServer('bench-snapshot-embedded', () => `storage "embedded" {\n  path = "${data}"\n}`, async () => {});
+      const { url, token, pid } = server;
+      return await alternating(this.name, () => scanFloor('pglite-scan-gzip', { FLOOR_PGLITE_PATH: floorCopy }, ['--no-liftoff']), () => saveThroughServer(url, token, pid, stored));
+    } finally {
+      await server?.stop();
+      rmSync(dir, { recursive: true, force: true });
     }
   },
 };

@@ -17,7 +17,7 @@ const DURATION_SECONDS = Number(process.env.BENCH_DURATION ?? 10);
 const ACCESS_KEY = { id: 'AKIABENCHSYNC0001', secret: 'bench-sync-secret' };
 const SECRET_NAME = 'bench-lag';
 
-interface Timing {
+export interface Timing {
   sent: number[];
   /** Arrival time (ms) of each value n at the provider. */
   arrived: Map<number, number>;
@@ -32,18 +32,18 @@ function lagsOf(timing: Timing): number[] {
   });
 }
 
-function percentile(sorted: number[], p: number): number {
+export function percentile(sorted: number[], p: number): number {
   return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
-/** Writes n = 0, 1, ... at RATE_PER_SECOND for the duration, then waits for the last to arrive. */
-async function paced(timing: Timing, write: (n: number) => Promise<void>): Promise<Measurement> {
-  const total = RATE_PER_SECOND * DURATION_SECONDS;
+/** Writes n = 0, 1, ... at `rate` a second for the duration, then waits for the last to arrive. */
+export async function paced(timing: Timing, write: (n: number) => Promise<void>, rate = RATE_PER_SECOND): Promise<Measurement> {
+  const total = rate * DURATION_SECONDS;
   const start = Date.now();
   let errors = 0;
   const inFlight: Promise<void>[] = [];
   for (let n = 0; n < total; n++) {
-    const due = start + (n * 1000) / RATE_PER_SECOND;
+    const due = start + (n * 1000) / rate;
     if (due > Date.now()) await new Promise((resolve) => setTimeout(resolve, due - Date.now()));
     timing.sent[n] = Date.now();
     inFlight.push(write(n).catch(() => void errors++));

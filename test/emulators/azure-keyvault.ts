@@ -1,15 +1,14 @@
 /**
- * An Azure Key Vault emulator with its directory (Azure AD), over TLS as the SDK requires for
- * bearer tokens. The directory serves the OpenID configuration and client-credentials tokens
- * (RS256, checked against the app registrations it was given); the vault answers a request without
+ * An Azure Key Vault emulator with its directory (Azure AD, `azure/directory.ts`) on the same base
+ * URL, over TLS as the SDK requires for bearer tokens. The vault answers a request without
  * a token with the 401 challenge naming the directory and resource, checks every token (signature,
  * audience, tenant, expiry), and keeps what Key Vault keeps: secrets by name with versions and
  * tags, soft delete, recovery and purge (refused under purge protection).
  */
-import { generateKeyPairSync, randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { FaultInjector, listenLocally, readBody, sendJson } from './http-server';
-import { signJwt, verifyJwt } from './jwt';
+import { createAzureDirectory } from './azure/directory';
 
 export interface VaultSecret {
   name: string;
@@ -44,8 +43,7 @@ const VAULT_RESOURCE = 'https://vault.azure.net';
 const NAME = /^[0-9a-zA-Z-]{1,127}$/;
 
 export async function startAzureKeyVaultEmulator(tls: { cert: string; key: string }, tenantId = randomUUID()): Promise<AzureKeyVaultEmulator> {
-  const signing = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  const apps = new Map<string, string>();
+  const directory = createAzureDirectory([VAULT_RESOURCE], tenantId);
   const secrets = new Map<string, VaultSecret>();
   const deleted = new Map<string, VaultSecret>();
   const calls: string[] = [];
@@ -64,46 +62,12 @@ export async function startAzureKeyVaultEmulator(tls: { cert: string; key: strin
     return { ...described, recoveryId: `${base}/deletedsecrets/${secret.name}`, deletedDate: Math.floor((secret.deletedAt?.getTime() ?? 0) / 1000) };
   };
 
-  const directory = async (res: ServerResponse, method: string, path: string, form: URLSearchParams) => {
-    const [, tenant, ...rest] = path.split('/');
-    if (tenant !== tenantId) return sendJson(res, 400, { error: 'invalid_tenant', error_description: `AADSTS90002: Tenant '${tenant}' not found.` });
-    const authority = `${base}/${tenant}`;
-    if (method === 'GET' && rest.join('/') === 'v2.0/.well-known/openid-configuration') {
-      return sendJson(res, 200, {
-        issuer: `${authority}/v2.0`,
-        authorization_endpoint: `${authority}/oauth2/v2.0/authorize`,
-        token_endpoint: `${authority}/oauth2/v2.0/token`,
-        end_session_endpoint: `${authority}/oauth2/v2.0/logout`,
-        jwks_uri: `${authority}/discovery/v2.0/keys`,
-        response_types_supported: ['code', 'id_token', 'token'],
-        subject_types_supported: ['pairwise'],
-        id_token_signing_alg_values_supported: ['RS256'],
-      });
-    }
-    if (method !== 'POST' || rest.join('/') !== 'oauth2/v2.0/token') return sendJson(res, 404, { error: 'not_found' });
-    const fault = faults.take('token');
-    if (fault) return sendJson(res, fault.status, fault.body);
-    if (form.get('grant_type') !== 'client_credentials') return sendJson(res, 400, { error: 'unsupported_grant_type', error_description: 'AADSTS70003: The app requested an unsupported grant type.' });
-    const clientId = form.get('client_id') ?? '';
-    const expected = apps.get(clientId);
-    if (expected === undefined) return sendJson(res, 400, { error: 'unauthorized_client', error_description: `AADSTS700016: Application with identifier '${clientId}' was not found in the directory.` });
-    const given = Buffer.from(form.get('client_secret') ?? '');
-    if (given.length !== Buffer.byteLength(expected) || !timingSafeEqual(given, Buffer.from(expected))) {
-      return sendJson(res, 401, { error: 'invalid_client', error_description: `AADSTS7000215: Invalid client secret provided. Ensure the secret being sent in the request is the client secret value, not the client secret ID, for a secret added to app '${clientId}'.`, error_codes: [7000215] });
-    }
-    if (form.get('scope') !== `${VAULT_RESOURCE}/.default`) return sendJson(res, 400, { error: 'invalid_scope', error_description: `AADSTS70011: The provided value for scope ${form.get('scope')} is not valid.` });
-    const now = Math.floor(Date.now() / 1000);
-    const token = signJwt({ aud: VAULT_RESOURCE, iss: `${authority}/`, tid: tenant, appid: clientId, iat: now, nbf: now, exp: now + 3600 }, signing.privateKey);
-    return sendJson(res, 200, { token_type: 'Bearer', expires_in: 3600, ext_expires_in: 3600, access_token: token });
-  };
-
   const vault = async (res: ServerResponse, method: string, url: URL, authorization: string, body: Buffer) => {
     const challenge = { 'www-authenticate': `Bearer authorization="${base}/${tenantId}", resource="${VAULT_RESOURCE}"` };
     const token = /^Bearer (.+)$/.exec(authorization)?.[1];
     if (!token) return sendJson(res, 401, { error: { code: 'Unauthorized', message: 'AKV10000: Request is missing a Bearer or PoP token.' } }, challenge);
-    const verified = verifyJwt(token, signing.publicKey);
-    const problem = 'problem' in verified ? verified.problem : verified.claims.aud !== VAULT_RESOURCE ? 'wrong audience' : verified.claims.tid !== tenantId ? 'token of another tenant' : undefined;
-    if (problem) return sendJson(res, 401, { error: { code: 'Unauthorized', message: `AKV10032: Invalid token: ${problem}.` } }, challenge);
+    const verified = directory.verify(token, VAULT_RESOURCE);
+    if ('problem' in verified) return sendJson(res, 401, { error: { code: 'Unauthorized', message: `AKV10032: Invalid token: ${verified.problem}.` } }, challenge);
     if (!url.searchParams.get('api-version')) return vaultError(res, 400, 'BadParameter', 'The api-version query parameter is required.');
 
     const [collection, name, action] = url.pathname.split('/').slice(1).map(decodeURIComponent);
@@ -171,14 +135,14 @@ export async function startAzureKeyVaultEmulator(tls: { cert: string; key: strin
     if (url.pathname.startsWith('/secrets/') || url.pathname.startsWith('/deletedsecrets/')) {
       return vault(res, req.method ?? 'GET', url, String(req.headers.authorization ?? ''), body);
     }
-    return directory(res, req.method ?? 'GET', url.pathname, new URLSearchParams(body.toString('utf8')));
+    directory.handle(res, req.method ?? 'GET', url.pathname, new URLSearchParams(body.toString('utf8')), base);
   }, tls);
   base = server.url;
 
   return {
     url: server.url,
     tenantId,
-    apps,
+    apps: directory.apps,
     secrets,
     deleted,
     get purgeProtection() {
@@ -190,7 +154,7 @@ export async function startAzureKeyVaultEmulator(tls: { cert: string; key: strin
     value: (name) => secrets.get(name)?.versions.at(-1)?.value,
     calls,
     failNext: (operation, status, code, times) =>
-      faults.failNext(operation, { status, body: operation === 'token' ? { error: code, error_description: code } : { error: { code, message: code } } }, times),
+      operation === 'token' ? directory.failNext(status, code, times) : faults.failNext(operation, { status, body: { error: { code, message: code } } }, times),
     close: server.close,
   };
 }

@@ -5,8 +5,8 @@ const USAGE = `Usage: svc cluster [-gateways=N] [-services=transit,database,clou
 
 Starts the distributed topology as separate local processes (gateway replicas and engine
 services) against the NATS, PostgreSQL and Redis of this machine (SVC_TEST_NATS_URL,
-SVC_TEST_POSTGRES_URL, SVC_TEST_REDIS_ADDRESS override the defaults), with a cluster key made
-for the run (bus cluster_key_file); initializes and unseals it, prints the addresses and the
+SVC_TEST_POSTGRES_URL, SVC_TEST_REDIS_ADDRESS override the defaults; SVC_TEST_WORKERS sets each
+gateway's workers, default 1), with a cluster key made for the run (bus cluster_key_file); initializes and unseals it, prints the addresses and the
 root token, and runs until interrupted. Every process's log lines are shown on stderr, each
 after the name of its process ("[gateway-0] ..."); -quiet hides them. The end-to-end tests start
 the same topology through the same function.

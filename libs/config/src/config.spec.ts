@@ -786,6 +786,22 @@ describe('telemetry', () => {
   });
 });
 
+describe('replication', () => {
+  it("takes the log shipper's limits and warns of unknown fields; absent, the defaults apply", async () => {
+    expect((await parseConfig(minimalHcl, 'hcl', 'config.hcl', {})).replication).toBeUndefined();
+    const config = await parseConfig(`${minimalHcl}replication {\n  log_shipper_buffer_length = 64\n  log_shipper_buffer_size = 1048576\n  resolver_discover_servers = true\n}\n`, 'hcl', 'config.hcl', {});
+    expect(config.replication).toEqual({ logShipperBufferLength: 64, logShipperBufferSize: 1_048_576 });
+    expect(config.warnings).toEqual(['config.hcl: replication: unknown field "resolver_discover_servers" ignored']);
+  });
+
+  it.each([
+    ['log_shipper_buffer_length = 0', 'config.hcl: replication: log_shipper_buffer_length must be a positive integer'],
+    ['log_shipper_buffer_size = "big"', 'config.hcl: replication: log_shipper_buffer_size must be an integer'],
+  ])('refuses %s naming the field', async (field, message) => {
+    await expectConfigError(parseConfig(`${minimalHcl}replication {\n  ${field}\n}\n`, 'hcl', 'config.hcl', {}), message);
+  });
+});
+
 describe('devConfig', () => {
   it('is all-in-one: one plain-HTTP listener, in-memory storage, no bus or locks', () => {
     const config = devConfig({ listenAddress: '127.0.0.1:8250' });

@@ -6,3 +6,4 @@ export { DEFAULT_ADDRESS, DEFAULT_JSON_LIMITS, DEFAULT_MAX_REQUEST_SIZE, DEFAULT
 export { devConfig } from './dev';
 export { parseHcl } from './hcl';
 export { cloudCredentials, cloudRegion } from './cloud-environment';
+export type { ReplicationConfig } from './replication';

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { extname, isAbsolute } from 'node:path';
 import type { ServerConfig } from './types';
 import { blocksOf } from './blocks';
+import { parseReplication } from './replication';
 import { withSecretsFromEnvironment } from './environment';
 import { ConfigError } from './errors';
 import { parseHcl } from './hcl';
@@ -98,6 +99,7 @@ async function buildConfig(top: Section, sourceName: string, environment: NodeJS
   const services = serviceNames(top, knownServices);
   const providerEndpoints = parseProviderEndpoints(top.raw('provider_endpoints'), sourceName, environment, warnings);
   const telemetry = parseTelemetry(top.raw('telemetry'), sourceName, warnings);
+  const replication = parseReplication(top.raw('replication'), sourceName, warnings);
   const pluginDirectory = top.string('plugin_directory');
   if (pluginDirectory !== undefined && !isAbsolute(pluginDirectory)) throw top.error('plugin_directory must be an absolute path');
   const workers = workerCount(top);
@@ -118,6 +120,7 @@ async function buildConfig(top: Section, sourceName: string, environment: NodeJS
     ...(services ? { services } : {}),
     providerEndpoints,
     telemetry,
+    ...(replication ? { replication } : {}),
     ...(pluginDirectory !== undefined ? { pluginDirectory } : {}),
     warnings,
   };

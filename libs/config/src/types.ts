@@ -2,6 +2,7 @@
 import type { StorageConfig } from '@svc/storage';
 import type { AwsKmsSealConfig, Pkcs11SealConfig, TransitSealConfig } from '@svc/seal';
 import type { NatsBusConfig } from '@svc/bus';
+import type { ReplicationConfig } from './replication';
 import type { RedisLockConfig } from '@svc/locks';
 import type { TelemetryConfig } from '@svc/metrics';
 
@@ -100,6 +101,8 @@ export interface ServerConfig {
   providerEndpoints: ProviderEndpoints;
   /** The `telemetry` stanza: what sys/metrics and the services' metrics show. */
   telemetry: TelemetryConfig;
+  /** The `replication` stanza (the log shipper's limits); absent: the defaults. */
+  replication?: ReplicationConfig;
   /** Problems that did not stop parsing, e.g. unknown fields that were ignored. */
   warnings?: string[];
 }

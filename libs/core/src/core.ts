@@ -6,7 +6,7 @@ import { BusUnavailableError, decodeJson, encodeJson } from '@svc/bus';
 import type { ServerConfig } from '@svc/config';
 import { EngineHost, EngineRegistry, GATEWAY, mountRemovedSubject, mountStoragePrefix, serviceSubject, type EngineReply, type EngineRequest, type EngineType, type OperationFields } from '@svc/engine-host';
 import type { Backend, MountInfo, Operation, Request } from '@svc/framework';
-import { ServiceError, envelope } from '@svc/http';
+import { ServiceError, envelope, errorOf } from '@svc/http';
 import type { Metrics, Timer } from '@svc/metrics';
 import type { LockManager } from '@svc/locks';
 import {
@@ -25,8 +25,10 @@ import {
   encryptRootToken,
   type RootKeyWrapper,
   type Seal,
+  type UnsealShares,
 } from '@svc/seal';
-import { Replication, type MountRef, type ReplicationLogStatus } from '@svc/replication';
+import { REPLICATION_STORAGE_PREFIX, Replication, type ForwardCall, type MountRef } from '@svc/replication';
+import { DEFAULT_SHIPPER_LIMITS } from '@svc/replication-log';
 import { createSnapshot, openSnapshot, type SnapshotFile } from '@svc/snapshot';
 import { Barrier, CachedPhysical, createView, type Keyring, type Physical, type StorageView } from '@svc/storage';
 import { SYSTEM_MOUNT } from './mounts/system-mount';
@@ -51,6 +53,7 @@ import { AUDIT_TABLE_KEY, AuditDevices } from './audit/audit-devices';
 import { Logins } from './auth/logins';
 import { Plugins } from './plugins/plugins';
 import { RequestHandler } from './request/request-handler';
+import { decodeForwardedRequest, encodeForwardedReply, forwardingDispatcher } from './request/forwarding';
 
 const PERIODIC_INTERVAL_MS = 60_000;
 const SERVICE_UNSEAL_RETRIES = 40;
@@ -60,6 +63,8 @@ const AUTH_MOUNTS_KEY = 'core/auth';
 const POLICY_PREFIX = 'sys/policy/';
 /** Not a barrier key: marks a keyring rotation for the replicas. */
 const KEYRING_CHANGED = 'core/keyring';
+/** Not a storage key: tells sealed replicas that a client unsealed a peer, so they follow before the call returns. */
+const PEER_UNSEALED = 'core/unsealed';
 /** Physical key counting cluster-wide seals, so a replica that missed one while cut off learns of it. */
 const SEAL_GENERATION_KEY = 'core/seal-generation';
 /** Not a storage key: tells the replicas that a snapshot replaced the whole storage. */
@@ -72,8 +77,9 @@ const STORAGE_RESTORED = 'core/snapshot-restored';
 const KEPT_ON_RESTORE: ReadonlySet<string> = new Set([...Object.values(SEAL_STORAGE_KEYS), SEAL_GENERATION_KEY]);
 const FOREIGN_SNAPSHOT =
   'could not verify hash file, possibly the snapshot is using a different set of unseal keys; use the snapshot-force API to bypass this check';
-/** Barrier prefix of the replication state (local to this cluster, kept when a secondary's storage is wiped). */
-const REPLICATION_PREFIX = 'core/replication/';
+/** Barrier prefix of the statuses of mount moves (sys/remount/status), by migration id. */
+const MOUNT_MOVES_PREFIX = 'core/mount-moves/';
+const UUID_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** Barrier key of the last global plugin reload: the mounts whose backends every gateway replica drops. */
 const PLUGIN_RELOAD_KEY = 'core/plugin-reload';
 
@@ -82,6 +88,7 @@ function isCachedKey(key: string): boolean {
   const inNamespace = key.replace(/^namespaces\/[^/]+\//, '');
   return (
     key === KEYRING_CHANGED ||
+    key === PEER_UNSEALED ||
     key === SEAL_GENERATION_KEY ||
     key === STORAGE_RESTORED ||
     key === NAMESPACES_KEY ||
@@ -127,8 +134,8 @@ export interface CoreOptions {
   defaultKvVersion?: '1' | '2';
   /** This process's metrics (sys/metrics). */
   metrics: Metrics;
-  /** The write-ahead log's and Merkle index's figures for the replication status; absent, those fields are left out. */
-  replicationLog?: ReplicationLogStatus;
+  /** Where unseal shares are collected until the threshold: a gateway worker's primary; this process by default. */
+  unsealShares?: UnsealShares;
 }
 
 export interface InitRequest {
@@ -193,7 +200,6 @@ export class Core {
   clusterName = '';
   clusterId = '';
   activeSince?: Date;
-  private readonly migrations = new Map<string, Record<string, string>>();
   private periodic?: NodeJS.Timeout;
   private peerTransitions: Promise<void> = Promise.resolve();
   /** The seal generation when this replica unsealed. */
@@ -204,14 +210,14 @@ export class Core {
 
   constructor(readonly options: CoreOptions) {
     const { seal, disabledSeal } = options.config;
-    this.seal = createConfiguredSeal(options.physical, { version: VERSION, buildDate: BUILD_DATE }, this.sealProvider(seal), disabledSeal && this.sealProvider(disabledSeal));
+    this.seal = createConfiguredSeal(options.physical, { version: VERSION, buildDate: BUILD_DATE }, this.sealProvider(seal), disabledSeal && this.sealProvider(disabledSeal), options.unsealShares);
     // Gateways cache storage reads (in this process's memory there is nothing to save); replicas
     // invalidate each other's entries through ReplicaSync, which then has to carry every written key.
     this.storageCache = options.physical.kind === 'inmem' && !options.physical.remote ? undefined : new CachedPhysical(options.physical);
     this.barrier = new Barrier(this.storageCache ?? options.physical);
     this.namespaces = new NamespaceRegistry(this.barrier);
     this.tokens = new TokenStore(createView(this.barrier, 'sys/token/'));
-    this.leases = new ExpirationManager(createView(this.barrier, 'sys/expire/'), options.locks, (lease) => this.leaseLifecycle.revoke(lease), options.logger);
+    this.leases = new ExpirationManager(createView(this.barrier, 'sys/expire/'), options.locks, (lease) => this.leaseLifecycle.revoke(lease), options.logger, () => this.replication.isDrSecondary);
     this.leaseLifecycle = new LeaseLifecycle({
       expiration: this.leases,
       namespaces: this.namespaces,
@@ -229,6 +235,7 @@ export class Core {
       limits: (mount) => this.tokenLimits(mount),
       dispatch: (message) => this.dispatch(message),
       identity: (namespace) => this.identityStore(namespace),
+      forwardToPrimary: (call, body) => this.replication.forwardToPrimary(call, body),
     });
     this.authorizer = new Authorizer(this.namespaces, (namespace) => this.identityStore(namespace));
     this.wrapping = new ResponseWrapper(this.tokenManager, this.namespaces, this.barrier, options.config.maxLeaseTtl);
@@ -240,22 +247,33 @@ export class Core {
     if (this.seal.rootKeyRotation) this.rootKeyRekey = new Rekey(coreView, 'rekey/root-key', 'unseal-keys-backup', this.seal.rootKeyRotation);
     this.generateRoot = new GenerateRoot(coreView, 'generate-root', () => this.seal.authorityKeys, () => this.createRootToken(), SERVICE_TOKEN_LENGTH);
     this.replication = new Replication({
-      store: createView(this.barrier, REPLICATION_PREFIX),
+      store: createView(this.barrier, REPLICATION_STORAGE_PREFIX),
       logger: options.logger,
       apiAddr: () => options.config.apiAddr ?? this.apiAddresses[0] ?? '',
       clusterListenAddress: () => options.config.listeners[0]?.clusterAddress,
       clusterAddr: (bound) => options.config.clusterAddr ?? `https://${bound}`,
       wrap: (data, ttl, path) => this.wrapping.wrap(envelope(randomUUID(), { data }), ttl, this.namespaces.get('')!, path),
       keyring: () => this.barrier.keyring,
+      shareVerifier: () => this.seal.shareVerifier(),
       replaceStorage: (keyring, entries) => this.replaceForSecondary(keyring, entries),
       mounts: () => this.allMountRefs(),
-      namespaces: () => this.namespaces.all().map((namespace) => namespace.path),
-      ...(options.replicationLog ? { logStatus: options.replicationLog } : {}),
+      namespaces: () => this.namespaces.all().map((namespace) => ({ path: namespace.path, storagePrefix: Namespace.storagePrefix(namespace.record) })),
+      physical: this.storageCache ?? options.physical,
+      shipperLimits: {
+        maxEntries: options.config.replication?.logShipperBufferLength ?? DEFAULT_SHIPPER_LIMITS.maxEntries,
+        maxBytes: options.config.replication?.logShipperBufferSize ?? DEFAULT_SHIPPER_LIMITS.maxBytes,
+      },
+      localMountUuids: () => this.allMounts().filter((mount) => mount.local || mount.type === 'cubbyhole').map((mount) => mount.uuid),
+      adoptKeyring: (keyring) => this.installKeyring(keyring),
+      storageChanged: (keys) => this.replicatedWritesApplied(keys),
+      serveForwarded: (call, body) => this.serveForwarded(call, body),
     });
+    // A performance secondary writes only its local keys; the rest it forwards (request/forwarding.ts).
+    this.barrier.setWriteGuard((key) => this.replication.writable(key));
     this.drOperationToken = new GenerateRoot(
-      createView(this.barrier, REPLICATION_PREFIX),
+      createView(this.barrier, REPLICATION_STORAGE_PREFIX),
       'dr/generate-operation-token',
-      () => this.seal.authorityKeys,
+      () => this.replication.drShareAuthority(),
       () => this.replication.createOperationToken(),
       SERVICE_TOKEN_LENGTH,
       'DR operation token generation',
@@ -394,6 +412,7 @@ export class Core {
   /** Another replica changed cached state: read it again. */
   private async reloadCaches(keys: string[]): Promise<void> {
     this.storageCache?.invalidate(keys);
+    if (keys.includes(PEER_UNSEALED)) await this.followPeerUnseal();
     if (this.barrier.sealed) return;
     if (keys.includes(SEAL_GENERATION_KEY) && (await this.sealGeneration()) !== this.unsealedInGeneration) return this.followPeerSeal();
     if (keys.includes(STORAGE_RESTORED)) return this.reloadRestored();
@@ -406,7 +425,7 @@ export class Core {
       for (const uuid of reload?.mounts ?? []) this.dropLocalBackend(uuid);
     }
     if (keys.includes(AUDIT_TABLE_KEY)) await this.audit.load();
-    if (keys.some((key) => key.startsWith(REPLICATION_PREFIX))) await this.replication.load();
+    if (keys.some((key) => key.startsWith(REPLICATION_STORAGE_PREFIX))) await this.replication.load();
     await this.leases.noteRemoteChange(keys.filter((key) => key.startsWith(LEASE_KEY_PREFIX)));
     if (keys.includes(NAMESPACES_KEY)) {
       await this.namespaces.load(this.defaultKvVersion);
@@ -495,7 +514,7 @@ export class Core {
     await (this.storageCache ?? this.options.physical).replaceAll(noEntries(), KEPT_ON_RESTORE);
     await this.seal.persistKeyring(keyring);
     this.barrier.unseal(keyring);
-    const view = createView(this.barrier, REPLICATION_PREFIX);
+    const view = createView(this.barrier, REPLICATION_STORAGE_PREFIX);
     for (const [key, value] of entries) await view.put(key, value);
     await this.loadClusterIdentity();
     await this.reloadRestored(before);
@@ -509,7 +528,7 @@ export class Core {
       namespace
         .allMounts()
         .filter(({ mount }) => !this.engines.forMount(mount)?.builtin)
-        .map(({ mount, prefix }) => ({ namespace: namespace.path, path: prefix + mount.path })),
+        .map(({ mount, prefix }) => ({ namespace: namespace.path, path: prefix + mount.path, storagePrefix: mountStoragePrefix(mount) })),
     );
   }
 
@@ -573,6 +592,12 @@ export class Core {
     return sealed;
   }
 
+  /** A peer unsealed: fetch its keyring (unless already open) and finish following it. */
+  private async followPeerUnseal(): Promise<void> {
+    if (this.state !== 'unsealed') await this.peers.refresh();
+    await this.peerTransitions;
+  }
+
   private async followPeers(keyring: Keyring | undefined): Promise<void> {
     if (keyring && this.barrier.sealed) {
       this.initialized = true;
@@ -615,13 +640,23 @@ export class Core {
       const outcome = await this.seal.submitUnsealKey(key ?? '', reset);
       if (!outcome.keyring) return;
       this.logger.warn({ from: from.type, to: this.options.config.seal.type }, 'seal migration complete: the root key is now protected by the new seal');
-      await this.unsealWith(outcome.keyring);
+      await this.unsealEverywhere(outcome.keyring);
       return;
     }
     // An auto-unseal seal refuses every key, sealed or not: recovery keys must never look like unseal keys.
     if (!this.barrier.sealed && !this.seal.recoverySeal) return;
     const outcome = await this.seal.submitUnsealKey(key ?? '', reset);
-    if (outcome.keyring) await this.unsealWith(outcome.keyring);
+    if (outcome.keyring) await this.unsealEverywhere(outcome.keyring);
+  }
+
+  /**
+   * A client's unseal: the announcement alone lets the sealed replicas follow at their own pace,
+   * so a client's next call could meet one still sealed; noting PEER_UNSEALED makes each of them
+   * follow before the call returns, as a seal does.
+   */
+  private async unsealEverywhere(keyring: Keyring): Promise<void> {
+    await this.unsealWith(keyring);
+    this.replicas.noteWrite(PEER_UNSEALED);
   }
 
   /** Opens the barrier and loads cached state; `announce` hands the keyring to services and peers. */
@@ -674,12 +709,33 @@ export class Core {
   /** sys/rotate: a new keyring term for new writes; old terms stay for reading. */
   async rotateKeyring(): Promise<Keyring> {
     const next = this.barrier.keyring.rotate();
-    await this.seal.persistKeyring(next);
-    this.barrier.unseal(next);
-    await this.distributor.publish(next);
-    // Replicas fetch the new term before this call returns (the pipeline flushes).
-    this.replicas.noteWrite(KEYRING_CHANGED);
+    await this.installKeyring(next);
     return next;
+  }
+
+  /** Makes `keyring` this cluster's: stored under the root key, used here, fetched by the replicas. */
+  private async installKeyring(keyring: Keyring): Promise<void> {
+    await this.seal.persistKeyring(keyring);
+    this.barrier.unseal(keyring);
+    await this.distributor.publish(keyring);
+    // Replicas fetch the new term before a request that made it returns (the pipeline flushes).
+    this.replicas.noteWrite(KEYRING_CHANGED);
+  }
+
+  /**
+   * A secondary applied its primary's writes below the barrier: the caches of this process
+   * (mount tables, policies, tokens, engine backends here and in the engine services it hosts)
+   * and of every replica are reloaded for those keys, or wholly after a resync.
+   */
+  private async replicatedWritesApplied(keys: string[] | undefined): Promise<void> {
+    if (!keys) {
+      await this.reloadRestored();
+      this.replicas.noteWrite(STORAGE_RESTORED);
+      return;
+    }
+    await this.reloadCaches(keys);
+    for (const local of this.options.localServices.values()) local.invalidate(keys);
+    for (const key of keys) this.replicas.noteWrite(key);
   }
 
   async createRootToken(id?: string): Promise<string> {
@@ -803,8 +859,9 @@ export class Core {
       leases: this.leaseLifecycle,
       logins: this.logins,
       wrapper: this.wrapping,
-      dispatcher: this,
+      dispatcher: forwardingDispatcher(this, (call, body) => this.replication.forwardToPrimary(call, body)),
       resolveToken: (value) => this.replication.resolveWrappingToken(value),
+      isDrSecondary: () => this.replication.isDrSecondary,
       requests: this.options.metrics.timer('core.handle_request', 'Requests handled by the gateway, by namespace, mount and operation', ['namespace', 'mount', 'operation']),
     });
   }
@@ -859,6 +916,40 @@ export class Core {
     }
   }
 
+  /**
+   * On a performance primary: a write a secondary forwarded, run as the caller the secondary
+   * authenticated and authorized (see request/forwarding.ts); its failure is its answer.
+   */
+  private async serveForwarded(call: ForwardCall, body: Record<string, unknown>): Promise<Record<string, unknown>> {
+    try {
+      if (call === 'login-entity') {
+        const entity = await this.identityStore(this.namespaceAt(body.namespace)).loginEntity(String(body.mount_accessor), String(body.name), (body.metadata ?? {}) as Record<string, string>);
+        return { ok: true, entity };
+      }
+      const message = decodeForwardedRequest(body, (namespace, uuid) => this.mountByUuid(namespace, uuid));
+      return encodeForwardedReply(await (message.mount.uuid === SYSTEM_MOUNT.uuid ? this.handleSystem(message) : this.dispatch(message)));
+    } catch (err) {
+      return { ok: false, ...errorOf(err) };
+    } finally {
+      // As after a request: the other gateway replicas hear of the writes before the secondary does.
+      if (this.replicas.hasPending) await this.replicas.flush();
+    }
+  }
+
+  private namespaceAt(path: unknown): Namespace {
+    const namespace = typeof path === 'string' ? this.namespaces.get(path) : undefined;
+    if (!namespace) throw ServiceError.badRequest(`namespace ${JSON.stringify(path)} does not exist on the primary`);
+    return namespace;
+  }
+
+  /** A mount of this cluster by its uuid (the system mount of the namespace for sys/). */
+  private mountByUuid(namespacePath: string, uuid: string): MountInfo | undefined {
+    const namespace = this.namespaces.get(namespacePath);
+    if (!namespace) return undefined;
+    if (uuid === SYSTEM_MOUNT.uuid) return { ...SYSTEM_MOUNT, namespace: namespace.path };
+    return namespace.allMounts().find(({ mount }) => mount.uuid === uuid)?.mount;
+  }
+
   /** sys/ requests, which are served in every seal state (the pipeline decides which). */
   handleSystem(message: EngineRequest): Promise<EngineReply> {
     return this.coreEngines.handle(message);
@@ -886,20 +977,25 @@ export class Core {
     if (global) await createView(this.barrier, '').putJSON(PLUGIN_RELOAD_KEY, { mounts: uuids });
   }
 
-  /** Remounts complete synchronously; the id lets clients poll as Vault's API expects. */
-  newMigrationId(from: string, to: string): string {
+  /**
+   * Remounts complete synchronously; the id lets clients poll as Vault's API expects. Kept in
+   * storage, so any gateway replica or worker answers the poll.
+   */
+  async newMigrationId(from: string, to: string): Promise<string> {
     const id = randomUUID();
-    this.migrations.set(id, { source_mount: from, target_mount: to, status: 'success' });
+    await createView(this.barrier, MOUNT_MOVES_PREFIX).putJSON(id, { source_mount: from, target_mount: to, status: 'success' });
     return id;
   }
 
-  migration(id: string): Record<string, string> | undefined {
-    return this.migrations.get(id);
+  async migration(id: string): Promise<Record<string, string> | undefined> {
+    if (!UUID_SHAPE.test(id)) return undefined;
+    return (await createView(this.barrier, MOUNT_MOVES_PREFIX).getJSON<Record<string, string>>(id)) ?? undefined;
   }
 
   assertUnsealed(): void {
     if (!this.initialized) throw ServiceError.uninitialized();
-    if (this.barrier.sealed) throw ServiceError.sealed();
+    // A replica following a peer's unseal has an open barrier before its tables are loaded.
+    if (this.state !== 'unsealed') throw ServiceError.sealed();
   }
 
   /**
@@ -907,9 +1003,13 @@ export class Core {
    * The lock makes exactly one gateway replica do it; a mount's failure does not stop the others.
    */
   async runPeriodicFunctions(): Promise<void> {
+    // A DR secondary's data is its primary's: rotations and tidying happen there.
+    if (this.replication.isDrSecondary) return;
     await this.options.locks.withLock('core-periodic', PERIODIC_INTERVAL_MS, async () => {
       for (const { mount } of this.namespaces.all().flatMap((namespace) => namespace.allMounts())) {
         if (mount.type === 'system' || (!mount.external && !this.engines.forMount(mount))) continue;
+        // Rotations and tidies write the mount's storage: where it is replicated, the primary's run comes back here.
+        if (!this.barrier.canWrite(mountStoragePrefix(mount))) continue;
         const reply = await this.dispatch({
           kind: 'periodic',
           requestId: randomUUID(),

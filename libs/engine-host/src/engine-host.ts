@@ -301,13 +301,14 @@ const UNRESTRICTED: ReadonlySet<Capability> = new Set(['root']);
 function enforceOperationFlags(backend: Backend, message: EngineRequest): boolean {
   const info = backend.operationInfo(message.path, message.operation as PathOperation);
   if (!info) return false; // the backend answers 404 or 405 itself
+  // Unauthenticated operations too (a DR secondary's, authorized by a DR operation token).
+  if (info.rootNamespace && message.mount.namespace !== '') {
+    throw ServiceError.badRequest('this operation can only be called from the root namespace');
+  }
   if (info.unauthenticated) return true;
   if (!message.caller) throw ServiceError.forbidden();
   if (info.sudo && !message.capabilities.includes('sudo') && !message.capabilities.includes('root')) {
     throw ServiceError.forbidden('permission denied: this operation requires the sudo capability');
-  }
-  if (info.rootNamespace && message.mount.namespace !== '') {
-    throw ServiceError.badRequest('this operation can only be called from the root namespace');
   }
   return false;
 }

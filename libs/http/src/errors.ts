@@ -18,7 +18,9 @@ export type ErrorKind =
   | 'sealed'
   | 'unavailable'
   /** An external system (a database, a cloud provider) refused or failed. */
-  | 'provider-error';
+  | 'provider-error'
+  /** A write of replicated data on a performance secondary: only its primary writes it. */
+  | 'read-only-replicated';
 
 /** The 404 of a path no route declares; such answers carry only the default custom headers. */
 export const UNSUPPORTED_PATH = 'unsupported path';
@@ -79,6 +81,20 @@ export class ServiceError extends Error {
   }
   static badGateway(message: string): ServiceError {
     return new ServiceError('provider-error', [message]);
+  }
+}
+
+/** The message of a write refused on a performance secondary (no key: a key can name a secret). */
+export const READ_ONLY_REPLICATED_MESSAGE = 'replicated storage is read-only on a performance secondary: the write belongs to the primary';
+
+/**
+ * A write of replicated storage on a performance secondary. Its own kind survives the bus and
+ * the engine replies, so the request path can tell it from any other failure and forward the request.
+ */
+export class ReadOnlyReplicatedStorageError extends ServiceError {
+  constructor() {
+    super('read-only-replicated', [READ_ONLY_REPLICATED_MESSAGE]);
+    this.name = 'ReadOnlyReplicatedStorageError';
   }
 }
 

@@ -13,6 +13,8 @@ const HTTP_STATUS: Readonly<Record<ErrorKind, number>> = {
   internal: 500,
   uninitialized: 501,
   'provider-error': 502,
+  // Vault's ErrReadOnly; seen only when a write could not be forwarded to the primary.
+  'read-only-replicated': 405,
   sealed: 503,
   unavailable: 503,
 };

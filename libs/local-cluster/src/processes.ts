@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { closeSync, existsSync, openSync, readSync } from 'node:fs';
 import * as path from 'node:path';
+import { MAX_WORKERS } from '@svc/config';
 
 /** The built `svc` entry point (npm run build), found from the sources (jest) or a compiled tree (dist/, dist-bench/). */
 export const SVC_BIN = findUp(__dirname, path.join('bin', 'svc.js'));
@@ -40,6 +41,16 @@ export interface StartOptions {
 
 const START_TIMEOUT_MS = 120_000;
 
+/** The gateway workers of a server started here unless it is given some: `SVC_TEST_WORKERS`, default 1. */
+export const DEFAULT_WORKERS = workersFrom(process.env.SVC_TEST_WORKERS);
+
+function workersFrom(value: string | undefined): number {
+  if (value === undefined || value === '') return 1;
+  const workers = Number(value);
+  if (!Number.isInteger(workers) || workers < 1 || workers > MAX_WORKERS) throw new Error(`SVC_TEST_WORKERS must be a whole number from 1 to ${MAX_WORKERS}, not "${value}"`);
+  return workers;
+}
+
 /**
  * Starts `svc server ARGS` and resolves when the process logs that it started (the log line of a
  * gateway carries the addresses it bound, so port 0 works). Rejects with the process output if it
@@ -47,9 +58,9 @@ const START_TIMEOUT_MS = 120_000;
  * because creating embedded storage on a busy two-core machine has taken close to a minute.
  */
 export function startServerProcess(name: string, args: string[], timeoutMs = START_TIMEOUT_MS, options: StartOptions = {}): Promise<ServerProcess> {
-  // One gateway worker unless asked: the default (one per CPU) would multiply the processes every
-  // test starts on a shared machine; the tests of workers ask for them.
-  const workers = args.some((arg) => /^--?workers(=|$)/.test(arg)) ? [] : ['-workers=1'];
+  // DEFAULT_WORKERS unless asked, not the server's default (one per CPU), which would multiply the
+  // processes every test starts on a shared machine; engine services ignore the flag.
+  const workers = args.some((arg) => /^--?workers(=|$)/.test(arg)) ? [] : [`-workers=${DEFAULT_WORKERS}`];
   const command = [process.execPath, SVC_BIN, 'server', ...workers, ...args];
   // Node cannot set a child's umask; a shell sets it and then becomes the server.
   const [file, ...argv] = options.umask === undefined ? command : ['/bin/sh', '-c', `umask ${options.umask.toString(8)} && exec "$@"`, 'sh', ...command];

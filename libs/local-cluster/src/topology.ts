@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Client } from 'pg';
 import { storeTables } from '@svc/storage';
-import { startServerProcess, type ServerProcess } from './processes';
+import { DEFAULT_WORKERS, startServerProcess, type ServerProcess } from './processes';
 
 export const POSTGRES_URL = process.env.SVC_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 export const NATS_URL = process.env.SVC_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
@@ -33,7 +33,7 @@ export interface TopologyOptions {
    * the gateways and for the services (credentials, TLS files).
    */
   nats?: { url: string; gateway?: string; service?: string };
-  /** Gateway workers of each gateway process (all-in-one: the process); default 1. */
+  /** Gateway workers of each gateway process (all-in-one: the process); default DEFAULT_WORKERS (SVC_TEST_WORKERS, else 1). */
   workers?: number;
   /** More HCL for the gateways (all-in-one: the process), e.g. a `seal` stanza. */
   gatewayConfig?: string;
@@ -99,7 +99,7 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
     for (const cleanup of cleanups) await cleanup();
   };
 
-  const workers = options.workers ?? 1;
+  const workers = options.workers ?? DEFAULT_WORKERS;
   try {
     if (kind === 'all-in-one') {
       const config = path.join(dir, 'server.hcl');

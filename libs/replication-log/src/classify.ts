@@ -23,6 +23,27 @@ export const LOCAL_PREFIXES: readonly LocalPrefix[] = [
   { prefix: 'core/plugin-reload', why: "a reload request to this cluster's processes" },
 ];
 
+/**
+ * Keys no secondary ever receives, in either mode, and the Merkle trees leave out: they belong to
+ * this copy of the storage. The seal's entries are encrypted by this cluster's own root key (a
+ * secondary keeps its seal and receives the primary's keyring over the cluster link instead), the
+ * seal generation would seal a secondary with its primary, and the replication state would make a
+ * secondary think it is its primary.
+ */
+export const OWN_PREFIXES: readonly LocalPrefix[] = [
+  { prefix: 'core/seal-config', why: "this cluster's seal and its shares" },
+  { prefix: 'core/root-key', why: "this cluster's root key, wrapped by its own seal" },
+  { prefix: 'core/keyring', why: "the keyring under this cluster's root key (a secondary gets the primary's over the link)" },
+  { prefix: 'core/recovery-key', why: "this cluster's recovery key" },
+  { prefix: 'core/seal-generation', why: 'seals of this cluster, which its processes follow' },
+  { prefix: 'core/rekey/', why: "rekey progress with this cluster's shares" },
+  { prefix: 'core/unseal-keys-backup', why: "backups of this cluster's shares" },
+  { prefix: 'core/recovery-keys-backup', why: "backups of this cluster's shares" },
+  { prefix: 'core/generate-root', why: "root token generation with this cluster's shares" },
+  { prefix: 'core/replication/', why: "this cluster's replication mode, its primary or secondaries" },
+  { prefix: 'core/cluster', why: "the cluster's own identity" },
+];
+
 export class KeyClassifier {
   private localMounts = new Set<string>();
 
@@ -32,6 +53,11 @@ export class KeyClassifier {
    */
   setLocalMounts(uuids: Iterable<string>): void {
     this.localMounts = new Set(uuids);
+  }
+
+  /** Whether the key may reach a secondary at all (see OWN_PREFIXES). */
+  isShipped(key: string): boolean {
+    return !OWN_PREFIXES.some(({ prefix }) => key.startsWith(prefix));
   }
 
   classify(key: string): KeyClass {

@@ -200,7 +200,8 @@ export class MerkleIndex {
 
   /** Records a key's current value (null: removed) in its tree, and removes it from the other. */
   private apply(key: string, value: Buffer | null): void {
-    const type = this.classifier.classify(key);
+    // Keys of this copy alone are in neither tree: they differ between primary and secondary by design.
+    const type = this.classifier.isShipped(key) ? this.classifier.classify(key) : undefined;
     for (const tree of TREE_TYPES) this.trees[tree].set(key, tree === type && value !== null ? valueHash(value) : null);
   }
 

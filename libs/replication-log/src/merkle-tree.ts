@@ -132,6 +132,15 @@ export class MerkleTree {
       .sort((a, b) => compareKeys(a.key, b.key));
   }
 
+  /** A copy holding only the keys `keep` accepts. */
+  filtered(keep: (key: string) => boolean): MerkleTree {
+    const copy = new MerkleTree();
+    for (const bucket of this.buckets) {
+      for (const [key, hash] of bucket ?? []) if (keep(key)) copy.set(key, hash);
+    }
+    return copy;
+  }
+
   /** Replaces one page's keys (as loaded from its stored form). */
   loadPage(page: number, entries: readonly KeyHash[]): void {
     for (let subpage = 0; subpage < SUBPAGES; subpage++) {

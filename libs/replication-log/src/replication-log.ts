@@ -38,7 +38,7 @@ export class ReplicationLog {
     // The table may hold less than the buffer would: the buffer starts where the table does.
     const start = first ? first.idx - 1 : last;
     const log = new ReplicationLog(physical, classifier, index, new ShipperBuffer(limits, start), limits);
-    await log.fill();
+    await log.follow();
     return log;
   }
 
@@ -73,7 +73,7 @@ export class ReplicationLog {
 
   /** Folds new entries into the index and the buffer, flushes the index and trims the log. */
   async poll(): Promise<void> {
-    await this.fill();
+    await this.follow();
     await this.index.flush();
     const keepAfter = Math.min(this.index.durableIndex, this.buffer.last - this.limits.maxEntries);
     if (keepAfter > 0) await this.physical.log.trimThrough(keepAfter);
@@ -83,10 +83,11 @@ export class ReplicationLog {
     return { ...entry, class: this.classifier.classify(entry.key) };
   }
 
-  private async fill(): Promise<void> {
+  /** Appends the entries committed since to the shipper buffer (cheap: what `poll` does first); returns the last index held. */
+  async follow(): Promise<number> {
     for (;;) {
       const entries = await this.physical.log.entriesAfter(this.buffer.last, FILL_BATCH);
-      if (entries.length === 0) return;
+      if (entries.length === 0) return this.buffer.last;
       this.buffer.append(entries);
     }
   }

@@ -1,7 +1,7 @@
 import { ServiceError } from '@svc/http';
 import type { Physical, StoredEntry, WalEntry } from '@svc/storage';
 import type { MerkleIndex, TreeType } from './merkle-index';
-import { type KeyHash, type KeyPosition, PAGES, SUBPAGES } from './merkle-tree';
+import { type KeyHash, type KeyPosition, type MerkleTree, PAGES, SUBPAGES } from './merkle-tree';
 
 /**
  * The secondary's side of replication over its own store: applying streamed log entries, and
@@ -20,24 +20,43 @@ export async function lastRemoteWal(physical: Physical): Promise<number> {
   return stored ? Number(stored.toString('utf8')) : 0;
 }
 
+/** A secondary whose storage was wiped (activation) starts over: it has applied nothing. */
+export async function forgetRemoteWal(physical: Physical): Promise<void> {
+  await physical.transaction((tx) => tx.putMeta(LAST_REMOTE_WAL, null));
+}
+
+/**
+ * The log range a filtered batch covers: the primary read entries `after + 1` to `through` and
+ * shipped only those this secondary receives (its key classes, its paths filter), so the indexes
+ * of `entries` may skip; `last_remote_wal` becomes `through`.
+ */
+export interface BatchRange {
+  after: number;
+  through: number;
+}
+
 /**
  * Applies a batch of the primary's log entries in one transaction with the new `last_remote_wal`
  * (all or nothing), then folds them into the index; returns the new `last_remote_wal`. Entries
  * already applied are skipped, so a batch may be delivered again; a gap or a `reset` entry
- * throws ResyncRequiredError. Batches are applied one at a time (the stream's loop).
+ * throws ResyncRequiredError. Without `range` the entries must follow each other; with it, they
+ * may skip within the range, which must start at or before `last_remote_wal`. Batches are
+ * applied one at a time (the stream's loop).
  */
-export async function applyBatch(physical: Physical, index: MerkleIndex, entries: readonly WalEntry[]): Promise<number> {
+export async function applyBatch(physical: Physical, index: MerkleIndex, entries: readonly WalEntry[], range?: BatchRange): Promise<number> {
   const before = await lastRemoteWal(physical);
+  if (range && range.after > before) throw new ResyncRequiredError(`log entries ${before + 1} to ${range.after} are missing`);
   const applied = await physical.transaction(async (tx) => {
     let last = before;
     for (const entry of entries) {
       if (entry.idx <= last) continue;
-      if (entry.idx !== last + 1) throw new ResyncRequiredError(`log entry ${last + 1} is missing (got ${entry.idx})`);
+      if (range ? entry.idx > range.through : entry.idx !== last + 1) throw new ResyncRequiredError(`log entry ${last + 1} is missing (got ${entry.idx})`);
       if (entry.op === 'reset') throw new ResyncRequiredError(`log entry ${entry.idx} resets the primary's storage`);
       if (entry.op === 'put') await tx.put(entry.key, entry.value!);
       else await tx.delete(entry.key);
       last = entry.idx;
     }
+    if (range) last = Math.max(last, range.through);
     await tx.putMeta(LAST_REMOTE_WAL, Buffer.from(String(last)));
     return last;
   });
@@ -46,6 +65,16 @@ export async function applyBatch(physical: Physical, index: MerkleIndex, entries
 }
 
 // ---- The primary's answers (read from its index and store) ----
+
+/**
+ * What the answers read: the primary's index, or a view of it for one secondary (its trees
+ * without what the secondary's paths filter keeps from it).
+ */
+export interface MerkleSource {
+  readonly lastIndex: number;
+  catchUp(): Promise<void>;
+  tree(type: TreeType): MerkleTree;
+}
 
 function checkPage(page: unknown): number {
   if (!Number.isInteger(page) || (page as number) < 0 || (page as number) >= PAGES) {
@@ -69,20 +98,20 @@ export interface PageHashesAnswer {
   lastIndex: number;
 }
 
-export async function answerPageHashes(index: MerkleIndex, tree: TreeType): Promise<PageHashesAnswer> {
+export async function answerPageHashes(index: MerkleSource, tree: TreeType): Promise<PageHashesAnswer> {
   await index.catchUp();
   const merkle = index.tree(tree);
   return { root: merkle.rootHash(), pages: Array.from({ length: PAGES }, (_, page) => merkle.pageHash(page)), lastIndex: index.lastIndex };
 }
 
 /** Round 2: the bucket hashes of the pages asked for. */
-export function answerBucketHashes(index: MerkleIndex, tree: TreeType, pages: readonly number[]): { page: number; buckets: string[] }[] {
+export function answerBucketHashes(index: MerkleSource, tree: TreeType, pages: readonly number[]): { page: number; buckets: string[] }[] {
   const merkle = index.tree(tree);
   return pages.map(checkPage).map((page) => ({ page, buckets: Array.from({ length: SUBPAGES }, (_, subpage) => merkle.bucketHash(page, subpage)) }));
 }
 
 /** Round 3: the keys (with value hashes) of the buckets asked for. */
-export function answerBucketKeys(index: MerkleIndex, tree: TreeType, buckets: readonly KeyPosition[]): (KeyPosition & { keys: KeyHash[] })[] {
+export function answerBucketKeys(index: MerkleSource, tree: TreeType, buckets: readonly KeyPosition[]): (KeyPosition & { keys: KeyHash[] })[] {
   const merkle = index.tree(tree);
   return buckets.map(checkPosition).map(({ page, subpage }) => ({ page, subpage, keys: merkle.bucketEntries(page, subpage) }));
 }
@@ -159,7 +188,17 @@ const FETCH_BATCH = 500;
  * records the primary's log index as `last_remote_wal`. A performance secondary syncs the
  * replicated tree only; a DR secondary both.
  */
-export async function diffAndSync(physical: Physical, index: MerkleIndex, remote: MerkleRemote, trees: readonly TreeType[], maxRounds = 10): Promise<SyncResult> {
+export interface SyncOptions {
+  maxRounds?: number;
+  /**
+   * Called with the keys written or removed after each round's apply: the secondary reloads what
+   * they change (its mount tables decide the class of the keys the next round brings).
+   */
+  onApplied?: (keys: string[]) => Promise<void>;
+}
+
+export async function diffAndSync(physical: Physical, index: MerkleIndex, remote: MerkleRemote, trees: readonly TreeType[], options: SyncOptions = {}): Promise<SyncResult> {
+  const { maxRounds = 10, onApplied } = options;
   const result: SyncResult = { rounds: 0, fetched: 0, removed: 0, lastRemoteIndex: Number.MAX_SAFE_INTEGER };
   for (const tree of trees) {
     for (let round = 1; ; round++) {
@@ -183,6 +222,7 @@ export async function diffAndSync(physical: Physical, index: MerkleIndex, remote
         }
       }
       await applySync(physical, index, fetched, [...remove, ...removedThere]);
+      await onApplied?.([...fetched.map(({ key }) => key), ...remove, ...removedThere]);
       result.fetched += fetched.length;
       result.removed += remove.length + removedThere.length;
     }

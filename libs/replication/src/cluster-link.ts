@@ -10,8 +10,15 @@ export function clusterServerName(mode: ReplicationMode): string {
   return `${mode}.replication.svc`;
 }
 
-const MAX_BODY_BYTES = 64 * 1024;
-const REQUEST_TIMEOUT_MS = 10_000;
+/**
+ * Bodies are bounded: a request (a heartbeat, a Merkle question naming buckets or keys) at 4 MiB,
+ * an answer (a batch of log entries, stored values) at 32 MiB; the primary keeps its batches well
+ * below it (`MAX_BATCH_BYTES` of the log shipper).
+ */
+const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
+const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
+/** Long enough for a long-polled read of the log (which answers within a few seconds). */
+const REQUEST_TIMEOUT_MS = 30_000;
 
 /** A secondary's request over the cluster link, after its certificate was checked. */
 export interface LinkRequest {
@@ -151,7 +158,7 @@ export class ClusterListener {
     }
     if (method !== 'POST') return reply(405, { errors: ['only POST is served here'] });
     try {
-      const body = await readJson(stream);
+      const body = await readJson(stream, MAX_REQUEST_BYTES);
       const answer = await this.handler.handle({ mode, secondaryId: commonName(peer), remoteAddress: `${socket.remoteAddress}:${socket.remotePort}`, path, body });
       reply(200, answer);
     } catch (err) {
@@ -163,6 +170,8 @@ export class ClusterListener {
 /** The secondary side: one HTTP/2 session to the primary's cluster address, mutual TLS. */
 export class ClusterClient {
   private session?: ClientHttp2Session;
+  /** Where `session` goes: a session still connecting is reused too (a second one would close it). */
+  private sessionUrl?: string;
 
   constructor(
     private readonly mode: ReplicationMode,
@@ -178,11 +187,16 @@ export class ClusterClient {
       stream.setTimeout(REQUEST_TIMEOUT_MS, () => stream.close());
       let status = 0;
       stream.on('response', (headers) => (status = Number(headers[':status'])));
-      readJson(stream)
+      readJson(stream, MAX_ANSWER_BYTES)
         .then((answer) => (status === 200 ? resolve(answer) : reject(new Error(String((answer.errors as string[] | undefined)?.[0] ?? `status ${status}`)))))
         .catch(reject);
       stream.on('error', reject);
-      stream.on('close', () => reject(new Error('the cluster connection closed')));
+      // 'close' follows 'end' in the same turn, before the answer's promise settles: only a close without an answer fails the call.
+      let answered = false;
+      stream.on('end', () => (answered = true));
+      stream.on('close', () => {
+        if (!answered) reject(new Error('the cluster connection closed'));
+      });
       stream.end(JSON.stringify(body));
     });
   }
@@ -194,7 +208,8 @@ export class ClusterClient {
 
   private sessionTo(address: string): ClientHttp2Session {
     const url = `https://${address.replace(/^https?:\/\//, '')}`;
-    if (this.session && !this.session.closed && !this.session.destroyed && this.session.originSet?.includes(new URL(url).origin)) return this.session;
+    const current = this.session;
+    if (current && !current.closed && !current.destroyed && this.sessionUrl === url && (current.connecting || current.originSet?.includes(new URL(url).origin))) return current;
     this.close();
     const session = connect(url, {
       servername: clusterServerName(this.mode),
@@ -209,6 +224,7 @@ export class ClusterClient {
       if (this.session === session) this.session = undefined;
     });
     this.session = session;
+    this.sessionUrl = url;
     return session;
   }
 }
@@ -229,13 +245,13 @@ export function splitHostPort(hostPort: string): { host: string; port: number } 
   return { host: match[1], port: Number(match[2]) };
 }
 
-function readJson(stream: NodeJS.ReadableStream): Promise<Record<string, unknown>> {
+function readJson(stream: NodeJS.ReadableStream, maxBytes: number): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     stream.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size > MAX_BODY_BYTES) reject(new Error('body too large'));
+      if (size > maxBytes) reject(new Error(`body larger than ${maxBytes} bytes`));
       else chunks.push(chunk);
     });
     stream.on('end', () => {

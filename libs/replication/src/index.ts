@@ -4,3 +4,6 @@ export * from './activation';
 export * from './cluster-link';
 export * from './paths-filter';
 export * from './replication';
+export * from './wal-wire';
+export * from './log-shipper';
+export * from './log-follower';

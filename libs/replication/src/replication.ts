@@ -1,20 +1,34 @@
 import { X509Certificate, createHash, createPrivateKey, generateKeyPairSync, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { ServiceError, type WrapInfo } from '@svc/http';
-import { decodePublicKey, generateTransferKeyPair, openSealedKeyring, sealKeyringFor, type SealedKeyring } from '@svc/seal';
-import type { Keyring, StorageView } from '@svc/storage';
+import { checkShareVerifier, decodePublicKey, generateTransferKeyPair, openSealedKeyring, sealKeyringFor, verifierAuthority, type SealedKeyring, type ShareAuthority, type ShareVerifier } from '@svc/seal';
+import {
+  DEFAULT_SHIPPER_LIMITS,
+  forgetRemoteWal,
+  KeyClassifier,
+  lastRemoteWal,
+  ReplicationLog,
+  TREE_TYPES,
+  type MerkleCorruptionReport,
+  type ReindexOptions,
+  type ShipperBufferLimits,
+} from '@svc/replication-log';
+import type { Keyring, Physical, StorageView } from '@svc/storage';
 import { checkBundle, decryptBundle, encryptBundle, isJwtForm, readWrappingClaims, signWrappingToken, verifyWrappingToken, wrappingTokenMode } from './activation';
 import { ClusterClient, ClusterListener, clusterServerName, type LinkRequest } from './cluster-link';
-import { checkPathsFilter, dynamicFilter } from './paths-filter';
+import { LogFollower } from './log-follower';
+import { DR_SCOPE, LogShipper, performanceScope, type SecondaryScope } from './log-shipper';
+import { checkPathsFilter, dynamicFilter, filteredPrefixes } from './paths-filter';
 import { ClusterCa, type CertifiedKey } from './pki';
 import { loadCaBundle, unwrapAtPrimary } from './unwrap';
+import { LINK_PATHS } from './wal-wire';
 import {
   REPLICATION_MODES,
   type ActivationBundle,
   type MountRef,
+  type NamespaceRef,
   type PathsFilter,
   type PrimaryLink,
   type PrimaryState,
-  type ReplicationLogStatus,
   type ReplicationMode,
   type ReplicationState,
   type SecondaryState,
@@ -25,12 +39,26 @@ export const HEARTBEAT_INTERVAL_MS = 2_000;
 /** A peer not heard from for this long is shown disconnected (a loaded host delays a beat or two). */
 const HEARTBEAT_STALE_MS = 5 * HEARTBEAT_INTERVAL_MS;
 export const DEFAULT_SECONDARY_TOKEN_TTL = 30 * 60;
+/** How long a secondary holds a forwarded write's answer until the write has come back (read-after-write). */
+export const FORWARD_WAIT_MS = 10_000;
 /** DR operation tokens: a prefix and 24 random bytes, as long as a service token (the OTP's length). */
 const DR_TOKEN_PREFIX = 'svd.';
 const STATE = (mode: ReplicationMode) => `${mode}/state`;
+/** Barrier prefix of the replication state (local to this cluster, kept when a secondary's storage is wiped). */
+export const REPLICATION_STORAGE_PREFIX = 'core/replication/';
+
+/**
+ * Whether the storage under `root` (the barrier's root) is a DR secondary's, for processes that
+ * hold no replication state of their own: background work that writes waits until a promotion.
+ */
+export async function isDrSecondaryStorage(root: StorageView): Promise<boolean> {
+  return (await root.getJSON<ReplicationState>(REPLICATION_STORAGE_PREFIX + STATE('dr')))?.mode === 'secondary';
+}
 const PUBLIC_KEY = (mode: ReplicationMode) => `${mode}/public-key`;
 const FILTER_PREFIX = 'performance/paths-filter/';
 const DR_TOKEN_PREFIX_KEY = 'dr/operation-tokens/';
+/** A DR secondary's copy of its primary's share verifier (DR operation tokens take the primary's shares). */
+const SHARE_VERIFIER = 'dr/share-verifier';
 
 interface Logger {
   info(obj: object, msg: string): void;
@@ -51,15 +79,48 @@ export interface ReplicationHost {
   /** Wraps `data` in a response-wrapping token (the core's wrapping) of the root namespace. */
   wrap(data: Record<string, unknown>, ttlSeconds: number, creationPath: string): Promise<WrapInfo>;
   keyring(): Keyring;
+  /** What checks this cluster's unseal (or recovery) shares, handed to its DR secondaries. */
+  shareVerifier(): Promise<ShareVerifier>;
   /**
    * Replaces the whole storage with `entries` (keys under `store`, plaintext) encrypted under
    * `keyring`, which becomes this cluster's; the seal's own entries stay. Cached state is reloaded.
    */
   replaceStorage(keyring: Keyring, entries: [string, Buffer][]): Promise<void>;
   mounts(): MountRef[];
-  namespaces(): string[];
-  /** Write-ahead log and Merkle index figures; without it the status leaves them out. */
-  logStatus?: ReplicationLogStatus;
+  namespaces(): NamespaceRef[];
+  /**
+   * The store below the barrier (values as stored), which replication copies: its log while this
+   * cluster is a primary or a secondary, its Merkle index.
+   */
+  physical: Physical;
+  /** The log shipper's limits (the `replication` stanza); defaults when absent. */
+  shipperLimits?: ShipperBufferLimits;
+  /** The uuids of the mounts whose storage is local (`local: true`, and cubbyholes). */
+  localMountUuids(): string[];
+  /** Makes `keyring` (the primary's, with a term this cluster lacks) this cluster's. */
+  adoptKeyring(keyring: Keyring): Promise<void>;
+  /** Replicated writes were applied to storage: these keys, or (after a resync) any. Cached state is reloaded. */
+  storageChanged(keys: string[] | undefined): Promise<void>;
+  /**
+   * On a performance primary: runs a write a secondary forwarded (see `forwardToPrimary`) and
+   * answers it; failures of the write itself are in the answer, not thrown.
+   */
+  serveForwarded(call: ForwardCall, body: Record<string, unknown>): Promise<Record<string, unknown>>;
+}
+
+/**
+ * The writes a performance secondary forwards: a whole request its engine could not complete
+ * locally, or the entity and alias a login on the secondary needs.
+ */
+export type ForwardCall = 'request' | 'login-entity';
+
+/** What the primary answered a forwarded write with, and whether this secondary has applied it yet. */
+export interface ForwardedAnswer {
+  answer: Record<string, unknown>;
+  /** The primary's log index once the write was committed. */
+  index: number;
+  /** False when the write had not come back through the log within `FORWARD_WAIT_MS`. */
+  consistent: boolean;
 }
 
 interface PrimaryPeer {
@@ -71,6 +132,8 @@ interface PrimaryPeer {
 
 interface SecondaryLinkState {
   client: ClusterClient;
+  /** Its own session: a failed heartbeat closes the heartbeat's, which must not end a write in flight. */
+  forwarding: ClusterClient;
   timer: NodeJS.Timeout;
   lastHeartbeat?: Date;
   connected: boolean;
@@ -78,6 +141,8 @@ interface SecondaryLinkState {
   filter: PathsFilter | null;
   /** The primary it beats to (JSON of its link), to notice a change of primary. */
   target: string;
+  /** The primary's share verifier as last stored (DR), to store it again only when it changed. */
+  shareVerifier?: string;
 }
 
 export interface SecondaryEnableRequest {
@@ -106,6 +171,11 @@ export class Replication {
   private readonly links = new Map<ReplicationMode, SecondaryLinkState>();
   private readonly listener: ClusterListener;
   readonly nodeId = randomUUID();
+  private readonly classifier = new KeyClassifier();
+  /** The store's replication log and Merkle index, open while either mode is not disabled. */
+  private log?: ReplicationLog;
+  private shipper?: LogShipper;
+  private readonly followers = new Map<ReplicationMode, { follower: LogFollower; client: ClusterClient }>();
 
   constructor(private readonly host: ReplicationHost) {
     this.listener = new ClusterListener({
@@ -139,6 +209,7 @@ export class Replication {
   /** Sealing or stopping: the link ends; the state stays in storage. */
   async stop(): Promise<void> {
     for (const mode of REPLICATION_MODES) this.stopLink(mode);
+    await this.closeLog(false);
     this.states.clear();
     this.cas.clear();
     this.serverCerts.clear();
@@ -149,7 +220,7 @@ export class Replication {
 
   async status(mode: ReplicationMode): Promise<Record<string, unknown>> {
     const state = await this.read(mode);
-    const log = this.host.logStatus;
+    const log = this.log;
     if (state.mode === 'primary') {
       return {
         mode: 'primary',
@@ -157,14 +228,7 @@ export class Replication {
         primary_cluster_addr: state.primaryClusterAddr,
         known_secondaries: state.secondaries.map((secondary) => secondary.id),
         secondaries: state.secondaries.map((secondary) => this.peerStatus(mode, secondary.id)),
-        ...(log
-          ? {
-              last_wal: await log.lastWal(),
-              merkle_root: await log.merkleRoot(),
-              corrupted_merkle_tree: await log.corruptedMerkleTree(),
-              last_corruption_check_epoch: await log.lastCorruptionCheckEpoch(),
-            }
-          : {}),
+        ...(log ? await this.primaryLogStatus(log) : {}),
       };
     }
     if (state.mode === 'secondary') {
@@ -176,8 +240,7 @@ export class Replication {
         secondary_id: state.secondaryId,
         primary_cluster_addr: state.primary?.clusterAddr ?? '',
         known_primary_cluster_addrs: state.primary?.clusterAddrs ?? [],
-        // WAL streaming is not built yet: a linked secondary is `connected`, not `stream-wals`.
-        state: !state.primary ? 'idle' : connected ? 'connected' : 'connecting',
+        state: this.secondaryState(mode, state, connected),
         primaries: state.primary
           ? [
               {
@@ -188,15 +251,101 @@ export class Replication {
               },
             ]
           : [],
-        ...(log ? { last_remote_wal: await log.lastRemoteWal(), merkle_root: await log.merkleRoot() } : {}),
+        ...(log ? { last_remote_wal: await lastRemoteWal(this.host.physical), merkle_root: log.merkleRoot() } : {}),
       };
     }
     return { mode: 'disabled' };
   }
 
-  /** The modes as sys/health and seal-status report them. */
-  async modes(): Promise<Record<ReplicationMode, string>> {
-    return { performance: (await this.read('performance')).mode, dr: (await this.read('dr')).mode };
+  private async primaryLogStatus(log: ReplicationLog): Promise<Record<string, unknown>> {
+    const check = await log.index.lastCheck();
+    return {
+      last_wal: await log.lastIndex(),
+      merkle_root: log.merkleRoot(),
+      corrupted_merkle_tree: check?.corrupted ?? false,
+      last_corruption_check_epoch: check?.epoch ?? '',
+    };
+  }
+
+  /** `idle` without a primary; `connecting` while the link is down; else what the stream does. */
+  private secondaryState(mode: ReplicationMode, state: SecondaryState, connected: boolean): string {
+    if (!state.primary) return 'idle';
+    const follower = this.followers.get(mode)?.follower;
+    if (follower) return follower.state;
+    // Not following yet (the log is opening): the link is all there is to say.
+    return connected ? 'connected' : 'connecting';
+  }
+
+  /**
+   * Resolves true once this secondary has applied its primary's log index `index` (the primary's
+   * `last_wal` after a write), false after `timeoutMs` or when it follows no primary.
+   */
+  async waitForRemoteIndex(index: number, timeoutMs: number): Promise<boolean> {
+    const following = this.followers.get('performance') ?? this.followers.get('dr');
+    return following ? following.follower.waitForRemoteIndex(index, timeoutMs) : false;
+  }
+
+  /**
+   * Whether this cluster writes `key` itself: everywhere but on a performance secondary, whose
+   * replicated keys only its primary writes (they come back through the log). The barriers of
+   * this process consult it before every write, and background work before it starts.
+   */
+  writable(key: string): boolean {
+    if (this.states.get('performance')?.mode !== 'secondary') return true;
+    if (!this.classifier.isShipped(key)) return true;
+    // A mount made since the classifier last looked (a cubbyhole, a local mount) is looked up afresh.
+    if (this.classifier.classify(key) === 'replicated') this.classifier.setLocalMounts(this.host.localMountUuids());
+    return this.classifier.classify(key) === 'local';
+  }
+
+  /**
+   * On a performance secondary: sends a write of replicated data to the primary over the cluster
+   * link, then waits (bounded) until the primary's log has brought it back here, so that a read
+   * right after it sees it. An unreachable primary is a 503 naming it, not a hang.
+   */
+  async forwardToPrimary(call: ForwardCall, body: Record<string, unknown>): Promise<ForwardedAnswer> {
+    const state = this.states.get('performance');
+    const link = this.links.get('performance');
+    if (state?.mode !== 'secondary' || !state.primary || !link) throw ServiceError.unavailable('this performance secondary has no primary to forward the write to');
+    const primary = state.primary.clusterAddr;
+    let answer: Record<string, unknown>;
+    try {
+      answer = await link.forwarding.call(primary, LINK_PATHS.forward, { call, ...body });
+    } catch (err) {
+      throw ServiceError.unavailable(`the performance primary at ${primary} is unreachable, so the write could not be forwarded to it (${err instanceof Error ? err.message : 'failed'})`);
+    }
+    const index = Number(answer.index);
+    if (!Number.isInteger(index) || index < 0 || typeof answer.answer !== 'object' || answer.answer === null) throw ServiceError.badGateway('the performance primary answered a forwarded write malformed');
+    const consistent = await this.waitForRemoteIndex(index, FORWARD_WAIT_MS);
+    return { answer: answer.answer as Record<string, unknown>, index, consistent };
+  }
+
+  /** Document 3's merkle-check of this cluster's Merkle index. */
+  merkleCheck(): Promise<MerkleCorruptionReport> {
+    return this.requireLog().merkleCheck();
+  }
+
+  /** Document 3's reindex: rebuilds the Merkle index from storage; returns its warnings. */
+  reindex(options: ReindexOptions): Promise<string[]> {
+    return this.requireLog().reindex(options);
+  }
+
+  private requireLog(): ReplicationLog {
+    if (!this.log) throw ServiceError.badRequest('replication is disabled here: there is no Merkle index');
+    return this.log;
+  }
+
+  /**
+   * The modes as sys/health and seal-status report them, as this process last loaded them
+   * (`unknown` while sealed: the state is kept in the barrier).
+   */
+  modes(): Record<ReplicationMode, string> {
+    return { performance: this.states.get('performance')?.mode ?? 'unknown', dr: this.states.get('dr')?.mode ?? 'unknown' };
+  }
+
+  /** Whether this cluster is a DR secondary, which serves no client requests and runs no background work. */
+  get isDrSecondary(): boolean {
+    return this.states.get('dr')?.mode === 'secondary';
   }
 
   private peerStatus(mode: ReplicationMode, id: string): Record<string, unknown> {
@@ -229,6 +378,8 @@ export class Replication {
   /** Primary → secondary of no primary yet (update-primary gives one); the cluster id stays. */
   async demotePrimary(mode: ReplicationMode): Promise<void> {
     const state = await this.requirePrimary(mode);
+    // Its shares were the primary's of its replication set: they authorize its DR operation tokens until a new primary hands its own.
+    if (mode === 'dr') await this.host.store.putJSON(SHARE_VERIFIER, await this.host.shareVerifier());
     await this.save(mode, { mode: 'secondary', clusterId: state.clusterId, secondaryId: '' });
     this.host.logger.info({ mode, cluster_id: state.clusterId }, 'replication primary demoted');
   }
@@ -324,9 +475,12 @@ export class Replication {
     if ((await this.read(other)).mode === 'secondary') throw ServiceError.badRequest(`this cluster is already a ${modeName(other)} secondary`);
     if (mode === 'dr' && (await this.read('performance')).mode === 'primary') throw ServiceError.badRequest('a performance primary cannot become a DR secondary');
     const bundle = await this.obtainBundle(mode, request);
-    const { link, keyring } = await this.activate(mode, bundle);
+    const { link, keyring, shareVerifier } = await this.activate(mode, bundle);
     const kept = (await this.entries('')).filter(([key]) => key !== PUBLIC_KEY(mode));
     await this.host.replaceStorage(keyring, kept);
+    if (shareVerifier) await this.host.store.putJSON(SHARE_VERIFIER, shareVerifier);
+    // Nothing of the primary's log is applied yet: the first read resynchronizes from the primary's Merkle index.
+    await forgetRemoteWal(this.host.physical);
     await this.save(mode, { mode: 'secondary', clusterId: bundle.cluster_id, secondaryId: bundle.secondary_id, primary: link });
     this.host.logger.warn({ mode, cluster_id: bundle.cluster_id, secondary_id: bundle.secondary_id, primary: link.apiAddr }, 'replication secondary enabled: storage wiped');
   }
@@ -348,7 +502,8 @@ export class Replication {
     }
     if (request.tokenGiven) {
       const bundle = await this.obtainBundle(mode, request);
-      const { link } = await this.activate(mode, bundle);
+      const { link, shareVerifier } = await this.activate(mode, bundle);
+      if (shareVerifier) await this.host.store.putJSON(SHARE_VERIFIER, shareVerifier);
       await this.save(mode, { mode: 'secondary', clusterId: bundle.cluster_id, secondaryId: bundle.secondary_id, primary: link });
       return;
     }
@@ -371,6 +526,7 @@ export class Replication {
   /**
    * Secondary → primary with a new cluster CA (other secondaries need new tokens). Refused while
    * the primary still answers heartbeats, since two primaries would then be active, unless forced.
+   * A DR secondary's operation tokens are dropped: they authorized this promotion and nothing after.
    */
   async promote(mode: ReplicationMode, primaryClusterAddr: string, force: boolean): Promise<void> {
     const state = await this.requireSecondary(mode);
@@ -380,12 +536,15 @@ export class Replication {
     }
     if (!this.host.clusterListenAddress()) throw ServiceError.badRequest('this server has no cluster listener: set cluster_address in its listener stanza');
     const ca = await ClusterCa.create(state.clusterId);
+    if (mode === 'dr') await this.deleteTree(DR_TOKEN_PREFIX_KEY);
     await this.save(mode, { mode: 'primary', clusterId: state.clusterId, ca: ca.ca, primaryClusterAddr, secondaries: [] });
     this.host.logger.warn({ mode, cluster_id: state.clusterId, force }, 'replication secondary promoted to primary');
   }
 
+  /** A DR secondary's operation tokens are dropped with its mode, as on promotion. */
   async disableSecondary(mode: ReplicationMode): Promise<void> {
     await this.requireSecondary(mode);
+    if (mode === 'dr') await this.deleteTree(DR_TOKEN_PREFIX_KEY);
     await this.save(mode, { mode: 'disabled' });
     this.host.logger.info({ mode }, 'replication secondary disabled');
   }
@@ -408,14 +567,18 @@ export class Replication {
   }
 
   async primaryDynamicFilter(id: string): Promise<ReturnType<typeof dynamicFilter>> {
-    return dynamicFilter(await this.readPathsFilter(id), this.host.mounts(), this.host.namespaces());
+    return dynamicFilter(await this.readPathsFilter(id), this.host.mounts(), this.namespacePaths());
   }
 
   /** As the secondary sees it: the filter the primary last reported over the link. */
   async secondaryDynamicFilter(id: string): Promise<ReturnType<typeof dynamicFilter>> {
     const state = await this.requireSecondary('performance');
     if (checkFilterId(id) !== state.secondaryId) throw ServiceError.badRequest(`this secondary's id is "${state.secondaryId}", not "${id}"`);
-    return dynamicFilter(this.links.get('performance')?.filter ?? null, this.host.mounts(), this.host.namespaces());
+    return dynamicFilter(this.links.get('performance')?.filter ?? null, this.host.mounts(), this.namespacePaths());
+  }
+
+  private namespacePaths(): string[] {
+    return this.host.namespaces().map((namespace) => namespace.path);
   }
 
   // --- DR operation tokens ---
@@ -439,6 +602,18 @@ export class Replication {
   async deleteOperationToken(token: string): Promise<void> {
     await this.requireOperationToken(token);
     await this.host.store.delete(DR_TOKEN_PREFIX_KEY + tokenHash(token));
+  }
+
+  /**
+   * What authorizes DR operation tokens: the primary's unseal (or recovery) shares, checked with
+   * the verifier it handed over (a demoted primary: its own, which were its set's primary's).
+   */
+  drShareAuthority(): ShareAuthority {
+    return verifierAuthority(async () => {
+      const stored = await this.host.store.getJSON<ShareVerifier>(SHARE_VERIFIER);
+      if (!stored) throw ServiceError.badRequest('this DR secondary has not received its primary\'s share verifier yet: it comes at activation and with heartbeats');
+      return stored;
+    }, "the primary's");
   }
 
   /** Generation of DR operation tokens is a DR secondary's. */
@@ -468,7 +643,7 @@ export class Replication {
   }
 
   /** Reaches the primary over the cluster link with the bundle's certificate; receives its keyring sealed to a key made here. */
-  private async activate(mode: ReplicationMode, bundle: ActivationBundle): Promise<{ link: PrimaryLink; keyring: Keyring }> {
+  private async activate(mode: ReplicationMode, bundle: ActivationBundle): Promise<{ link: PrimaryLink; keyring: Keyring; shareVerifier?: ShareVerifier }> {
     const clientCert = { cert: bundle.client_cert, key: bundle.client_key };
     const client = new ClusterClient(mode, bundle.ca_cert, clientCert);
     const transfer = generateTransferKeyPair();
@@ -478,7 +653,8 @@ export class Replication {
         try {
           const answer = await client.call(addr, '/v1/replication/activate', { public_key: transfer.publicKey });
           const keyring = openSealedKeyring(transfer.privateKey, answer.keyring as SealedKeyring);
-          return { keyring, link: { apiAddr: bundle.primary_api_addr, clusterAddrs: bundle.primary_cluster_addrs, clusterAddr: addr, caCert: bundle.ca_cert, clientCert } };
+          const link = { apiAddr: bundle.primary_api_addr, clusterAddrs: bundle.primary_cluster_addrs, clusterAddr: addr, caCert: bundle.ca_cert, clientCert };
+          return { keyring, link, ...(mode === 'dr' ? { shareVerifier: checkShareVerifier(answer.share_verifier) } : {}) };
         } catch (err) {
           failures.push(`${addr}: ${err instanceof Error ? err.message : 'failed'}`);
         }
@@ -502,7 +678,7 @@ export class Replication {
         // A secondary activating again (update-primary with a new token) starts without its old filter.
         if (known?.activated && request.mode === 'performance') await this.host.store.delete(FILTER_PREFIX + request.secondaryId);
         if (known && !known.activated) await this.save(request.mode, { ...state, secondaries: state.secondaries.map((secondary) => (secondary === known ? { ...secondary, activated: true } : secondary)) });
-        return { cluster_id: state.clusterId, keyring: sealed };
+        return { cluster_id: state.clusterId, keyring: sealed, ...(await this.shareVerifierFor(request.mode)) };
       }
       case '/v1/replication/heartbeat': {
         const str = (value: unknown) => (typeof value === 'string' ? value : '');
@@ -513,13 +689,44 @@ export class Replication {
           lastHeartbeat: new Date(),
         });
         const filter = request.mode === 'performance' ? await this.host.store.getJSON<PathsFilter>(FILTER_PREFIX + request.secondaryId) : null;
-        return { cluster_id: state.clusterId, paths_filter: filter };
+        return { cluster_id: state.clusterId, paths_filter: filter, ...(await this.shareVerifierFor(request.mode)) };
       }
       case '/v1/replication/ping':
         return { cluster_id: state.clusterId };
+      case LINK_PATHS.forward: {
+        if (request.mode !== 'performance') throw new Error('only performance secondaries forward writes');
+        const { call, ...body } = request.body;
+        if (call !== 'request' && call !== 'login-entity') throw new Error('call must be "request" or "login-entity"');
+        const answer = await this.host.serveForwarded(call, body);
+        // Read after the write committed: at least its own entry.
+        return { answer, index: (await this.host.physical?.log.lastIndex()) ?? 0 };
+      }
+      case LINK_PATHS.keyring: {
+        const publicKey = request.body.public_key;
+        if (typeof publicKey !== 'string') throw new Error('public_key is required');
+        return { keyring: sealKeyringFor(publicKey, this.host.keyring()) };
+      }
       default:
-        throw new Error(`unknown path ${request.path}`);
+        return this.serveData(request);
     }
+  }
+
+  /** The link's calls that carry storage: the log (streaming) and the Merkle answers (resync). */
+  private async serveData(request: LinkRequest): Promise<Record<string, unknown>> {
+    if (!this.shipper) throw new Error('replication storage is not open');
+    return this.shipper.answer(request.path, request.body, await this.scopeOf(request.mode, request.secondaryId), this.host.keyring().activeTerm);
+  }
+
+  /** A DR secondary is handed this cluster's share verifier, at activation and with every heartbeat (a rekey changes it). */
+  private async shareVerifierFor(mode: ReplicationMode): Promise<{ share_verifier?: ShareVerifier }> {
+    return mode === 'dr' ? { share_verifier: await this.host.shareVerifier() } : {};
+  }
+
+  /** What a secondary receives (see SecondaryScope); a performance secondary's paths filter is applied as entries are shipped. */
+  private async scopeOf(mode: ReplicationMode, secondaryId: string): Promise<SecondaryScope> {
+    if (mode === 'dr') return DR_SCOPE;
+    const filter = await this.host.store.getJSON<PathsFilter>(FILTER_PREFIX + secondaryId);
+    return performanceScope(filteredPrefixes(filter, this.host.mounts(), this.host.namespaces()));
   }
 
   private async read(mode: ReplicationMode): Promise<ReplicationState> {
@@ -548,14 +755,68 @@ export class Replication {
       await this.listener.listen(address);
       this.host.logger.info({ cluster_address: this.listener.address }, 'cluster listener started');
     } else if (!primaries && this.listener.listening) await this.listener.close();
+    await this.syncLog();
     const target = state.mode === 'secondary' ? state.primary : undefined;
     if (this.links.get(mode)?.target !== (target && JSON.stringify(target))) this.stopLink(mode);
     if (target && !this.links.has(mode)) this.startLink(mode, state as SecondaryState, target);
   }
 
+  /**
+   * The store's log is on, and its Merkle index open and kept by the shipper's timer, while
+   * either mode is a primary or a secondary.
+   */
+  private async syncLog(): Promise<void> {
+    const physical = this.host.physical;
+    const modes = REPLICATION_MODES.map((mode) => this.states.get(mode)?.mode ?? 'disabled');
+    if (modes.every((mode) => mode === 'disabled')) return this.closeLog(true);
+    this.classifier.setLocalMounts(this.host.localMountUuids());
+    this.log ??= await ReplicationLog.open(physical, this.classifier, this.host.shipperLimits ?? DEFAULT_SHIPPER_LIMITS);
+    // On a secondary too: its own log is trimmed and its index flushed by the same timer.
+    this.shipper ??= new LogShipper(physical, this.log, this.classifier, () => this.host.localMountUuids(), (err) =>
+      this.host.logger.warn({ err: err instanceof Error ? err.message : 'failed' }, 'replication log upkeep failed; retrying'),
+    );
+  }
+
+  /** Stops the shipper and forgets the log (switching logging off when replication is disabled). */
+  private async closeLog(loggingOff: boolean): Promise<void> {
+    this.shipper?.stop();
+    this.shipper = undefined;
+    if (this.log && loggingOff) await this.host.physical.log.setLogging(false);
+    this.log = undefined;
+  }
+
+  /** Follows the primary's log on a secondary's link. */
+  private startFollower(mode: ReplicationMode, client: ClusterClient, primary: PrimaryLink): void {
+    const log = this.log;
+    const physical = this.host.physical;
+    if (!log) return;
+    const call = (path: string, body: Record<string, unknown>) => client.call(primary.clusterAddr, path, body);
+    const follower = new LogFollower({
+        physical,
+        index: log.index,
+        trees: mode === 'dr' ? TREE_TYPES : ['replicated'],
+        call,
+        ensureKeyring: async (term) => {
+          if (!(term > this.host.keyring().activeTerm)) return;
+          const transfer = generateTransferKeyPair();
+          const answer = await call(LINK_PATHS.keyring, { public_key: transfer.publicKey });
+          await this.host.adoptKeyring(openSealedKeyring(transfer.privateKey, answer.keyring as SealedKeyring));
+          this.host.logger.info({ mode, term }, "replication: the primary's new keyring term received");
+        },
+        changed: async (keys) => {
+          await this.host.storageChanged(keys);
+          // The mount tables may have changed: the keys that follow are classed by the new ones.
+          this.classifier.setLocalMounts(this.host.localMountUuids());
+        },
+        logger: { info: (obj, msg) => this.host.logger.info({ mode, ...obj }, msg), warn: (obj, msg) => this.host.logger.warn({ mode, ...obj }, msg) },
+    });
+    this.followers.set(mode, { follower, client });
+  }
+
   private startLink(mode: ReplicationMode, state: SecondaryState, primary: PrimaryLink): void {
     const client = new ClusterClient(mode, primary.caCert, primary.clientCert);
-    const link: SecondaryLinkState = { client, connected: false, filter: null, target: JSON.stringify(primary), timer: setInterval(() => void beat(), HEARTBEAT_INTERVAL_MS) };
+    const forwarding = new ClusterClient(mode, primary.caCert, primary.clientCert);
+    const link: SecondaryLinkState = { client, forwarding, connected: false, filter: null, target: JSON.stringify(primary), timer: setInterval(() => void beat(), HEARTBEAT_INTERVAL_MS) };
     link.timer.unref();
     const beat = async () => {
       try {
@@ -564,6 +825,7 @@ export class Replication {
         link.connected = true;
         link.lastHeartbeat = new Date();
         link.filter = (answer.paths_filter as PathsFilter | null) ?? null;
+        if (mode === 'dr') await this.keepShareVerifier(link, answer.share_verifier);
       } catch (err) {
         if (link.connected) this.host.logger.warn({ mode, primary: primary.clusterAddr, err: err instanceof Error ? err.message : 'failed' }, 'replication heartbeat failed');
         link.connected = false;
@@ -572,6 +834,19 @@ export class Replication {
     };
     this.links.set(mode, link);
     void beat();
+    // Its own session: a failed heartbeat closes the heartbeat's, and the stream reconnects on its own.
+    this.startFollower(mode, new ClusterClient(mode, primary.caCert, primary.clientCert), primary);
+  }
+
+  /** Stores the primary's share verifier from a heartbeat when it differs from the one stored (a rekey there). */
+  private async keepShareVerifier(link: SecondaryLinkState, value: unknown): Promise<void> {
+    const verifier = checkShareVerifier(value);
+    const text = JSON.stringify(verifier);
+    link.shareVerifier ??= JSON.stringify(await this.host.store.getJSON<ShareVerifier>(SHARE_VERIFIER));
+    if (text === link.shareVerifier) return;
+    await this.host.store.putJSON(SHARE_VERIFIER, verifier);
+    link.shareVerifier = text;
+    this.host.logger.info({}, "replication: the primary's share verifier changed (a rekey there); DR operation tokens now take its new shares");
   }
 
   private stopLink(mode: ReplicationMode): void {
@@ -579,7 +854,13 @@ export class Replication {
     if (!link) return;
     clearInterval(link.timer);
     link.client.close();
+    link.forwarding.close();
     this.links.delete(mode);
+    const following = this.followers.get(mode);
+    this.followers.delete(mode);
+    // Closing its session ends a read of the log in flight, so the follower stops at once.
+    following?.client.close();
+    void following?.follower.stop();
   }
 
   private linkConnected(link: SecondaryLinkState | undefined): boolean {

@@ -3,22 +3,6 @@ import type { CertifiedKey } from './pki';
 export const REPLICATION_MODES = ['performance', 'dr'] as const;
 export type ReplicationMode = (typeof REPLICATION_MODES)[number];
 
-/**
- * What the write-ahead log and Merkle index report for the status endpoints. The composition
- * supplies the implementation; without one, those status fields are left out.
- */
-export interface ReplicationLogStatus {
-  /** Index of the last WAL entry written here (primary). */
-  lastWal(): Promise<number>;
-  /** Index of the last WAL entry applied from the primary (secondary). */
-  lastRemoteWal(): Promise<number>;
-  /** Hex root hash of the replicated Merkle tree. */
-  merkleRoot(): Promise<string>;
-  corruptedMerkleTree(): Promise<boolean>;
-  /** RFC 3339 time of the last corruption check, '' if none ran. */
-  lastCorruptionCheckEpoch(): Promise<string>;
-}
-
 /** A secondary the primary issued an activation token for. */
 export interface KnownSecondary {
   id: string;
@@ -86,4 +70,12 @@ export interface PathsFilter {
 export interface MountRef {
   namespace: string;
   path: string;
+  /** Where its data is stored (`logical/<uuid>/`): what a paths filter keeps from a secondary. */
+  storagePrefix: string;
+}
+
+/** A namespace as the paths filters see it: its path ('a/') and the storage prefix of its mount tables and policies. */
+export interface NamespaceRef {
+  path: string;
+  storagePrefix: string;
 }

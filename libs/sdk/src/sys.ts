@@ -12,6 +12,7 @@ import type {
   RekeyInitRequest,
   RekeyStatus,
   RekeyTarget,
+  GeneratedToken,
   RekeyVerificationStatus,
   SealStatus,
   UnsealRequest,
@@ -81,21 +82,21 @@ export class SysClient {
     await this.client.request('DELETE', rekeyBackupPath(target));
   }
 
-  generateRootStatus(): Promise<GenerateRootStatus> {
-    return this.body('GET', 'sys/generate-root/attempt');
+  generateRootStatus(token: GeneratedToken = 'root'): Promise<GenerateRootStatus> {
+    return this.body('GET', `${generationPath(token)}/attempt`);
   }
 
   /** Starts an attempt; without a PGP key the answer's `otp` is needed to decode the token. */
-  generateRootStart(pgpKey?: string): Promise<GenerateRootStatus> {
-    return this.body('PUT', 'sys/generate-root/attempt', pgpKey ? { pgp_key: pgpKey } : {});
+  generateRootStart(pgpKey?: string, token: GeneratedToken = 'root'): Promise<GenerateRootStatus> {
+    return this.body('PUT', `${generationPath(token)}/attempt`, pgpKey ? { pgp_key: pgpKey } : {});
   }
 
-  async generateRootCancel(): Promise<void> {
-    await this.client.request('DELETE', 'sys/generate-root/attempt');
+  async generateRootCancel(token: GeneratedToken = 'root'): Promise<void> {
+    await this.client.request('DELETE', `${generationPath(token)}/attempt`);
   }
 
-  generateRootUpdate(key: string, nonce: string): Promise<GenerateRootStatus> {
-    return this.body('PUT', 'sys/generate-root/update', { key, nonce });
+  generateRootUpdate(key: string, nonce: string, token: GeneratedToken = 'root'): Promise<GenerateRootStatus> {
+    return this.body('PUT', `${generationPath(token)}/update`, { key, nonce });
   }
 
   /**
@@ -134,6 +135,10 @@ export class SysClient {
 
 function rekeyBase(target: RekeyTarget): string {
   return target === 'recovery' ? 'sys/rekey-recovery-key' : 'sys/rekey';
+}
+
+function generationPath(token: GeneratedToken): string {
+  return token === 'dr-operation' ? 'sys/replication/dr/secondary/generate-operation-token' : 'sys/generate-root';
 }
 
 function rekeyBackupPath(target: RekeyTarget): string {

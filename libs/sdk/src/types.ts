@@ -103,6 +103,9 @@ export interface SealStatus {
   cluster_id?: string;
   recovery_seal?: boolean;
   storage_type?: string;
+  /** `disabled`, `primary` or `secondary`; `unknown` while sealed (the state is kept in the barrier). */
+  replication_performance_mode?: string;
+  replication_dr_mode?: string;
 }
 
 /** Unseal key settings for a Shamir seal, or recovery key settings for an auto-unseal seal. */
@@ -168,6 +171,9 @@ export interface EnableMountInput {
 
 /** Which keys a rekey replaces: the unseal keys (`sys/rekey`) or the recovery keys (`sys/rekey-recovery-key`). */
 export type RekeyTarget = 'barrier' | 'recovery';
+
+/** What a generate-root flow makes: a root token, or (on a DR secondary, with its primary's shares) a DR operation token. */
+export type GeneratedToken = 'root' | 'dr-operation';
 
 export interface RekeyInitRequest {
   /** Required unless the seal stores the new key (an auto-unseal seal's rekey rotates the root key). */

@@ -10,3 +10,5 @@ export * from './transit-seal';
 export * from './awskms-seal';
 export * from './pkcs11-seal';
 export * from './migration';
+export * from './primary-unseal-progress';
+export * from './share-verifier';

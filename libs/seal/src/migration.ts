@@ -19,7 +19,8 @@ import {
   type UnsealResult,
 } from './seal';
 import { combineShares } from './shamir';
-import { UnsealProgress } from './shares';
+import { UnsealProgress, type UnsealShares } from './shares';
+import type { ShareVerifier } from './share-verifier';
 
 /** Vault's answers when `migrate` does not match the service's state. */
 export const MIGRATE_REQUIRED = "'migrate' parameter must be set true in JSON body when in seal migration mode";
@@ -40,15 +41,16 @@ const SHAMIR = 'shamir';
  */
 export class MigratingSeal implements Seal {
   private readonly target: Seal;
-  private readonly progress = new UnsealProgress();
 
   constructor(
     private readonly physical: Physical,
     private readonly build: BuildInfo,
     private readonly targetWrapper: RootKeyWrapper | undefined,
     private readonly from: RootKeyWrapper | undefined,
+    /** Never in use at the same time as the target seal's: during a migration only this one takes shares. */
+    private readonly progress: UnsealShares = new UnsealProgress(),
   ) {
-    this.target = createSeal(physical, build, targetWrapper);
+    this.target = createSeal(physical, build, targetWrapper, progress);
   }
 
   get keyring(): Keyring | undefined {
@@ -65,6 +67,10 @@ export class MigratingSeal implements Seal {
 
   get rootKeyRotation(): RekeyTarget | undefined {
     return this.target.rootKeyRotation;
+  }
+
+  shareVerifier(): Promise<ShareVerifier> {
+    return this.target.shareVerifier();
   }
 
   /** The stored config while it is the old seal's; undefined once migrated (or never initialized). */
@@ -85,8 +91,7 @@ export class MigratingSeal implements Seal {
       sealed: true,
       t: split.threshold,
       n: split.shares,
-      progress: this.progress.count,
-      nonce: this.progress.nonce,
+      ...(await this.progress.state()),
       version: this.build.version,
       build_date: this.build.buildDate,
       migration: true,
@@ -107,11 +112,11 @@ export class MigratingSeal implements Seal {
     const stored = await this.pending();
     if (!stored) return this.target.submitUnsealKey(key, reset);
     if (reset) {
-      this.progress.drop();
+      await this.progress.drop();
       return { status: await this.status() };
     }
     if (!key) throw ServiceError.badRequest('key is required unless reset is true');
-    const shares = this.progress.add(key, splitOf(stored));
+    const shares = await this.progress.add(key, splitOf(stored));
     if (!shares) return { status: await this.status() };
     try {
       await this.migrate(stored, shares);
@@ -125,8 +130,8 @@ export class MigratingSeal implements Seal {
     return this.target.unsealAutomatically();
   }
 
-  seal(): Promise<void> {
-    this.progress.drop();
+  async seal(): Promise<void> {
+    await this.progress.drop();
     return this.target.seal();
   }
 
@@ -241,6 +246,6 @@ function unavailable(what: string, err: unknown): ServiceError {
  * The seal a configuration names. With an auto-unseal seal, or with an old seal marked `disabled`,
  * it can be in migration mode (see MigratingSeal); a plain Shamir configuration never is.
  */
-export function createConfiguredSeal(physical: Physical, build: BuildInfo, wrapper: RootKeyWrapper | undefined, disabled: RootKeyWrapper | undefined): Seal {
-  return wrapper || disabled ? new MigratingSeal(physical, build, wrapper, disabled) : createSeal(physical, build, undefined);
+export function createConfiguredSeal(physical: Physical, build: BuildInfo, wrapper: RootKeyWrapper | undefined, disabled: RootKeyWrapper | undefined, progress?: UnsealShares): Seal {
+  return wrapper || disabled ? new MigratingSeal(physical, build, wrapper, disabled, progress) : createSeal(physical, build, undefined, progress);
 }

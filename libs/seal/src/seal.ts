@@ -5,16 +5,11 @@ import { aeadDecrypt, aeadEncrypt } from './aead';
 import type { RootKeyWrapper } from './key-wrapper';
 import type { KeySplit, RekeyTarget } from './rekey';
 import { UNSEAL_KEY_BYTES, combineShares, splitKey, validateShareConfig } from './shamir';
-import { UnsealProgress, handOutShares, pgpFingerprints, type HandedOutShares } from './shares';
+import { UnsealProgress, handOutShares, pgpFingerprints, type HandedOutShares, type UnsealShares } from './shares';
+import { recoveryKeyDigest, type ShareVerifier } from './share-verifier';
+import { SEAL_STORAGE_KEYS } from './storage-keys';
 
-/** The only physical entries written outside the barrier: the config in clear, the rest ciphertext. */
-export const SEAL_STORAGE_KEYS = {
-  config: 'core/seal-config',
-  rootKey: 'core/root-key',
-  keyring: 'core/keyring',
-  /** An auto-unseal seal's recovery key, under the root key. */
-  recoveryKey: 'core/recovery-key',
-} as const;
+export { SEAL_STORAGE_KEYS };
 
 /** Body of `sys/seal-status` (and of `sys/unseal` answers). */
 export interface SealStatus {
@@ -86,6 +81,8 @@ export interface Seal {
   readonly authorityKeys: RekeyTarget;
   /** An auto-unseal seal's `sys/rekey`: recovery shares authorize a new root key, kept by the provider. */
   readonly rootKeyRotation: RekeyTarget | undefined;
+  /** What checks `authorityKeys`' shares elsewhere (a DR secondary), opening nothing by itself; needs the seal open. */
+  shareVerifier(): Promise<ShareVerifier>;
   seal(): Promise<void>;
   persistKeyring(keyring: Keyring): Promise<void>;
   reloadKeyring(): Promise<Keyring>;
@@ -147,7 +144,7 @@ abstract class KeyringSeal {
     return this.exclusive(async () => {
       this.open?.rootKey.fill(0);
       this.open = undefined;
-      this.dropProgress();
+      await this.dropProgress();
     });
   }
 
@@ -169,7 +166,7 @@ abstract class KeyringSeal {
     });
   }
 
-  protected abstract dropProgress(): void;
+  protected abstract dropProgress(): Promise<void>;
 
   protected async statusFields(type: string, split: KeySplit | undefined, initialized: boolean): Promise<Omit<SealStatus, 'progress' | 'nonce' | 'recovery_seal'>> {
     return {
@@ -263,15 +260,21 @@ abstract class KeyringSeal {
 export class ShamirSeal extends KeyringSeal implements Seal {
   readonly recoverySeal = false;
   readonly rootKeyRotation = undefined;
-  private readonly progress = new UnsealProgress();
+
+  constructor(
+    physical: Physical,
+    build: BuildInfo,
+    private readonly progress: UnsealShares = new UnsealProgress(),
+  ) {
+    super(physical, build);
+  }
 
   async status(): Promise<SealStatus> {
     const config = await readShamirConfig(this.physical);
     const split = config && { shares: config.secret_shares, threshold: config.secret_threshold };
     return {
       ...(await this.statusFields('shamir', split ?? undefined, config !== null)),
-      progress: this.progress.count,
-      nonce: this.progress.nonce,
+      ...(await this.progress.state()),
       recovery_seal: false,
     };
   }
@@ -301,7 +304,7 @@ export class ShamirSeal extends KeyringSeal implements Seal {
   submitUnsealKey(key: string | undefined, reset = false): Promise<UnsealResult> {
     return this.exclusive(async () => {
       if (reset) {
-        this.dropProgress();
+        await this.dropProgress();
         return { status: await this.status() };
       }
       const config = await readShamirConfig(this.physical);
@@ -309,7 +312,7 @@ export class ShamirSeal extends KeyringSeal implements Seal {
       if (this.open) return this.result();
       if (!key) throw ServiceError.badRequest('key is required unless reset is true');
 
-      const shares = this.progress.add(key, { shares: config.secret_shares, threshold: config.secret_threshold });
+      const shares = await this.progress.add(key, { shares: config.secret_shares, threshold: config.secret_threshold });
       if (!shares) return this.result();
 
       const unsealKey = await combineShares(shares).catch(() => undefined);
@@ -365,8 +368,13 @@ export class ShamirSeal extends KeyringSeal implements Seal {
     install: (text) => this.installRekey(text, SEAL_STORAGE_KEYS.rootKey),
   };
 
-  protected dropProgress(): void {
-    this.progress.drop();
+  /** The unseal key's verifier: the stored root key entry, which only the unseal key decrypts. */
+  shareVerifier(): Promise<ShareVerifier> {
+    return this.exclusive(async () => ({ kind: 'unseal', ...(await this.authorityKeys.split()), check: (await readSealedRootKey(this.physical)).toString('base64') }));
+  }
+
+  protected dropProgress(): Promise<void> {
+    return this.progress.drop();
   }
 
   /** The root key, when `unsealKey` is this service's unseal key; a 400 otherwise. */
@@ -503,7 +511,20 @@ export class AutoSeal extends KeyringSeal implements Seal {
     install: () => this.exclusive(() => this.rotateRootKey()),
   };
 
-  protected dropProgress(): void {
+  /** The recovery key's verifier: its digest. */
+  shareVerifier(): Promise<ShareVerifier> {
+    return this.exclusive(async () => {
+      const split = await this.authorityKeys.split();
+      const recoveryKey = await this.storedRecoveryKey();
+      try {
+        return { kind: 'recovery', ...split, check: recoveryKeyDigest(recoveryKey).toString('base64') };
+      } finally {
+        recoveryKey.fill(0);
+      }
+    });
+  }
+
+  protected async dropProgress(): Promise<void> {
     this.openedFrom = undefined;
   }
 
@@ -545,12 +566,17 @@ export class AutoSeal extends KeyringSeal implements Seal {
     }
   }
 
-  /** A 400 unless the shares rebuild this service's recovery key. */
-  private async checkRecoveryShares(shares: Buffer[]): Promise<void> {
+  /** The recovery key, decrypted with the root key in force (runs inside `exclusive`); the caller zeroes it. */
+  private async storedRecoveryKey(): Promise<Buffer> {
     const { rootKey } = await this.inForce();
     const sealed = await this.physical.get(SEAL_STORAGE_KEYS.recoveryKey);
     if (!sealed) throw new Error(`seal storage is incomplete: ${SEAL_STORAGE_KEYS.recoveryKey} is missing`);
-    const stored = aeadDecrypt(rootKey, sealed, SEAL_STORAGE_KEYS.recoveryKey);
+    return aeadDecrypt(rootKey, sealed, SEAL_STORAGE_KEYS.recoveryKey);
+  }
+
+  /** A 400 unless the shares rebuild this service's recovery key. */
+  private async checkRecoveryShares(shares: Buffer[]): Promise<void> {
+    const stored = await this.storedRecoveryKey();
     const given = await combineShares(shares).catch(() => undefined);
     try {
       if (!given || given.length !== stored.length || !timingSafeEqual(given, stored)) {
@@ -564,8 +590,8 @@ export class AutoSeal extends KeyringSeal implements Seal {
 }
 
 /** The seal a configuration names: `shamir`, or an auto-unseal seal around its provider. */
-export function createSeal(physical: Physical, build: BuildInfo, wrapper: RootKeyWrapper | undefined): Seal {
-  return wrapper ? new AutoSeal(physical, build, wrapper) : new ShamirSeal(physical, build);
+export function createSeal(physical: Physical, build: BuildInfo, wrapper: RootKeyWrapper | undefined, progress?: UnsealShares): Seal {
+  return wrapper ? new AutoSeal(physical, build, wrapper) : new ShamirSeal(physical, build, progress);
 }
 
 function requireInteger(value: number | undefined, field: string): number {

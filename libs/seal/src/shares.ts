@@ -50,26 +50,40 @@ export async function pgpFingerprints(pgpKeys: string[] | undefined, shares: num
   return Promise.all(pgpKeys.map((key, i) => fingerprint(key, `${field}[${i}]`)));
 }
 
+/** How far the unseal attempt is, as sys/seal-status reports it. */
+export interface UnsealAttemptState {
+  progress: number;
+  nonce: string;
+}
+
 /**
- * The shares of one unseal attempt, kept in memory (each process unseals on its own, as each Vault
- * node does) until a threshold of them is given.
+ * The shares of one unseal attempt until a threshold of them is given: kept by this process
+ * (`UnsealProgress`), or, for the gateway workers of one server, by its primary
+ * (`PrimaryUnsealProgress`), since a client cannot choose which worker takes each share.
  */
-export class UnsealProgress {
-  private attempt?: { nonce: string; shares: Buffer[] };
-
-  get count(): number {
-    return this.attempt?.shares.length ?? 0;
-  }
-
-  get nonce(): string {
-    return this.attempt?.nonce ?? '';
-  }
-
+export interface UnsealShares {
+  state(): Promise<UnsealAttemptState>;
   /**
    * Takes one share (hex or base64) of a key split as `split`. The threshold-th hands back every
    * share given, progress starting over; the caller zeroes them.
    */
-  add(key: string, split: KeySplit): Buffer[] | undefined {
+  add(key: string, split: KeySplit): Promise<Buffer[] | undefined>;
+  /** Forgets (and zeroes) the shares given so far. */
+  drop(): Promise<void>;
+}
+
+/**
+ * The shares of one unseal attempt, kept in this process's memory (each server unseals on its own,
+ * as each Vault node does).
+ */
+export class UnsealProgress implements UnsealShares {
+  private attempt?: { nonce: string; shares: Buffer[] };
+
+  async state(): Promise<UnsealAttemptState> {
+    return { progress: this.attempt?.shares.length ?? 0, nonce: this.attempt?.nonce ?? '' };
+  }
+
+  async add(key: string, split: KeySplit): Promise<Buffer[] | undefined> {
     const share = parseShare(key, shareLength(split.shares));
     const attempt = (this.attempt ??= { nonce: randomUUID(), shares: [] });
     if (attempt.shares.some((given) => timingSafeEqual(given, share))) {
@@ -82,8 +96,7 @@ export class UnsealProgress {
     return attempt.shares;
   }
 
-  /** Forgets (and zeroes) the shares given so far. */
-  drop(): void {
+  async drop(): Promise<void> {
     this.attempt?.shares.forEach((share) => share.fill(0));
     this.attempt = undefined;
   }

@@ -8,6 +8,7 @@ import type { ServerConfig } from '@svc/config';
 import type { LockManager } from '@svc/locks';
 import type { Metrics } from '@svc/metrics';
 import type { Barrier, Physical, StorageView } from '@svc/storage';
+import { isDrSecondaryStorage } from '@svc/replication';
 import { SnapshotScheduler } from '@svc/snapshot';
 import { SyncWorker } from '@svc/sync-worker';
 import type { Logger } from 'pino';
@@ -55,8 +56,8 @@ export interface WorkerService {
 export const WORKER_SERVICES: readonly WorkerService[] = [
   {
     name: 'sync',
-    start: ({ storage, locks, logger, config, sealed, metrics }) => {
-      const worker = new SyncWorker({ storage, locks, logger, endpoints: config.providerEndpoints, sealed, metrics });
+    start: ({ barrier, storage, locks, logger, config, sealed, metrics }) => {
+      const worker = new SyncWorker({ storage, locks, logger, endpoints: config.providerEndpoints, sealed, writable: (key) => barrier.canWrite(key), metrics, paused: () => isDrSecondaryStorage(storage) });
       worker.start();
       return worker;
     },
@@ -64,8 +65,8 @@ export const WORKER_SERVICES: readonly WorkerService[] = [
   {
     // The automated snapshots: reads the ciphertext of the whole storage directly, so no snapshot crosses the bus.
     name: 'snapshot',
-    start: ({ physical, barrier, locks, logger, metrics }) => {
-      const scheduler = new SnapshotScheduler({ physical, barrier, locks, logger, metrics });
+    start: ({ physical, barrier, storage, locks, logger, metrics }) => {
+      const scheduler = new SnapshotScheduler({ physical, barrier, locks, logger, metrics, paused: () => isDrSecondaryStorage(storage) });
       scheduler.start();
       return scheduler;
     },

@@ -5,7 +5,7 @@ import { Core, DEFAULT_UI_DIRECTORY, RequestPipeline, UiAssets, createSystemBack
 import { EngineHost } from '@svc/engine-host';
 import { BusLockManager, createLockManager, type LockManager } from '@svc/locks';
 import { Metrics } from '@svc/metrics';
-import { KeyringReceiver } from '@svc/seal';
+import { KeyringReceiver, PrimaryUnsealProgress } from '@svc/seal';
 import { Barrier, createPhysical, createView, MeteredPhysical, type Physical } from '@svc/storage';
 import { DATABASE_PLUGIN_VERSIONS, ENGINE_TYPES, engineTypes, serviceProcesses, WORKER_SERVICES, type WorkerContext } from './engines';
 import type { Loggers } from './logger';
@@ -100,6 +100,7 @@ export async function runGateway(config: ServerConfig, options: GatewayOptions, 
     systemBackend: createSystemBackend,
     defaultKvVersion: options.defaultKvVersion,
     metrics,
+    unsealShares: shared.primary && new PrimaryUnsealProgress(shared.primary),
   });
   const hosted = hostedServices(config, options.distributed);
   for (const service of hosted) {

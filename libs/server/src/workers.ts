@@ -3,6 +3,7 @@ import { availableParallelism } from 'node:os';
 import { BusRelay, MemoryBus, RemoteBusHub, type Bus, type IpcChannel } from '@svc/bus';
 import type { ServerConfig } from '@svc/config';
 import { MemoryLockTable, serveLockTable } from '@svc/locks';
+import { serveUnsealProgress } from '@svc/seal';
 import { BusPhysical, createPhysical, PhysicalServer, type Physical } from '@svc/storage';
 import { createLoggers } from './logger';
 import type { RunningProcess } from './processes';
@@ -99,6 +100,8 @@ export async function startPrimary(config: ServerConfig, options: PrimaryOptions
     storage.serve(bus);
   }
   if (!config.locks) serveLockTable(bus, new MemoryLockTable());
+  // A client's unseal shares reach the workers in turn; they count toward one attempt, held here.
+  serveUnsealProgress(bus);
   cluster.setupPrimary({ serialization: 'advanced' });
 
   let stopping = false;

@@ -27,6 +27,8 @@ export interface SchedulerOptions {
   now?: () => Date;
   /** Where runs are counted (snapshot.last_success, snapshot.failures per configuration). */
   metrics?: Metrics;
+  /** Whether runs wait now (a DR secondary: its primary takes the snapshots). */
+  paused?(): Promise<boolean>;
 }
 
 /**
@@ -66,6 +68,7 @@ export class SnapshotScheduler {
     if (this.stopped || this.options.barrier.sealed) return;
     let names: string[];
     try {
+      if (await this.options.paused?.()) return;
       names = (await this.view().list(CONFIG_PREFIX)).filter((name) => !name.endsWith('/'));
     } catch (err) {
       this.options.logger.warn({ err: (err as Error).message }, 'automated snapshots: listing configurations failed');

@@ -13,10 +13,21 @@ const TERM_BYTES = 4;
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 const HEADER_BYTES = TERM_BYTES + NONCE_BYTES;
+/** Larger values are decrypted on every read: remembering them would double the cache's memory for little gain. */
+const MAX_REMEMBERED_BYTES = 64 * 1024;
 
-/** Encrypts and decrypts values with one keyring; AES keys are imported once per term. */
+/**
+ * Encrypts and decrypts values with one keyring; AES keys are imported once per term.
+ *
+ * The storage cache hands out the same value object for a key until the key changes, so a hot key
+ * would be decrypted again on every read (setting up AES-GCM was about an eighth of a KV read's
+ * CPU). Plaintexts are therefore remembered per stored value object: an entry lives exactly as
+ * long as the cache (or anyone) holds that value, needs no invalidation (a changed key is a new
+ * object), and goes with this cipher when the barrier is sealed or given another keyring.
+ */
 export class BarrierCipher {
   private readonly keyObjects = new Map<number, KeyObject>();
+  private readonly decrypted = new WeakMap<Buffer, { path: string; plaintext: Buffer }>();
 
   constructor(readonly keyring: Keyring) {}
 
@@ -30,7 +41,17 @@ export class BarrierCipher {
     return Buffer.concat([header, cipher.update(plaintext), cipher.final(), cipher.getAuthTag()]);
   }
 
+  /** The plaintext of `blob`, stored at `path`: a copy the caller may keep or change. */
   decrypt(path: string, blob: Buffer): Buffer {
+    const known = this.decrypted.get(blob);
+    if (known?.path === path) return Buffer.from(known.plaintext);
+    const plaintext = this.open(path, blob);
+    if (plaintext.length > MAX_REMEMBERED_BYTES) return plaintext;
+    this.decrypted.set(blob, { path, plaintext });
+    return Buffer.from(plaintext);
+  }
+
+  private open(path: string, blob: Buffer): Buffer {
     if (blob.length < HEADER_BYTES + TAG_BYTES) {
       throw new Error(`barrier: value at ${JSON.stringify(path)} is truncated (${blob.length} bytes)`);
     }

@@ -1,5 +1,6 @@
-import { SEALED_MESSAGE } from '@svc/http';
+import { READ_ONLY_REPLICATED_MESSAGE, ReadOnlyReplicatedStorageError, SEALED_MESSAGE } from '@svc/http';
 import { Barrier } from './barrier';
+import { CachedPhysical } from './cache';
 import { InmemPhysical } from './inmem';
 import { Keyring } from './keyring';
 import type { WriteEvent } from './types';
@@ -71,6 +72,25 @@ describe('Barrier', () => {
     await expect(barrier.get('logical/b/secret')).rejects.toThrow(
       'barrier: value at "logical/b/secret" failed authentication (altered, or written under another key)',
     );
+  });
+
+  it('reads a cached value again as written, whatever a reader does to its copy, and a changed value as changed', async () => {
+    const cache = new CachedPhysical(physical);
+    const cached = new Barrier(cache);
+    cached.unseal(keyring);
+    await cached.put('k', bytes('first'));
+    const read = (await cached.get('k'))!;
+    read.fill(0);
+    expect(await cached.get('k')).toEqual(bytes('first'));
+    expect(await cached.get('k')).toEqual(bytes('first'));
+
+    // Written by another replica, then reported to this one's cache.
+    await barrier.put('k', bytes('second'));
+    cache.invalidate(['k']);
+    expect(await cached.get('k')).toEqual(bytes('second'));
+
+    cached.seal();
+    await expect(cached.get('k')).rejects.toMatchObject({ kind: 'sealed' });
   });
 
   it('answers 503 for every operation while sealed', async () => {
@@ -147,6 +167,45 @@ describe('Barrier', () => {
     });
     expect(value).toEqual(secret);
     expect((await physical.get('counter'))!.includes(secret)).toBe(false);
+  });
+
+  describe('write guard (a performance secondary writes only its local keys)', () => {
+    const localOnly = (key: string) => key.startsWith('sys/token/');
+
+    it('refuses a guarded put or delete with the read-only-replicated error before storing anything', async () => {
+      await barrier.put('logical/m/kept', bytes('before'));
+      barrier.setWriteGuard(localOnly);
+      expect(barrier.canWrite('logical/m/kept')).toBe(false);
+      await expect(barrier.put('logical/m/new', bytes('x'))).rejects.toMatchObject({ kind: 'read-only-replicated', errors: [READ_ONLY_REPLICATED_MESSAGE] });
+      await expect(barrier.delete('logical/m/kept')).rejects.toBeInstanceOf(ReadOnlyReplicatedStorageError);
+      expect(await physical.get('logical/m/new')).toBeNull();
+      expect(await barrier.get('logical/m/kept')).toEqual(bytes('before'));
+      // Local keys stay writable, and reads are never guarded.
+      await barrier.put('sys/token/id/t', bytes('token'));
+      expect(await barrier.get('sys/token/id/t')).toEqual(bytes('token'));
+    });
+
+    it('rolls back a transaction that hits a guarded key, local writes included', async () => {
+      barrier.setWriteGuard(localOnly);
+      const events: WriteEvent[] = [];
+      barrier.onWrite((event) => events.push(event));
+      await expect(
+        barrier.transaction(async (tx) => {
+          await tx.put('sys/token/id/t', bytes('token'));
+          await tx.put('logical/m/replicated', bytes('x'));
+        }),
+      ).rejects.toBeInstanceOf(ReadOnlyReplicatedStorageError);
+      expect(await physical.get('sys/token/id/t')).toBeNull();
+      expect(events).toEqual([]);
+    });
+
+    it('writes everything again once the guard is removed (a promoted secondary)', async () => {
+      barrier.setWriteGuard(localOnly);
+      barrier.setWriteGuard(undefined);
+      expect(barrier.canWrite('logical/m/x')).toBe(true);
+      await barrier.put('logical/m/x', bytes('x'));
+      expect(await barrier.get('logical/m/x')).toEqual(bytes('x'));
+    });
   });
 });
 

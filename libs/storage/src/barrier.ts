@@ -1,9 +1,11 @@
-import { ServiceError } from '@svc/http';
+import { ReadOnlyReplicatedStorageError, ServiceError } from '@svc/http';
 import { BarrierCipher } from './barrier-cipher';
 import type { Keyring } from './keyring';
 import type { KeyValueStore, Transaction, TransactionalStore, WriteEvent } from './types';
 
 export type WriteListener = (event: WriteEvent) => void;
+/** Whether this process may write a barrier key (a performance secondary writes only its local keys). */
+export type WriteGuard = (key: string) => boolean;
 
 /** Encrypting operations over a physical store or one of its transactions. */
 class EncryptedOperations<Inner extends KeyValueStore> implements KeyValueStore {
@@ -11,6 +13,7 @@ class EncryptedOperations<Inner extends KeyValueStore> implements KeyValueStore 
     protected readonly inner: Inner,
     protected readonly cipher: () => BarrierCipher,
     private readonly written: (event: WriteEvent) => void,
+    private readonly writable: WriteGuard,
   ) {}
 
   async get(key: string): Promise<Buffer | null> {
@@ -20,12 +23,14 @@ class EncryptedOperations<Inner extends KeyValueStore> implements KeyValueStore 
   }
 
   async put(key: string, value: Buffer): Promise<void> {
+    if (!this.writable(key)) throw new ReadOnlyReplicatedStorageError();
     await this.inner.put(key, this.cipher().encrypt(key, value));
     this.written({ op: 'put', key });
   }
 
   async delete(key: string): Promise<void> {
     this.cipher();
+    if (!this.writable(key)) throw new ReadOnlyReplicatedStorageError();
     await this.inner.delete(key);
     this.written({ op: 'delete', key });
   }
@@ -52,6 +57,8 @@ class EncryptedTransaction extends EncryptedOperations<Transaction> implements T
 export class Barrier implements TransactionalStore {
   private cipher: BarrierCipher | undefined;
   private readonly listeners = new Set<WriteListener>();
+  private guard: WriteGuard = () => true;
+  private readonly writable: WriteGuard = (key) => this.guard(key);
   private readonly direct: EncryptedOperations<KeyValueStore>;
   private readonly requireCipher = (): BarrierCipher => {
     if (!this.cipher) throw ServiceError.sealed();
@@ -59,7 +66,21 @@ export class Barrier implements TransactionalStore {
   };
 
   constructor(private readonly physical: TransactionalStore) {
-    this.direct = new EncryptedOperations(physical, this.requireCipher, (event) => this.notify([event]));
+    this.direct = new EncryptedOperations(physical, this.requireCipher, (event) => this.notify([event]), this.writable);
+  }
+
+  /**
+   * Decides which keys may be written through this barrier; a refused write throws
+   * `ReadOnlyReplicatedStorageError` before anything is stored. Writes below the barrier (a
+   * secondary applying its primary's log) are not subject to it.
+   */
+  setWriteGuard(guard: WriteGuard | undefined): void {
+    this.guard = guard ?? (() => true);
+  }
+
+  /** Whether a write of `key` would be accepted: background work asks before writing. */
+  canWrite(key: string): boolean {
+    return this.guard(key);
   }
 
   get sealed(): boolean {
@@ -110,7 +131,7 @@ export class Barrier implements TransactionalStore {
     this.requireCipher();
     const events: WriteEvent[] = [];
     const result = await this.physical.transaction((tx) =>
-      fn(new EncryptedTransaction(tx, this.requireCipher, (event) => events.push(event))),
+      fn(new EncryptedTransaction(tx, this.requireCipher, (event) => events.push(event), this.writable)),
     );
     this.notify(events);
     return result;

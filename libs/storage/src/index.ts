@@ -4,7 +4,7 @@ export { InmemPhysical } from './inmem';
 export { PostgresPhysical, type PostgresPhysicalOptions } from './postgres';
 export { EmbeddedPhysical, type EmbeddedPhysicalOptions } from './embedded';
 export { createPhysical } from './factory';
-export { Barrier, type WriteListener } from './barrier';
+export { Barrier, type WriteGuard, type WriteListener } from './barrier';
 export { BarrierCipher } from './barrier-cipher';
 export { createView } from './view';
 export { RecordStore } from './record-store';

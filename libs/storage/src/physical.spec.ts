@@ -100,6 +100,23 @@ describe.each(STORE_BACKENDS)('Physical conformance: $name', (backend) => {
     expect(await store.get('tx/old')).toBeNull();
   });
 
+  it('answers reads issued together in a transaction, its own puts among them, each with its own value', async () => {
+    await store.put('tx/a', bytes('a'));
+    await store.put('tx/b/c', bytes('c'));
+    await store.transaction(async (tx) => {
+      await tx.put('tx/put', bytes('put'));
+      await tx.put('tx/a', bytes('a2'));
+      const read = await Promise.all(['tx/a', 'tx/missing', 'tx/b/c', 'tx/put', 'tx/b/c'].map((key) => tx.get(key)));
+      expect(read).toEqual([bytes('a2'), null, bytes('c'), bytes('put'), bytes('c')]);
+      await tx.put('tx/gone', bytes('gone'));
+      await tx.delete('tx/gone');
+      await tx.put('tx/b/d', bytes('d'));
+      expect(await tx.list('tx/b/')).toEqual(['c', 'd']);
+      expect(await tx.get('tx/gone')).toBeNull();
+    });
+    expect(await Promise.all(['tx/a', 'tx/put', 'tx/gone', 'tx/b/d'].map((key) => store.get(key)))).toEqual([bytes('a2'), bytes('put'), null, bytes('d')]);
+  });
+
   it('writes nothing when the transaction throws', async () => {
     await store.put('tx/kept', bytes('kept'));
     await expect(
@@ -134,6 +151,22 @@ describe.each(STORE_BACKENDS)('Physical conformance: $name', (backend) => {
       ),
     );
     expect((await store.get('counter'))!.toString()).toBe(String(increments));
+  });
+
+  it('loses no update when transactions take the locks of two keys together', async () => {
+    const increments = 12;
+    await Promise.all(['pair/a', 'pair/b'].map((key) => store.put(key, bytes('0'))));
+    await Promise.all(
+      Array.from({ length: increments }, (_, i) =>
+        (i % 2 === 0 ? store : fixture.peer).transaction(async (tx) => {
+          await Promise.all([tx.lock('pair/a'), tx.lock('pair/b'), tx.lock('pair/a')]);
+          const [a, b] = await Promise.all([tx.get('pair/a'), tx.get('pair/b')]);
+          await tx.put('pair/a', bytes(String(Number(a!.toString()) + 1)));
+          await tx.put('pair/b', bytes(String(Number(b!.toString()) + 2)));
+        }),
+      ),
+    );
+    expect((await Promise.all(['pair/a', 'pair/b'].map((key) => store.get(key)))).map(String)).toEqual([String(increments), String(2 * increments)]);
   });
 
   it('lists 100,000 keys in one directory', async () => {

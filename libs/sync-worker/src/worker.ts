@@ -29,6 +29,10 @@ export interface SyncWorkerOptions {
   endpoints: ProviderEndpoints;
   /** Whether the barrier is sealed now: nothing can be read then. */
   sealed(): boolean;
+  /** Whether this cluster writes a key (not a replicated one on a performance secondary: the primary syncs those). */
+  writable(key: string): boolean;
+  /** Whether syncing waits now (a DR secondary: its primary syncs the secrets). */
+  paused?(): Promise<boolean>;
   pollIntervalMs?: number;
   /** Where the queue and the syncs are counted (sync.queue_depth, sync.operations). */
   metrics?: Metrics;
@@ -108,10 +112,11 @@ export class SyncWorker {
 
   /** One pass over every outbox: each due entry this replica can lock is synced. Answers how many entries it found. */
   async runOnce(): Promise<number> {
-    if (this.options.sealed()) return 0;
+    if (this.options.sealed() || (await this.options.paused?.())) return 0;
     const mounts = await this.mountsWithAssociations();
     const work: (() => Promise<void>)[] = [];
     for (const [uuid, mount] of mounts) {
+      if (!this.options.writable(`logical/${uuid}/`)) continue;
       for (const name of await this.options.storage.list(`logical/${uuid}/${QUEUE_PREFIX}`)) {
         if (!name.endsWith('/')) work.push(() => this.processEntry(uuid, mount, name));
       }
@@ -231,8 +236,10 @@ export class SyncWorker {
 
   private setStatus(association: Association, type: string, name: string, change: Partial<Association>): Promise<void> {
     return this.records.updateAssociation(type, name, associationKey(association.accessor, association.secret_name), (current) => {
-      // Removed or being removed meanwhile: the removal owns the record now.
-      if (!current || (current.sync_status === 'UNSYNCING' && change.sync_status !== 'UNSYNCING')) return current;
+      if (!current) return current;
+      // Being removed meanwhile: the removal owns the status, but must know what this sync left at
+      // the provider (it runs after this pass, under the same entry lock) to delete all of it.
+      if (current.sync_status === 'UNSYNCING' && change.sync_status !== 'UNSYNCING') return change.remote_names ? { ...current, remote_names: change.remote_names } : current;
       const next: Association = { ...current, ...change, updated_at: new Date().toISOString() };
       if (next.last_error === undefined) delete next.last_error;
       return next;

@@ -1,6 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import type { Topology } from '@svc/local-cluster';
+import { DEFAULT_WORKERS, type Topology } from '@svc/local-cluster';
 
 /** The fields tests read most often; a test names a precise type when it needs one. */
 export interface ApiBody {
@@ -29,13 +29,21 @@ export interface ApiOptions {
 }
 
 /**
+ * With several gateway workers (SVC_TEST_WORKERS), every request goes on a connection of its own:
+ * the primary hands connections to the workers in turn, so a test's consecutive requests meet
+ * different workers, as they meet different replicas behind a load balancer. A kept-alive
+ * connection would pin a whole test to one worker.
+ */
+const CONNECTION_HEADERS: Record<string, string> = DEFAULT_WORKERS > 1 ? { connection: 'close' } : {};
+
+/**
  * One HTTP request with node:http, so any method (LIST included) goes on the wire exactly as a
  * client would send it and the raw status, headers and body come back for assertions.
  */
 export function api<T = ApiBody>(baseUrl: string, method: string, path: string, options: ApiOptions = {}): Promise<ApiResponse<T>> {
   const url = new URL(path, baseUrl);
   const payload = options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
-  const headers: Record<string, string | number> = { ...options.headers };
+  const headers: Record<string, string | number> = { ...CONNECTION_HEADERS, ...options.headers };
   if (options.token) headers['x-service-token'] = options.token;
   if (payload !== undefined) headers['content-length'] = Buffer.byteLength(payload);
   return new Promise((resolve, reject) => {

@@ -13,3 +13,4 @@ export * from './certificates';
 export * from './transit-seal-provider';
 export * from './softhsm';
 export * from './stores';
+export * from './replication-clusters';

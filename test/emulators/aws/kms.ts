@@ -9,9 +9,11 @@
  * down (connections refused, or every call a 500) until `restore`.
  */
 import { createCipheriv, createDecipheriv, randomBytes, randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { verifySigV4, type SigningSecret } from './sigv4';
+import type { SigningSecret } from './sigv4';
+import { AwsJsonError, awsJsonHandler } from './aws-json';
+import { sendJson } from '../http-server';
 import { ACCOUNT_ID } from './iam-sts';
 
 type KeyState = 'Enabled' | 'Disabled';
@@ -24,16 +26,6 @@ export interface KmsKey {
   createdAt: Date;
   /** Key material, oldest first; the last encrypts, every one decrypts what it encrypted. */
   materials: Buffer[];
-}
-
-class KmsError extends Error {
-  constructor(
-    readonly status: number,
-    readonly type: string,
-    message: string,
-  ) {
-    super(message);
-  }
 }
 
 const BLOB_VERSION = 1;
@@ -70,8 +62,8 @@ export class KmsState {
   }
 
   createAlias(name: string, keyId: string): void {
-    if (!/^alias\/[a-zA-Z0-9/_-]{1,250}$/.test(name) || name.startsWith('alias/aws/')) throw new KmsError(400, 'ValidationException', `Alias must start with the prefix "alias/" and not "alias/aws/": ${name}`);
-    if (this.aliases.has(name)) throw new KmsError(400, 'AlreadyExistsException', `An alias with the name ${this.aliasArn(name)} already exists`);
+    if (!/^alias\/[a-zA-Z0-9/_-]{1,250}$/.test(name) || name.startsWith('alias/aws/')) throw new AwsJsonError(400, 'ValidationException', `Alias must start with the prefix "alias/" and not "alias/aws/": ${name}`);
+    if (this.aliases.has(name)) throw new AwsJsonError(400, 'AlreadyExistsException', `An alias with the name ${this.aliasArn(name)} already exists`);
     this.aliases.set(name, this.key(keyId).id);
   }
 
@@ -89,18 +81,18 @@ export class KmsState {
     const aliasName = reference.startsWith('alias/') ? reference : /^arn:aws:kms:[^:]+:\d+:(alias\/.+)$/.exec(reference)?.[1];
     if (aliasName !== undefined) {
       const target = this.aliases.get(aliasName);
-      if (!target) throw new KmsError(400, 'NotFoundException', `Alias ${this.aliasArn(aliasName)} is not found.`);
+      if (!target) throw new AwsJsonError(400, 'NotFoundException', `Alias ${this.aliasArn(aliasName)} is not found.`);
       return this.keys.get(target) as KmsKey;
     }
     const id = /^arn:aws:kms:[^:]+:\d+:key\/(.+)$/.exec(reference)?.[1] ?? reference;
     const key = this.keys.get(id);
-    if (!key) throw new KmsError(400, 'NotFoundException', `Key '${this.keyArn(id)}' does not exist`);
+    if (!key) throw new AwsJsonError(400, 'NotFoundException', `Key '${this.keyArn(id)}' does not exist`);
     return key;
   }
 
   encrypt(reference: string, plaintext: Buffer, context: Record<string, string>): { key: KmsKey; blob: Buffer } {
     if (plaintext.length < 1 || plaintext.length > MAX_PLAINTEXT) {
-      throw new KmsError(400, 'ValidationException', `1 validation error detected: Value at 'plaintext' failed to satisfy constraint: Member must have length between 1 and ${MAX_PLAINTEXT}`);
+      throw new AwsJsonError(400, 'ValidationException', `1 validation error detected: Value at 'plaintext' failed to satisfy constraint: Member must have length between 1 and ${MAX_PLAINTEXT}`);
     }
     const key = this.usableKey(reference);
     const version = key.materials.length - 1;
@@ -116,13 +108,13 @@ export class KmsState {
 
   /** The key the blob names must match `reference` when one is given (IncorrectKeyException otherwise). */
   decrypt(blob: Buffer, context: Record<string, string>, reference?: string): { key: KmsKey; plaintext: Buffer } {
-    const invalid = new KmsError(400, 'InvalidCiphertextException', '');
+    const invalid = new AwsJsonError(400, 'InvalidCiphertextException', '');
     const headerBytes = 5 + UUID_CHARS;
     if (blob.length < headerBytes + IV_BYTES + TAG_BYTES || blob.readUInt8(0) !== BLOB_VERSION) throw invalid;
     const key = this.keys.get(blob.subarray(5, headerBytes).toString('ascii'));
     if (!key) throw invalid;
     if (reference !== undefined && this.key(reference).id !== key.id) {
-      throw new KmsError(400, 'IncorrectKeyException', 'The key ID in the request does not identify a CMK that can perform this operation.');
+      throw new AwsJsonError(400, 'IncorrectKeyException', 'The key ID in the request does not identify a CMK that can perform this operation.');
     }
     this.usableKey(key.id);
     const material = key.materials[blob.readUInt32BE(1)];
@@ -139,7 +131,7 @@ export class KmsState {
 
   private usableKey(reference: string): KmsKey {
     const key = this.key(reference);
-    if (key.state === 'Disabled') throw new KmsError(400, 'DisabledException', `${key.arn} is disabled.`);
+    if (key.state === 'Disabled') throw new AwsJsonError(400, 'DisabledException', `${key.arn} is disabled.`);
     return key;
   }
 
@@ -156,16 +148,6 @@ export class KmsState {
 function contextAad(context: Record<string, string>): Buffer {
   return Buffer.from(JSON.stringify(Object.entries(context).sort(([a], [b]) => a.localeCompare(b))), 'utf8');
 }
-
-/** The JSON protocol's names for the signature failures `verifySigV4` reports in the query protocol's terms. */
-const JSON_SIGNATURE_ERRORS: Record<string, { status: number; type: string }> = {
-  SignatureDoesNotMatch: { status: 400, type: 'InvalidSignatureException' },
-  RequestExpired: { status: 400, type: 'InvalidSignatureException' },
-  InvalidClientTokenId: { status: 400, type: 'UnrecognizedClientException' },
-  ExpiredToken: { status: 400, type: 'ExpiredTokenException' },
-  IncompleteSignature: { status: 400, type: 'IncompleteSignatureException' },
-  MissingAuthenticationToken: { status: 400, type: 'MissingAuthenticationTokenException' },
-};
 
 interface Request {
   text(field: string): string | undefined;
@@ -218,17 +200,15 @@ function actions(state: KmsState): Record<string, Action> {
   };
 }
 
-function parseRequest(body: unknown): Request {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new KmsError(400, 'SerializationException', 'Start of structure or map found where not expected.');
-  const fields = body as Record<string, unknown>;
+function parseRequest(fields: Record<string, unknown>): Request {
   const text = (field: string) => {
     const value = fields[field];
-    if (value !== undefined && typeof value !== 'string') throw new KmsError(400, 'SerializationException', `STRING_VALUE can not be converted to ${field}`);
+    if (value !== undefined && typeof value !== 'string') throw new AwsJsonError(400, 'SerializationException', `STRING_VALUE can not be converted to ${field}`);
     return value;
   };
   const required = (field: string) => {
     const value = text(field);
-    if (!value) throw new KmsError(400, 'ValidationException', `1 validation error detected: Value null at '${field[0].toLowerCase()}${field.slice(1)}' failed to satisfy constraint: Member must not be null`);
+    if (!value) throw new AwsJsonError(400, 'ValidationException', `1 validation error detected: Value null at '${field[0].toLowerCase()}${field.slice(1)}' failed to satisfy constraint: Member must not be null`);
     return value;
   };
   return {
@@ -238,7 +218,7 @@ function parseRequest(body: unknown): Request {
     context: () => {
       const context = fields.EncryptionContext ?? {};
       if (typeof context !== 'object' || context === null || Object.values(context).some((value) => typeof value !== 'string')) {
-        throw new KmsError(400, 'SerializationException', 'EncryptionContext must be a map of strings');
+        throw new AwsJsonError(400, 'SerializationException', 'EncryptionContext must be a map of strings');
       }
       return context as Record<string, string>;
     },
@@ -258,12 +238,6 @@ export interface KmsEmulator {
   close(): Promise<void>;
 }
 
-async function readBody(req: IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
-
 /** Starts the emulator on a free port of 127.0.0.1. */
 export async function startKmsEmulator(options: { region?: string } = {}): Promise<KmsEmulator> {
   const region = options.region ?? 'us-east-1';
@@ -271,39 +245,18 @@ export async function startKmsEmulator(options: { region?: string } = {}): Promi
   const handlers = actions(state);
   let failing = false;
 
-  const reply = (res: ServerResponse, status: number, body: unknown) => {
-    res.writeHead(status, { 'content-type': 'application/x-amz-json-1.1', 'x-amzn-requestid': randomUUID() });
-    res.end(JSON.stringify(body));
-  };
-  const fail = (res: ServerResponse, err: KmsError) => reply(res, err.status, { __type: err.type, message: err.message });
-
-  const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    const body = await readBody(req);
-    const target = String(req.headers['x-amz-target'] ?? '');
-    const action = target.startsWith('TrentService.') ? target.slice('TrentService.'.length) : '';
-    state.calls.push(action);
-    if (failing) return fail(res, new KmsError(500, 'KMSInternalException', 'The request was rejected because an internal exception occurred. The request can be retried.'));
-    const verified = await verifySigV4({ method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body }, (id) => state.credentials.get(id));
-    if (!verified.ok) {
-      const mapped = JSON_SIGNATURE_ERRORS[verified.code] ?? { status: verified.status, type: verified.code };
-      return fail(res, new KmsError(mapped.status, mapped.type, verified.message));
-    }
-    if (verified.service !== 'kms' || verified.region !== region) {
-      return fail(res, new KmsError(400, 'InvalidSignatureException', `Credential should be scoped to a valid region and service: kms in '${region}', not ${verified.service} in '${verified.region}'.`));
-    }
-    const handler = Object.hasOwn(handlers, action) ? handlers[action] : undefined;
-    if (req.method !== 'POST' || !handler) return fail(res, new KmsError(400, 'UnknownOperationException', ''));
-    try {
-      reply(res, 200, handler(parseRequest(JSON.parse(body.toString('utf8') || '{}'))));
-    } catch (err) {
-      if (err instanceof SyntaxError) return fail(res, new KmsError(400, 'SerializationException', 'Invalid JSON'));
-      if (!(err instanceof KmsError)) throw err;
-      fail(res, err);
-    }
-  };
+  const handle = awsJsonHandler({
+    service: 'kms',
+    targetPrefix: 'TrentService',
+    region,
+    credentials: (id) => state.credentials.get(id),
+    actions: Object.fromEntries(Object.entries(handlers).map(([name, action]) => [name, (body) => action(parseRequest(body))])),
+    calls: state.calls,
+    intercept: () => (failing ? { status: 500, body: { __type: 'KMSInternalException', message: 'The request was rejected because an internal exception occurred. The request can be retried.' } } : undefined),
+  });
 
   const server = createServer((req, res) => {
-    handle(req, res).catch(() => fail(res, new KmsError(500, 'KMSInternalException', 'internal failure')));
+    handle(req, res).catch(() => sendJson(res, 500, { __type: 'KMSInternalException', message: 'internal failure' }));
   });
   const listen = (port: number) => new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', () => resolve()));
   const stop = () =>

@@ -5,8 +5,9 @@
  * name with tags, versions, and deletion (with a recovery window, a deleted name stays taken).
  */
 import { randomUUID } from 'node:crypto';
-import { verifySigV4, type SigningSecret } from './sigv4';
-import { FaultInjector, listenLocally, readBody, sendJson, type InjectedFault } from '../http-server';
+import type { SigningSecret } from './sigv4';
+import { AwsJsonError as AwsError, awsJsonHandler } from './aws-json';
+import { FaultInjector, listenLocally } from '../http-server';
 
 export interface StoredSecret {
   name: string;
@@ -31,16 +32,6 @@ export interface SecretsManagerEmulator {
   /** The current value of a live secret. */
   value(name: string): string | undefined;
   close(): Promise<void>;
-}
-
-class AwsError extends Error {
-  constructor(
-    readonly status: number,
-    readonly type: string,
-    message: string,
-  ) {
-    super(message);
-  }
 }
 
 /** `onValue` hears every value the emulator stores, as it stores it (the sync lag bench times arrivals). */
@@ -97,25 +88,9 @@ export async function startSecretsManagerEmulator(options: { region?: string; on
     },
   };
 
-  const server = await listenLocally(async (req, res) => {
-    const body = await readBody(req);
-    const action = String(req.headers['x-amz-target'] ?? '').replace(/^secretsmanager\./, '');
-    calls.push(action);
-    const fail = (err: AwsError) => sendJson(res, err.status, { __type: err.type, message: err.message }, { 'content-type': 'application/x-amz-json-1.1' });
-    const verified = await verifySigV4({ method: req.method ?? 'POST', url: req.url ?? '/', headers: req.headers, body }, (id) => accessKeys.get(id));
-    if (!verified.ok) return fail(new AwsError(verified.status, verified.code === 'InvalidClientTokenId' ? 'UnrecognizedClientException' : verified.code, verified.message));
-    if (verified.service !== 'secretsmanager' || verified.region !== region) return fail(new AwsError(403, 'InvalidSignatureException', `Credential should be scoped to a valid region and service, not '${verified.region}/${verified.service}'.`));
-    const injected: InjectedFault | undefined = faults.take(action);
-    if (injected) return sendJson(res, injected.status, injected.body, { 'content-type': 'application/x-amz-json-1.1' });
-    const handler = actions[action];
-    if (!handler) return fail(new AwsError(400, 'UnknownOperationException', `Unknown operation ${action}`));
-    try {
-      sendJson(res, 200, handler(JSON.parse(body.toString('utf8') || '{}') as Record<string, unknown>), { 'content-type': 'application/x-amz-json-1.1' });
-    } catch (err) {
-      if (!(err instanceof AwsError)) throw err;
-      fail(err);
-    }
-  });
+  const server = await listenLocally(
+    awsJsonHandler({ service: 'secretsmanager', targetPrefix: 'secretsmanager', region, credentials: (id) => accessKeys.get(id), actions, calls, intercept: (action) => faults.take(action) }),
+  );
 
   return {
     url: server.url,

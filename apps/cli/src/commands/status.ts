@@ -20,6 +20,8 @@ export function sealStatusRows(status: SealStatus): Row[] {
   if (status.storage_type) rows.push(['Storage Type', status.storage_type]);
   if (status.cluster_name) rows.push(['Cluster Name', status.cluster_name]);
   if (status.cluster_id) rows.push(['Cluster ID', status.cluster_id]);
+  if (status.replication_performance_mode) rows.push(['Replication Performance Mode', status.replication_performance_mode]);
+  if (status.replication_dr_mode) rows.push(['Replication DR Mode', status.replication_dr_mode]);
   return rows;
 }
 

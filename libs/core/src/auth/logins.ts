@@ -1,7 +1,8 @@
 import type { EngineReply, EngineRequest } from '@svc/engine-host';
 import type { AuthResponse, MountInfo, Response } from '@svc/framework';
 import { ServiceError } from '@svc/http';
-import type { IdentityStore } from '../identity/identity-store';
+import type { Entity, IdentityStore } from '../identity/identity-store';
+import { writeHereOrOnPrimary, type ForwardToPrimary } from '../request/forwarding';
 import type { Namespace } from '../namespaces/namespace';
 import type { NamespaceRegistry } from '../namespaces/registry';
 import { TokenManager, type TokenLimits } from '../tokens/token-manager';
@@ -16,6 +17,11 @@ export interface LoginsDeps {
   dispatch(message: EngineRequest): Promise<EngineReply>;
   /** The identity store of a namespace, where a login finds or creates its entity. */
   identity(namespace: Namespace): IdentityStore;
+  /**
+   * On a performance secondary, a new entity or alias is replicated data: the primary makes it,
+   * while the login's token stays a token of this cluster.
+   */
+  forwardToPrimary?: ForwardToPrimary;
 }
 
 /** Where a login happened: the namespace, the auth mount, and the path inside the namespace ("auth/userpass/login/alice"). */
@@ -48,7 +54,7 @@ export class Logins {
     const explicitMaxTtl = auth.explicitMaxTtl ?? 0;
     const limits = this.limits(place.mount, auth);
     // The method vouched for a name on its mount: that alias's entity (a new one on a first login) owns the token.
-    const entity = auth.alias ? await this.deps.identity(place.namespace).loginEntity(place.mount.accessor, auth.alias.name, auth.alias.metadata ?? {}) : undefined;
+    const entity = auth.alias ? await this.loginEntity(place, auth.alias.name, auth.alias.metadata ?? {}) : undefined;
     if (entity?.disabled) throw ServiceError.forbidden(`entity "${entity.id}" is disabled`);
     const { id, entry } = await this.deps.tokens.create({
       parent: null, // login tokens are orphans, as in Vault
@@ -74,6 +80,12 @@ export class Logins {
     // As in Vault, the login's answer shows the entity's policies beside the token's own.
     const allPolicies = [...new Set([...policies, ...entity.policies])];
     return { ...rest, token: { ...issued, auth: { ...issued.auth, policies: allPolicies, identity_policies: entity.policies } } };
+  }
+
+  private loginEntity(place: LoginPlace, name: string, metadata: Record<string, string>): Promise<Entity> {
+    const store = this.deps.identity(place.namespace);
+    const body = { namespace: place.namespace.path, mount_accessor: place.mount.accessor, name, metadata };
+    return writeHereOrOnPrimary(() => store.loginEntity(place.mount.accessor, name, metadata), this.deps.forwardToPrimary, 'login-entity', body, (answer) => answer.entity as Entity);
   }
 
   /**

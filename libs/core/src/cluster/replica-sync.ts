@@ -13,6 +13,8 @@ const CONTACT_WINDOW_MS = 2_000;
 const PEER_FENCED_AFTER_MS = CONTACT_WINDOW_MS + HEARTBEAT_MS + 500;
 /** How long a request waits for this replica to regain contact before it is refused. */
 const CONTACT_WAIT_MS = 1_000;
+/** How long a replica still in contact is waited for, at most, before it is taken for gone. */
+const MEMBER_ANSWER_LIMIT_MS = 30_000;
 /** Invalidations applied (or being applied), remembered so a message received twice is applied once. */
 const REMEMBERED_NONCES = 1_024;
 
@@ -148,28 +150,32 @@ export class ReplicaSync {
     this.pending.clear();
     const message = encodeJson({ from: this.id, nonce: randomUUID(), keys } satisfies InvalidateMessage);
     await this.bus.publish(this.subjects().invalidate, message);
-    const now = performance.now();
-    await Promise.all(
-      [...this.members].map(([member, heardAt]) => {
-        const fencedAt = heardAt + PEER_FENCED_AFTER_MS;
-        if (fencedAt <= now) {
-          this.members.delete(member);
-          return undefined;
-        }
-        return this.tellMember(member, message, fencedAt - now);
-      }),
-    );
+    await Promise.all([...this.members.keys()].map((member) => this.tellMember(member, message)));
   }
 
-  private async tellMember(member: string, message: Uint8Array, untilFencedMs: number): Promise<void> {
-    try {
-      await this.bus.request(this.subjects().member(member), message, { timeoutMs: untilFencedMs });
-    } catch (err) {
-      if (!(err instanceof BusUnavailableError)) throw err;
-      // No responder: its connection is gone. Timeout: it has fenced itself by now. Either way it
-      // serves nothing stale, and comes back through a full resync.
-      this.members.delete(member);
+  /**
+   * Asks one replica to apply, for as long as it is in contact: one still heard from is asked again
+   * when its answer is late (a replica following an unseal loads its tables first), since asking
+   * twice applies once.
+   */
+  private async tellMember(member: string, message: Uint8Array): Promise<void> {
+    const giveUpAt = performance.now() + MEMBER_ANSWER_LIMIT_MS;
+    while (performance.now() < giveUpAt) {
+      const heardAt = this.members.get(member) ?? -Infinity;
+      const untilFencedMs = heardAt + PEER_FENCED_AFTER_MS - performance.now();
+      if (untilFencedMs <= 0) break;
+      try {
+        await this.bus.request(this.subjects().member(member), message, { timeoutMs: untilFencedMs });
+        return;
+      } catch (err) {
+        if (!(err instanceof BusUnavailableError)) throw err;
+        if (err.reason !== 'timeout' || this.members.get(member) === heardAt) break;
+      }
     }
+    // No responder: its connection is gone. Not heard from until the timeout: it has fenced itself
+    // by now. Either way it serves nothing stale, and comes back through a full resync. One heard from
+    // but silent past MEMBER_ANSWER_LIMIT_MS is dropped all the same.
+    this.members.delete(member);
   }
 
   private beat(): void {

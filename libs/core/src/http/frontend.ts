@@ -90,7 +90,7 @@ function serveRequest(pipeline: HttpHandler, listener: ListenerContext, req: htt
   const limit = listener.config.maxRequestSize;
   readBody(req, limit).then(
     (body) => {
-      if (body === TOO_LARGE) return send(res, listener, jsonError(413, [`request body too large: the limit is ${limit} bytes`]), false);
+      if (body === TOO_LARGE) return afterUnreadBody(req, res, () => send(res, listener, jsonError(413, [`request body too large: the limit is ${limit} bytes`]), false));
       if (isEndedBody(body)) return send(res, listener, body, false, true);
       return pipeline
         .handle({
@@ -131,10 +131,7 @@ function serveUpload(pipeline: HttpHandler, listener: ListenerContext, req: http
       remoteAddress: req.socket.remoteAddress,
       ...listenerRules(listener.config),
     })
-    .then((result) => {
-      if (!req.complete) req.resume();
-      send(res, listener, result, false);
-    })
+    .then((result) => afterUnreadBody(req, res, () => send(res, listener, result, false)))
     .catch(() => {
       requestAnswered(req.socket);
       res.destroy();
@@ -200,6 +197,30 @@ function headersFor(listener: ListenerContext, result: HttpResult, body: JsonBod
     for (let i = 0; i < list.length; i += 2) merged[list[i] as string] = list[i + 1];
   }
   return Object.entries(merged).flat();
+}
+
+/** How long an answer given before its request's body was read waits for the rest of it. */
+const UNREAD_BODY_WAIT_MS = 10_000;
+
+/**
+ * Gives an answer before the request's body is all read (a refusal), reading and dropping the
+ * rest. Closing a connection over unread bytes resets it and the client loses the answer, so when
+ * the connection closes after this answer (the client asked so) the answer waits for the body's
+ * end, for at most UNREAD_BODY_WAIT_MS; on a kept-alive connection it leaves at once.
+ */
+function afterUnreadBody(req: http.IncomingMessage, res: http.ServerResponse, answer: () => void): void {
+  if (req.complete) return answer();
+  req.resume();
+  if (res.shouldKeepAlive) return answer();
+  let answered = false;
+  const answerOnce = () => {
+    clearTimeout(timer);
+    if (!answered) answer();
+    answered = true;
+  };
+  const timer = setTimeout(answerOnce, UNREAD_BODY_WAIT_MS);
+  req.once('end', answerOnce);
+  req.once('close', answerOnce);
 }
 
 /** Marks a body over the listener's limit, which is answered with 413. */

@@ -41,6 +41,8 @@ export class ExpirationManager {
     private readonly locks: LockManager,
     private readonly revoker: Revoker,
     private readonly logger: Logger,
+    /** True while leases must not expire here (a DR secondary: its primary expires them, and its data is not written here). */
+    private readonly paused: () => boolean = () => false,
   ) {}
 
   /** Leases whose due times this replica holds: all of them while it runs the expiry loop, none otherwise. */
@@ -200,6 +202,8 @@ export class ExpirationManager {
     if (this.running) return;
     this.running = true;
     try {
+      // The schedule is loaded again from storage once work resumes (it changed meanwhile).
+      if (this.paused()) return await this.releaseLock();
       if (!(await this.holdLock())) return;
       if (!this.due) this.due = await this.loadDueTimes();
       const now = nowSeconds();

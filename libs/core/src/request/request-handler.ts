@@ -11,6 +11,7 @@ import { SYSTEM_MOUNT } from '../mounts/system-mount';
 import type { Namespace, Route } from '../namespaces/namespace';
 import { remainingTtl, type TokenEntry, type TokenStore } from '../tokens/token-store';
 import type { ResponseWrapper } from '../wrapping/response-wrapper';
+import { drSecondaryRefusal, servedOnDrSecondary } from './dr-secondary-gate';
 import { responseEnvelope, type Lease, type LogicalRequest, type LogicalResult, type RequestHeaders } from './logical';
 
 /** The seal state as the request path sees it. */
@@ -68,6 +69,8 @@ export interface RequestHandlerDeps {
    */
   resolveToken?: (value: string) => string | undefined;
   dispatcher: Dispatcher;
+  /** Whether this cluster is a DR secondary now: it then serves only what `servedOnDrSecondary` allows. */
+  isDrSecondary?: () => boolean;
   /** Requests by namespace, mount and operation, from the mount's match to the answer. */
   requests: Timer;
 }
@@ -133,6 +136,7 @@ export class RequestHandler {
   private async route(req: LogicalRequest): Promise<LogicalResult> {
     const { seal, replicas, router, tokens } = this.deps;
     if (seal.state !== 'unsealed') return this.whileSealed(req);
+    if (this.deps.isDrSecondary?.() && !servedOnDrSecondary(req.path)) throw drSecondaryRefusal();
     // Caches (tokens, mounts, policies, storage reads) are trusted only while in contact with the peers.
     if (!replicas.inContact && !SEALED_PATHS.has(req.path)) await replicas.awaitContact();
 

@@ -239,7 +239,7 @@ export function mountPaths(core: Core): PathDeclaration[] {
             const table = isAuth ? namespace.authMounts : namespace.secretMounts;
             const strip = (p: string) => (isAuth ? p.slice('auth/'.length) : p);
             await table.remount(strip(from), strip(to));
-            return { data: { migration_id: core.newMigrationId(from, to) } };
+            return { data: { migration_id: await core.newMigrationId(from, to) } };
           },
         },
       },
@@ -251,7 +251,7 @@ export function mountPaths(core: Core): PathDeclaration[] {
         read: {
           summary: 'Read the status of a mount move.',
           handler: async (_req, f) => {
-            const info = core.migration(f.params.migration_id);
+            const info = await core.migration(f.params.migration_id);
             if (!info) throw ServiceError.notFound(`no mount migration "${f.params.migration_id}"`);
             return { data: { migration_id: f.params.migration_id, migration_info: info } };
           },

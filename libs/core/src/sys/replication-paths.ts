@@ -37,6 +37,7 @@ function drOperation(core: Core, summary: string, handler: OperationDeclaration[
     unauthenticated: true,
     rootNamespace: true,
     handler: async (req, f) => {
+      await core.replication.requireDrSecondary();
       await core.replication.requireOperationToken(f.get<string>('dr_operation_token'));
       return handler(req, f);
     },
@@ -191,6 +192,32 @@ function drPaths(core: Core): PathDeclaration[] {
       guard: () => core.replication.requireDrSecondary(),
       rootNamespace: true,
     }),
+    {
+      pattern: 'replication/dr/secondary/reindex',
+      synopsis: 'Rebuilds the Merkle index of this DR secondary from its storage (slow on a large store).',
+      fields: {
+        diff: { type: 'bool', default: false, description: 'Also count the keys that differed (slower: key by key).' },
+        force: { type: 'bool', default: false, description: 'Rebuild from storage alone and write every page.' },
+        skip_flush: { type: 'bool', default: false, description: 'Keep the rebuilt index in memory until the next flush.' },
+        ...DR_TOKEN_FIELD,
+      },
+      operations: {
+        update: drOperation(core, 'Reindex.', async (_req, f) => {
+          const warnings = await core.replication.reindex({ diff: f.get('diff'), force: f.get('force'), skipFlush: f.get('skip_flush') });
+          return { warnings };
+        }),
+      },
+    },
+    {
+      pattern: 'replication/dr/secondary/merkle-check',
+      synopsis: "Compares this DR secondary's stored Merkle index with its storage and reports what is corrupted.",
+      fields: DR_TOKEN_FIELD,
+      operations: {
+        update: drOperation(core, 'Check the Merkle index.', async () => {
+          return { data: { merkle_corruption_report: await core.replication.merkleCheck() } };
+        }),
+      },
+    },
     {
       pattern: 'replication/dr/secondary/operation-token/delete',
       synopsis: 'Deletes a DR operation token (they have no TTL).',

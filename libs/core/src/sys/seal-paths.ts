@@ -5,9 +5,13 @@ import { VERSION } from '@svc/http';
 
 /** sys/init, sys/unseal, sys/seal-status, sys/seal, sys/health, sys/leader, sys/key-status, sys/rotate. */
 export function sealPaths(core: Core): PathDeclaration[] {
+  const replicationModes = () => {
+    const modes = core.replication.modes();
+    return { replication_performance_mode: modes.performance, replication_dr_mode: modes.dr };
+  };
   const sealStatus = async (): Promise<Response> => ({
     // A replica may hold the keyring through a peer's unseal, so the barrier is the authority.
-    raw: { ...(await core.seal.status()), sealed: core.state !== 'unsealed' },
+    raw: { ...(await core.seal.status()), sealed: core.state !== 'unsealed', ...replicationModes() },
   });
 
   return [
@@ -115,9 +119,11 @@ export function sealPaths(core: Core): PathDeclaration[] {
                 ? f.get<number>('uninitcode')
                 : state === 'sealed'
                   ? f.get<number>('sealedcode')
-                  : core.replicas.inContact
-                    ? f.get<number>('activecode')
-                    : 503;
+                  : !core.replicas.inContact
+                    ? 503
+                    : core.replication.isDrSecondary
+                      ? f.get<number>('drsecondarycode')
+                      : f.get<number>('activecode');
             if (status < 100 || status > 599) throw ServiceError.badRequest(`invalid status code ${status}`);
             return {
               status,
@@ -126,8 +132,7 @@ export function sealPaths(core: Core): PathDeclaration[] {
                 sealed: state !== 'unsealed',
                 standby: false,
                 performance_standby: false,
-                replication_performance_mode: 'disabled',
-                replication_dr_mode: 'disabled',
+                ...replicationModes(),
                 server_time_utc: Math.floor(Date.now() / 1000),
                 version: VERSION,
                 cluster_name: core.clusterName,

@@ -32,15 +32,18 @@ export async function versionResponse(
  * Writes a new version under the key's lock: `nextData` computes it from the key as it stands
  * (it may refuse), then check-and-set is enforced and versions beyond the limit are pruned.
  */
-export function writeVersion(
+export async function writeVersion(
   storage: StorageView,
   path: string,
   now: Date,
   cas: number | undefined,
   nextData: (records: KvRecords, existing: KeyMetadata | null) => Promise<JsonObject>,
 ): Promise<Response> {
+  // The mount's settings are read before the key's transaction, through the storage cache: no
+  // round trip while the lock is held. They change rarely, and a change reaches every replica's
+  // cache by its invalidation.
+  const config = await new KvRecords(storage).config();
   return updateKey(storage, path, async (records) => {
-    const config = await records.config();
     const existing = await records.metadata(path);
     const data = await nextData(records, existing);
     checkAndSet(existing, config, cas);

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { KeyValueStore, StorageView } from '@svc/storage';
-import { recordSecretChange } from '@svc/sync-model';
+import { queueKey, recordSecretChange } from '@svc/sync-model';
 import { readJson, writeJson, type JsonObject } from '../json';
 import { isLive } from './versions';
 
@@ -102,7 +102,9 @@ export class KvRecords {
  */
 export function updateKey<T>(storage: StorageView, path: string, work: (records: KvRecords) => Promise<T>): Promise<T> {
   return storage.transaction(async (tx) => {
-    await tx.lock(METADATA_PREFIX + path);
+    // The sync queue's lock (which recordSecretChange takes) is taken with the key's, in that
+    // order, so both cost one round trip.
+    await Promise.all([tx.lock(METADATA_PREFIX + path), tx.lock(queueKey(path))]);
     const records = new KvRecords(tx);
     const result = await work(records);
     await recordSecretChange(tx, path, () => records.current(path, new Date()));

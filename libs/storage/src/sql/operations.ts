@@ -1,6 +1,6 @@
 import { checkKey } from '../keys';
 import { TRANSACTION_FINISHED, type MetaRecord, type PhysicalTransaction, type WalEntry } from '../types';
-import { directoryUpperBound, rowAddress, storedDirectory } from './layout';
+import { directoryUpperBound, rowAddress, storedDirectory, type RowAddress } from './layout';
 import type { Statement, StoreStatements } from './statements';
 
 export type Row = Record<string, unknown>;
@@ -22,15 +22,58 @@ function walEntry(row: Row): WalEntry {
   return { idx: asIndex(row.idx), op: row.op as WalEntry['op'], key: row.key as string, value: row.value === null ? null : asBuffer(row.value) };
 }
 
+/** A transaction's puts sent together with its log in one statement up to this many log entries; beyond, apart. */
+const MAX_COMBINED_ENTRIES = 16;
+
+interface Queued<Item, Result> {
+  item: Item;
+  resolve(result: Result): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Requests made in one turn of the microtask queue, sent together: `send` answers each item, in
+ * order, with one statement.
+ */
+class Batch<Item, Result> {
+  private queued: Queued<Item, Result>[] = [];
+
+  constructor(private readonly send: (items: Item[]) => Promise<Result[]>) {}
+
+  add(item: Item): Promise<Result> {
+    return new Promise((resolve, reject) => {
+      if (this.queued.push({ item, resolve, reject }) === 1) queueMicrotask(() => this.flush());
+    });
+  }
+
+  private flush(): void {
+    const queued = this.queued;
+    this.queued = [];
+    this.send(queued.map((entry) => entry.item)).then(
+      (results) => queued.forEach((entry, i) => entry.resolve(results[i])),
+      (error: unknown) => queued.forEach((entry) => entry.reject(error)),
+    );
+  }
+}
+
 /**
  * The key/value, log and metadata operations as SQL, over either the pool (each write one
- * statement carrying its log entry) or one transaction's connection (writes collected and logged
- * together by `appendLog` just before commit).
+ * statement carrying its log entry) or one transaction's connection. In a transaction each
+ * statement is a round trip the transaction's locks are held for, so: puts wait and go out
+ * together with the log entries in one statement at commit (`flush`), reads of keys put meanwhile
+ * are answered from those puts, and reads (or locks) issued together (`Promise.all`) share one
+ * statement.
  */
 export class SqlOperations implements PhysicalTransaction {
   private finished = false;
   /** A transaction's writes not yet logged, the last per key (replaying it gives the same state). */
   private readonly unlogged = new Map<string, Buffer | null>();
+  /** A transaction's puts not yet sent, by key. */
+  private readonly unsent = new Map<string, Buffer>();
+  /** Locks this transaction holds: advisory locks are re-entrant, so taking one again is skipped. */
+  private readonly locked = new Set<string>();
+  private readonly reads = new Batch<RowAddress, Buffer | null>((addresses) => this.readRows(addresses));
+  private readonly locks = new Batch<string, void>((keys) => this.lockKeys(keys));
 
   constructor(
     private readonly statements: StoreStatements,
@@ -39,9 +82,15 @@ export class SqlOperations implements PhysicalTransaction {
   ) {}
 
   async get(key: string): Promise<Buffer | null> {
-    const { directory, name } = rowAddress(key);
-    const rows = await this.run(this.statements.get, [directory, name]);
-    return rows.length === 0 ? null : asBuffer(rows[0].value);
+    const address = rowAddress(key);
+    if (!this.inTransaction) {
+      const rows = await this.run(this.statements.get, [address.directory, address.name]);
+      return rows.length === 0 ? null : asBuffer(rows[0].value);
+    }
+    if (this.finished) throw new Error(TRANSACTION_FINISHED);
+    const unsent = this.unsent.get(key);
+    if (unsent !== undefined) return unsent;
+    return this.reads.add(address);
   }
 
   async put(key: string, value: Buffer): Promise<void> {
@@ -50,7 +99,9 @@ export class SqlOperations implements PhysicalTransaction {
       await this.run(this.statements.putLogged, [directory, name, value, key]);
       return;
     }
-    await this.run(this.statements.put, [directory, name, value]);
+    if (this.finished) throw new Error(TRANSACTION_FINISHED);
+    this.unsent.delete(key);
+    this.unsent.set(key, value);
     this.remember(key, value);
   }
 
@@ -60,19 +111,23 @@ export class SqlOperations implements PhysicalTransaction {
       await this.run(this.statements.deleteLogged, [directory, name, key]);
       return;
     }
+    await this.sendUnsent();
     const removed = await this.run(this.statements.delete, [directory, name]);
     if (removed.length > 0) this.remember(key, null);
   }
 
   async list(prefix: string): Promise<string[]> {
+    await this.sendUnsent();
     const directory = storedDirectory(prefix);
     const rows = await this.run(this.statements.list, [directory, directoryUpperBound(directory)]);
     return rows.map((row) => row.entry as string);
   }
 
-  /** Held until the transaction ends (pg_advisory_xact_lock). */
+  /** Held until the transaction ends (pg_advisory_xact_lock); locks asked for together are taken in one statement. */
   async lock(key: string): Promise<void> {
-    await this.run(this.statements.lock, [checkKey(key)]);
+    if (this.locked.has(checkKey(key))) return;
+    await this.locks.add(key);
+    this.locked.add(key);
   }
 
   async putMeta(name: string, value: Buffer | null): Promise<void> {
@@ -120,12 +175,21 @@ export class SqlOperations implements PhysicalTransaction {
     await this.run(this.statements.appendReset, []);
   }
 
-  /** Logs the transaction's writes (when logging is on); the last statement before commit. */
-  async appendLog(): Promise<void> {
+  /**
+   * Sends the transaction's unsent puts and logs its writes (when logging is on): the last
+   * statement before commit, usually one.
+   */
+  async flush(): Promise<void> {
     if (this.unlogged.size === 0) return;
-    const values: unknown[] = [this.unlogged.size];
-    for (const [key, value] of this.unlogged) values.push(value === null ? 'delete' : 'put', key, value);
-    await this.run(this.statements.appendLog(this.unlogged.size), values);
+    const entries: unknown[] = [];
+    for (const [key, value] of this.unlogged) entries.push(value === null ? 'delete' : 'put', key, value);
+    if (this.unsent.size > 0 && this.unlogged.size <= MAX_COMBINED_ENTRIES) {
+      const rows = this.unsent.size;
+      await this.run(this.statements.putRowsLogged(rows, this.unlogged.size), [this.unlogged.size, ...this.takeUnsent(), ...entries]);
+    } else {
+      await this.sendUnsent();
+      await this.run(this.statements.appendLog(this.unlogged.size), [this.unlogged.size, ...entries]);
+    }
     this.unlogged.clear();
   }
 
@@ -137,6 +201,41 @@ export class SqlOperations implements PhysicalTransaction {
     // Re-inserted so the map's order stays the order of the last writes.
     this.unlogged.delete(key);
     this.unlogged.set(key, value);
+  }
+
+  /** Sends the puts not yet sent, so that a statement which could see their rows does. */
+  private async sendUnsent(): Promise<void> {
+    if (this.unsent.size === 0) return;
+    const rows = this.unsent.size;
+    await this.run(this.statements.putRows(rows), this.takeUnsent());
+  }
+
+  /** The unsent puts as row parameters (directory, name and value of each), no longer unsent. */
+  private takeUnsent(): unknown[] {
+    const values: unknown[] = [];
+    for (const [key, value] of this.unsent) {
+      const { directory, name } = rowAddress(key);
+      values.push(directory, name, value);
+    }
+    this.unsent.clear();
+    return values;
+  }
+
+  private async lockKeys(keys: string[]): Promise<void[]> {
+    if (keys.length === 1) await this.run(this.statements.lock, keys);
+    else await this.run(this.statements.lockMany, [keys]);
+    return keys.map(() => undefined);
+  }
+
+  private async readRows(addresses: RowAddress[]): Promise<(Buffer | null)[]> {
+    if (addresses.length === 1) {
+      const rows = await this.run(this.statements.get, [addresses[0].directory, addresses[0].name]);
+      return [rows.length === 0 ? null : asBuffer(rows[0].value)];
+    }
+    const rows = await this.run(this.statements.getMany, [addresses.map((address) => address.directory), addresses.map((address) => address.name)]);
+    // A directory ends in '/' and a name holds none, so the two joined name one row.
+    const found = new Map(rows.map((row) => [(row.parent_path as string) + (row.name as string), asBuffer(row.value)]));
+    return addresses.map(({ directory, name }) => found.get(directory + name) ?? null);
   }
 
   private run(statement: Statement, values: unknown[]): Promise<Row[]> {

@@ -3,9 +3,7 @@ import type { Physical, PhysicalTransaction, StoredEntry, StoreSnapshot, WriteAh
 import { storeMigrations } from './migrations';
 import { rowAddress } from './layout';
 import { asBuffer, type Row, SqlOperations } from './operations';
-import { type Statement, type StoreStatements, storeStatements } from './statements';
-
-type IsolationLevel = 'READ COMMITTED' | 'REPEATABLE READ';
+import { type IsolationLevel, type Statement, type StoreStatements, storeStatements } from './statements';
 
 /** Rows fetched from the scan's cursor at a time, and rows written per INSERT by replaceAll. */
 const SCAN_BATCH_ROWS = 500;
@@ -88,11 +86,7 @@ export abstract class SqlPhysical implements Physical {
   }
 
   async transaction<T>(fn: (tx: PhysicalTransaction) => Promise<T>): Promise<T> {
-    return this.inTransaction('READ COMMITTED', async (tx) => {
-      const result = await fn(tx);
-      await tx.appendLog();
-      return result;
-    });
+    return this.inTransaction('READ COMMITTED', fn);
   }
 
   async scan<T>(consume: (entries: AsyncIterable<StoredEntry>) => Promise<T>): Promise<T> {
@@ -152,8 +146,9 @@ export abstract class SqlPhysical implements Physical {
   }
 
   /**
-   * Runs `work` on one connection inside a transaction, committed when it returns, rolled back
-   * when it throws; `tx` (the operations on that connection) is finished either way.
+   * Runs `work` on one connection inside a transaction, committed (after `tx.flush`) when it
+   * returns, rolled back when it throws; `tx` (the operations on that connection) is finished
+   * either way. The transaction is opened and ended with our own statements, one round trip each.
    */
   private inTransaction<T>(isolation: IsolationLevel, work: (tx: SqlOperations, connection: SqlConnection) => Promise<T>): Promise<T> {
     const { dataSource } = this.connection();
@@ -161,18 +156,20 @@ export abstract class SqlPhysical implements Physical {
       const runner = dataSource.createQueryRunner();
       try {
         const connection = (await runner.connect()) as SqlConnection;
-        await runner.startTransaction(isolation);
-        const tx = new SqlOperations(this.statements, (statement, values) => this.runOn(connection, statement, values), true);
+        const run = (statement: Statement, values: unknown[] = []) => this.runOn(connection, statement, values);
+        await run(this.statements.begin(isolation));
+        const tx = new SqlOperations(this.statements, run, true);
         try {
           const result = await work(tx, connection);
+          await tx.flush();
           tx.finish();
-          await runner.commitTransaction();
+          await run(this.statements.commit);
           return result;
         } catch (error) {
           tx.finish();
           // The caller's error is the one to report; a failed rollback means the connection is
           // gone, and the server aborts the transaction then anyway.
-          if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+          await run(this.statements.rollback).catch(() => undefined);
           throw error;
         }
       } finally {

@@ -4,23 +4,40 @@ export interface Statement {
   text: string;
 }
 
+export type IsolationLevel = 'READ COMMITTED' | 'REPEATABLE READ';
+
 export interface StoreStatements {
+  /** Opens a transaction at `isolation` in one statement (TypeORM's query runner takes two). */
+  begin(isolation: IsolationLevel): Statement;
+  commit: Statement;
+  rollback: Statement;
   get: Statement;
+  /** The rows of several keys: $1 their stored directories, $2 their names (arrays, pairwise). */
+  getMany: Statement;
   put: Statement;
   delete: Statement;
   list: Statement;
   lock: Statement;
+  /** Takes the locks of several keys ($1, an array) in their order. */
+  lockMany: Statement;
   /** Opens the cursor `svc_scan` over every row (inside a transaction); `scanFetch` reads its next batch. */
   scanCursor: Statement;
   scanFetch: Statement;
   deleteAll: Statement;
   /** Inserts `rows` rows: $1-$3 the first row's directory, name and value, $4-$6 the second's, ... */
   insertRows(rows: number): Statement;
+  /** Like `insertRows`, replacing rows that exist. */
+  putRows(rows: number): Statement;
   /** Single writes outside a transaction, with their log entry in the same statement ($4/$3: the key). */
   putLogged: Statement;
   deleteLogged: Statement;
   /** Appends `entries` log entries at commit ($1 the count, then op, key and value of each in turn). */
   appendLog(entries: number): Statement;
+  /**
+   * Writes `rows` rows and appends `entries` log entries in one statement at commit: $1 the entry
+   * count, then directory, name and value of each row, then op, key and value of each entry.
+   */
+  putRowsLogged(rows: number, entries: number): Statement;
   appendReset: Statement;
   setLogging: Statement;
   logging: Statement;
@@ -76,15 +93,24 @@ export function storeStatements(table: string, scanBatchRows: number): StoreStat
   // UPDATE matches no row and locks nothing, so writers do not queue on it.
   const nextIndexes = (count: string, written: string) =>
     `UPDATE ${head} SET last_idx = last_idx + ${count} WHERE logging${written} RETURNING last_idx`;
+  const logEntries = (entries: number, first: number) =>
+    `(VALUES ${Array.from({ length: entries }, (_, i) => `(${i + 1}, $${first + 3 * i}::text, $${first + 3 * i + 1}::text, $${first + 3 * i + 2}::bytea)`).join(', ')}) AS e(ord, op, key, value)`;
+  const rowValues = (rows: number, first: number) =>
+    Array.from({ length: rows }, (_, i) => `($${first + 3 * i}, $${first + 3 * i + 1}, $${first + 3 * i + 2})`).join(', ');
+  const upsert = 'ON CONFLICT (parent_path, name) DO UPDATE SET value = EXCLUDED.value';
   const nextSegment = `split_part(substr(parent_path, length($1::text) + 1), '/', 1)`;
   return {
+    begin: (isolation) => ({ name: '', text: `BEGIN ISOLATION LEVEL ${isolation}` }),
+    commit: { name: '', text: 'COMMIT' },
+    rollback: { name: '', text: 'ROLLBACK' },
     get: { name: 'svc_storage_get', text: `SELECT value FROM ${t} WHERE parent_path = $1 AND name = $2` },
-    put: {
-      name: 'svc_storage_put',
+    getMany: {
+      name: 'svc_storage_get_many',
       text:
-        `INSERT INTO ${t} (parent_path, name, value) VALUES ($1, $2, $3) ` +
-        'ON CONFLICT (parent_path, name) DO UPDATE SET value = EXCLUDED.value',
+        `SELECT ${t}.parent_path, ${t}.name, value FROM ${t} ` +
+        `JOIN unnest($1::text[], $2::text[]) AS wanted(parent_path, name) USING (parent_path, name)`,
     },
+    put: { name: 'svc_storage_put', text: `INSERT INTO ${t} (parent_path, name, value) VALUES ($1, $2, $3) ${upsert}` },
     delete: { name: 'svc_storage_delete', text: `DELETE FROM ${t} WHERE parent_path = $1 AND name = $2 RETURNING 1` },
     list: {
       name: 'svc_storage_list',
@@ -106,20 +132,21 @@ export function storeStatements(table: string, scanBatchRows: number): StoreStat
     },
     // Namespaced by table so stores sharing a database do not contend on each other's keys.
     lock: { name: 'svc_storage_lock', text: `SELECT pg_advisory_xact_lock(hashtextextended('${table}:' || $1::text, 0))` },
+    lockMany: {
+      name: 'svc_storage_lock_many',
+      text: `SELECT pg_advisory_xact_lock(hashtextextended('${table}:' || key, 0)) FROM unnest($1::text[]) WITH ORDINALITY AS k(key, ord) ORDER BY ord`,
+    },
     // Unnamed: a cursor lives only in its transaction, and the batch statements vary in length.
     scanCursor: { name: '', text: `DECLARE svc_scan NO SCROLL CURSOR FOR SELECT parent_path, name, value FROM ${t} ORDER BY parent_path, name` },
     scanFetch: { name: '', text: `FETCH ${scanBatchRows} FROM svc_scan` },
     deleteAll: { name: '', text: `DELETE FROM ${t}` },
-    insertRows: (rows) => ({
-      name: '',
-      text: `INSERT INTO ${t} (parent_path, name, value) VALUES ${Array.from({ length: rows }, (_, i) => `($${3 * i + 1}, $${3 * i + 2}, $${3 * i + 3})`).join(', ')}`,
-    }),
+    insertRows: (rows) => ({ name: '', text: `INSERT INTO ${t} (parent_path, name, value) VALUES ${rowValues(rows, 1)}` }),
+    putRows: (rows) => ({ name: '', text: `INSERT INTO ${t} (parent_path, name, value) VALUES ${rowValues(rows, 1)} ${upsert}` }),
     // Referencing the data CTE makes it run (and lock its row) before the head row is locked.
     putLogged: {
       name: 'svc_storage_put_logged',
       text:
-        `WITH written AS (INSERT INTO ${t} (parent_path, name, value) VALUES ($1, $2, $3) ` +
-        'ON CONFLICT (parent_path, name) DO UPDATE SET value = EXCLUDED.value RETURNING 1), ' +
+        `WITH written AS (INSERT INTO ${t} (parent_path, name, value) VALUES ($1, $2, $3) ${upsert} RETURNING 1), ` +
         `head AS (${nextIndexes('1', ' AND EXISTS (SELECT 1 FROM written)')}) ` +
         `INSERT INTO ${wal} (idx, op, key, value) SELECT last_idx, 'put', $4, $3 FROM head`,
     },
@@ -134,9 +161,16 @@ export function storeStatements(table: string, scanBatchRows: number): StoreStat
       name: '',
       text:
         `WITH head AS (${nextIndexes('$1::bigint', '')}) ` +
-        `INSERT INTO ${wal} (idx, op, key, value) SELECT head.last_idx - $1::bigint + e.ord, e.op, e.key, e.value FROM head, (VALUES ` +
-        Array.from({ length: entries }, (_, i) => `(${i + 1}, $${3 * i + 2}::text, $${3 * i + 3}::text, $${3 * i + 4}::bytea)`).join(', ') +
-        ') AS e(ord, op, key, value)',
+        `INSERT INTO ${wal} (idx, op, key, value) SELECT head.last_idx - $1::bigint + e.ord, e.op, e.key, e.value FROM head, ${logEntries(entries, 2)}`,
+    }),
+    // Named per shape (callers keep the shapes few and small), so each is parsed once per connection.
+    putRowsLogged: (rows, entries) => ({
+      name: `svc_storage_put_rows_logged_${rows}_${entries}`,
+      text:
+        `WITH written AS (INSERT INTO ${t} (parent_path, name, value) VALUES ${rowValues(rows, 2)} ` +
+        `${upsert} RETURNING 1), ` +
+        `head AS (${nextIndexes('$1::bigint', ' AND EXISTS (SELECT 1 FROM written)')}) ` +
+        `INSERT INTO ${wal} (idx, op, key, value) SELECT head.last_idx - $1::bigint + e.ord, e.op, e.key, e.value FROM head, ${logEntries(entries, 2 + 3 * rows)}`,
     }),
     appendReset: {
       name: 'svc_storage_log_reset',

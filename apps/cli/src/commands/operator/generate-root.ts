@@ -1,4 +1,4 @@
-import { decodeOtpToken, type GenerateRootStatus } from '@svc/sdk';
+import { decodeOtpToken, type GeneratedToken, type GenerateRootStatus } from '@svc/sdk';
 import { UsageError } from '../args';
 import type { Command } from '../context';
 import { println } from '../context';
@@ -10,8 +10,9 @@ const ACTIONS = ['init', 'cancel', 'status', 'decode'] as const;
 
 export const command: Command = {
   args: '[KEY]',
-  summary: 'Generate a root token from a threshold of unseal (or recovery) keys: -init, then one key per call, then -decode.',
+  summary: 'Generate a root token (or, with -dr-token, a DR operation token) from a threshold of unseal (or recovery) keys: -init, then one key per call, then -decode.',
   flags: {
+    'dr-token': { kind: 'boolean', description: "generate a DR operation token on a DR secondary, with its primary's keys" },
     init: { kind: 'boolean', description: 'start an attempt; prints the one-time pad (OTP) needed to decode the token, or use -pgp-key' },
     'pgp-key': { kind: 'string', description: 'with -init: path of a PGP public key file to encrypt the token to instead' },
     cancel: { kind: 'boolean', description: 'cancel the attempt' },
@@ -22,6 +23,8 @@ export const command: Command = {
   },
   async run(ctx, { flags, positionals }) {
     const sys = ctx.client.sys;
+    const made: GeneratedToken = flags['dr-token'] === true ? 'dr-operation' : 'root';
+    const what = made === 'root' ? 'Root token generation' : 'DR operation token generation';
     switch (chosenAction(flags, positionals, ACTIONS)) {
       case 'decode': {
         if (typeof flags.otp !== 'string' || flags.otp === '') throw new UsageError('-decode needs -otp, the OTP printed when the attempt started');
@@ -31,24 +34,24 @@ export const command: Command = {
       }
       case 'init': {
         const pgpPath = flags['pgp-key'];
-        const status = await sys.generateRootStart(typeof pgpPath === 'string' ? await readPgpKeyFile(pgpPath) : undefined);
+        const status = await sys.generateRootStart(typeof pgpPath === 'string' ? await readPgpKeyFile(pgpPath) : undefined, made);
         output(ctx, status, () => keyValueTable(statusRows(status)));
         return 0;
       }
       case 'cancel':
-        await sys.generateRootCancel();
-        println(ctx.io.stdout, 'Success! Root token generation canceled (if it was started).');
+        await sys.generateRootCancel(made);
+        println(ctx.io.stdout, `Success! ${what} canceled (if it was started).`);
         return 0;
       case 'status': {
-        const status = await sys.generateRootStatus();
+        const status = await sys.generateRootStatus(made);
         output(ctx, status, () => keyValueTable(statusRows(status)));
         return 0;
       }
       default: {
-        const nonce = typeof flags.nonce === 'string' ? flags.nonce : (await sys.generateRootStatus()).nonce;
-        if (!nonce) throw new UsageError('no root token generation is in progress: start one with -init');
+        const nonce = typeof flags.nonce === 'string' ? flags.nonce : (await sys.generateRootStatus(made)).nonce;
+        if (!nonce) throw new UsageError(`no ${what.toLowerCase()} is in progress: start one with -init`);
         const key = await keyArgument(ctx, positionals, 'operator generate-root', 'Unseal Key (or Recovery Key)');
-        const status = await sys.generateRootUpdate(key, nonce);
+        const status = await sys.generateRootUpdate(key, nonce, made);
         output(ctx, status, () => keyValueTable(statusRows(status)));
         return 0;
       }
