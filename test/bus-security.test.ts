@@ -245,7 +245,7 @@ describe('NATS configured by deploy/nats/nats.conf: TLS and two users (distribut
     }
   });
 
-  test('the service user may not publish seals, announcements, mount removals or replica sync', async () => {
+  test('the service user may not publish seals, announcements, root key requests, mount removals or replica sync', async () => {
     const service = await client({ user: 'service', pass: passwords.service });
     const refusedPublishes: string[] = [];
     void (async () => {
@@ -253,7 +253,7 @@ describe('NATS configured by deploy/nats/nats.conf: TLS and two users (distribut
         if (status.permissionContext?.operation === 'publish') refusedPublishes.push(status.permissionContext.subject);
       }
     })();
-    const gatewaySubjects = ['svc.keyring.seal', 'svc.keyring.announce', 'svc.mounts.removed', 'svc.replicas.invalidate', 'svc.replicas.ack.x'];
+    const gatewaySubjects = ['svc.keyring.seal', 'svc.keyring.root-key', 'svc.keyring.announce', 'svc.mounts.removed', 'svc.replicas.invalidate', 'svc.replicas.ack.x'];
     try {
       for (const subject of gatewaySubjects) service.publish(subject);
 

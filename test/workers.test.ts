@@ -109,6 +109,17 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('two gateway workers,
     expect(await everywhere(() => call('GET', '/v1/auth/token/lookup-self', { token: root }))).toEqual(all(200));
   });
 
+  test('sys/rotate works through every worker, whether it took the unseal or followed it (or was started since)', async () => {
+    const term = async () => (await call<{ data: { term: number } }>('GET', '/v1/sys/key-status', { token: root })).body.data.term;
+    const before = await term();
+    // Consecutive calls, each on its own connection, take turns among the workers.
+    expect(await everywhere(() => call('PUT', '/v1/sys/rotate', { token: root }))).toEqual(all(204));
+    expect(await term()).toBe(before + ROUNDS);
+    expect((await call('POST', '/v1/kv/data/after-rotations', { token: root, body: { data: { v: 'new term' } } })).status).toBe(200);
+    expect(await everywhere(() => call('GET', '/v1/kv/data/after-rotations', { token: root }))).toEqual(all(200));
+    expect(await everywhere(() => call('GET', '/v1/kv/data/cas-test', { token: root }))).toEqual(all(200));
+  });
+
   test('sealing through one worker seals every worker before the call returns; unsealing unseals every worker', async () => {
     expect((await call('PUT', '/v1/sys/seal', { token: root })).status).toBe(204);
     expect(await everywhere(() => call('GET', '/v1/kv/data/cas-test', { token: root }))).toEqual(all(503));

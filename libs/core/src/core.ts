@@ -282,7 +282,7 @@ export class Core {
     this.coreEngines = new EngineHost(GATEWAY, this.engines.factoriesFor(GATEWAY), this.barrier, { locks: options.locks, logger: options.logger, metrics: options.metrics }, false);
     this.plugins = new Plugins(this.barrier, this.engines, options.databasePlugins ?? [], options.config.pluginDirectory, options.logger);
     const subjectPrefix = options.config.bus?.subjectPrefix;
-    this.distributor = new KeyringDistributor(options.bus, { subjectPrefix });
+    this.distributor = new KeyringDistributor(options.bus, { subjectPrefix, rootKey: () => (this.seal.rootKeyFromPeers ? this.seal.rootKeyCopy() : undefined) });
     this.peers = new KeyringReceiver(options.bus, {
       subjectPrefix,
       onError: (err) => this.logger.warn({ err: describeRequestError(err) }, 'keyring request from peer failed'),
@@ -602,6 +602,9 @@ export class Core {
     if (keyring && this.barrier.sealed) {
       this.initialized = true;
       await this.unsealWith(keyring);
+      // Every unsealed gateway holds the root key, as one unsealed with shares does: a sys/rotate
+      // then works on any of them, whichever peers have gone since.
+      await this.holdRootKey().catch((err: unknown) => this.logger.warn({ err: describeRequestError(err) }, 'taking the root key from a peer failed; sys/rotate will ask again'));
     } else if (keyring && keyring.activeTerm > this.barrier.keyring.activeTerm) {
       this.barrier.unseal(keyring); // a peer rotated: new writes use the new term here too
       await this.distributor.publish(keyring);
@@ -708,9 +711,29 @@ export class Core {
 
   /** sys/rotate: a new keyring term for new writes; old terms stay for reading. */
   async rotateKeyring(): Promise<Keyring> {
+    await this.holdRootKey();
     const next = this.barrier.keyring.rotate();
     await this.installKeyring(next);
     return next;
+  }
+
+  /**
+   * A gateway (or worker) that followed a peer's unseal holds the keyring but not the root key the
+   * keyring is stored under: with a Shamir seal it takes it from a peer that holds it, sealed to
+   * this process over the authenticated bus.
+   */
+  private async holdRootKey(): Promise<void> {
+    if (!this.seal.rootKeyFromPeers || this.seal.keyring) return;
+    const rootKey = await this.peers.fetchRootKey().catch((err: unknown) => {
+      if (err instanceof BusUnavailableError) throw ServiceError.unavailable('no unsealed gateway holding the root key answered; retry, or seal and unseal with the unseal keys');
+      throw err;
+    });
+    try {
+      await this.seal.adoptRootKey(rootKey);
+    } finally {
+      rootKey.fill(0);
+    }
+    this.distributor.serveRootKey();
   }
 
   /** Makes `keyring` this cluster's: stored under the root key, used here, fetched by the replicas. */

@@ -145,6 +145,31 @@ describe.each(transports)('keyring distribution over the $name bus', ({ connect 
     expect(receiver.keyring).toBeUndefined();
   });
 
+  it('a gateway holding the root key hands it to a peer sealed to that peer; one holding none is never asked', async () => {
+    const rootKey = randomBytes(32);
+    const follower = new KeyringDistributor(await open(), { subjectPrefix, rootKey: () => undefined });
+    closers.push(() => follower.close());
+    const peer = await service();
+    await follower.publish(Keyring.generate());
+    // Only the follower serves: nobody answers a root key request.
+    await expect(peer.fetchRootKey()).rejects.toBeInstanceOf(BusUnavailableError);
+
+    const holder = new KeyringDistributor(await open(), { subjectPrefix, rootKey: () => Buffer.from(rootKey) });
+    closers.push(() => holder.close());
+    await holder.publish(Keyring.generate());
+    // Every request lands on the holder, though both serve the keyring in one queue group.
+    for (let i = 0; i < 4; i++) expect((await peer.fetchRootKey()).equals(rootKey)).toBe(true);
+
+    const requester = generateTransferKeyPair();
+    const sealed = await requestJson<SealedKeyring>(await open(), subjects.rootKey, { publicKey: requester.publicKey });
+    expect(Buffer.from(sealed.ciphertext, 'base64').includes(rootKey)).toBe(false);
+    // Sealed for a root key transfer, it does not open as a keyring.
+    expect(() => openSealedKeyring(requester.privateKey, sealed)).toThrow('cannot be opened');
+
+    await holder.seal();
+    await expect(peer.fetchRootKey()).rejects.toBeInstanceOf(BusUnavailableError);
+  });
+
   it('the gateway rejects a request without a public key', async () => {
     await distributor.publish(Keyring.generate());
     await expect((await open()).request(subjects.request, Buffer.from('{}'))).rejects.toThrow(

@@ -8,7 +8,7 @@
  */
 import { BusUnavailableError, decodeJson, encodeJson, requestJson, type Bus, type BusMessage, type Subscription } from '@svc/bus';
 import type { Keyring } from '@svc/storage';
-import { generateTransferKeyPair, openSealedKeyring, sealKeyringFor, type SealedKeyring } from './transfer';
+import { generateTransferKeyPair, openSealed, openSealedKeyring, sealFor, sealKeyringFor, type SealedKeyring } from './transfer';
 
 export interface KeyringSubjects {
   /** Request-reply, served by unsealed gateways in one queue group: `{ publicKey }` -> SealedKeyring. */
@@ -17,11 +17,16 @@ export interface KeyringSubjects {
   announce: string;
   /** Broadcast on seal: every receiver drops its keyring. */
   seal: string;
+  /**
+   * Request-reply between gateways only (`{ publicKey }` -> the root key sealed to it), served by
+   * those holding it: a gateway that followed a peer's unseal needs it to store a new keyring.
+   */
+  rootKey: string;
 }
 
 /** `<prefix>.keyring.*`; a distinct prefix isolates clusters (or test runs) sharing one NATS. */
 export function keyringSubjects(prefix = 'svc'): KeyringSubjects {
-  return { request: `${prefix}.keyring.request`, announce: `${prefix}.keyring.announce`, seal: `${prefix}.keyring.seal` };
+  return { request: `${prefix}.keyring.request`, announce: `${prefix}.keyring.announce`, seal: `${prefix}.keyring.seal`, rootKey: `${prefix}.keyring.root-key` };
 }
 
 export interface KeyringBusOptions {
@@ -35,26 +40,49 @@ interface KeyringRequest {
   publicKey: string;
 }
 
+/** Bound into the sealed root key, so it cannot be opened as a keyring or anything else. */
+const ROOT_KEY_PURPOSE = 'svc root key transfer v1';
+
 const NO_PAYLOAD = new Uint8Array();
+
+export interface KeyringDistributorOptions extends KeyringBusOptions {
+  /** A copy of the root key while this gateway holds it (the distributor wipes it after sealing it to a peer). */
+  rootKey?: () => Buffer | undefined;
+}
 
 /** Gateway side. A sealed gateway does not subscribe, so requests reach only unsealed peers. */
 export class KeyringDistributor {
   private keyring?: Keyring;
   private serving?: Subscription;
+  private servingRootKey?: Subscription;
   private readonly subjects: KeyringSubjects;
 
   constructor(
     private readonly bus: Bus,
-    options: KeyringBusOptions = {},
+    private readonly options: KeyringDistributorOptions = {},
   ) {
     this.subjects = keyringSubjects(options.subjectPrefix);
   }
 
-  /** After unseal or rotation: serve this keyring and tell receivers to fetch it. */
+  /**
+   * After unseal or rotation: serve this keyring and tell receivers to fetch it. A gateway holding
+   * the root key serves it to its peers too (only those that hold it subscribe, so a request never
+   * lands on one that cannot answer).
+   */
   async publish(keyring: Keyring): Promise<void> {
     this.keyring = keyring;
     this.serving ??= this.bus.serve(this.subjects.request, KEYRING_QUEUE_GROUP, async (msg) => this.answer(msg));
+    this.serveRootKey();
     await this.bus.publish(this.subjects.announce, NO_PAYLOAD);
+  }
+
+  /** Serves the root key to peer gateways once this one holds it (after unseal, or handed over by a peer). */
+  serveRootKey(): void {
+    if (!this.serving || this.servingRootKey) return;
+    const held = this.options.rootKey?.();
+    if (!held) return;
+    held.fill(0);
+    this.servingRootKey = this.bus.serve(this.subjects.rootKey, KEYRING_QUEUE_GROUP, async (msg) => this.answerRootKey(msg));
   }
 
   /** On seal: stop serving and make every receiver drop its keyring. */
@@ -67,14 +95,31 @@ export class KeyringDistributor {
     this.keyring = undefined;
     this.serving?.unsubscribe();
     this.serving = undefined;
+    this.servingRootKey?.unsubscribe();
+    this.servingRootKey = undefined;
   }
 
   private answer(msg: BusMessage): BusMessage {
     if (!this.keyring) throw new Error('gateway is sealed');
-    const { publicKey } = decodeJson<Partial<KeyringRequest>>(msg.payload);
-    if (typeof publicKey !== 'string') throw new Error('keyring request must carry a publicKey string');
-    return { payload: encodeJson(sealKeyringFor(publicKey, this.keyring)), headers: {} };
+    return { payload: encodeJson(sealKeyringFor(requesterKey(msg), this.keyring)), headers: {} };
   }
+
+  private answerRootKey(msg: BusMessage): BusMessage {
+    const publicKey = requesterKey(msg);
+    const rootKey = this.options.rootKey?.();
+    if (!rootKey) throw new Error('gateway holds no root key');
+    try {
+      return { payload: encodeJson(sealFor(publicKey, rootKey, ROOT_KEY_PURPOSE)), headers: {} };
+    } finally {
+      rootKey.fill(0);
+    }
+  }
+}
+
+function requesterKey(msg: BusMessage): string {
+  const { publicKey } = decodeJson<Partial<KeyringRequest>>(msg.payload);
+  if (typeof publicKey !== 'string') throw new Error('keyring request must carry a publicKey string');
+  return publicKey;
 }
 
 export interface KeyringReceiverOptions extends KeyringBusOptions {
@@ -127,6 +172,16 @@ export class KeyringReceiver {
   /** Asks for the current keyring now (e.g. a peer rotated it and says so). */
   refresh(): Promise<void> {
     return this.fetch();
+  }
+
+  /**
+   * Asks a peer gateway holding the root key for it (sealed to this receiver's key); a
+   * BusUnavailableError when none answers. The caller wipes it.
+   */
+  async fetchRootKey(): Promise<Buffer> {
+    const request: KeyringRequest = { publicKey: this.transferKeys.publicKey };
+    const sealed = await requestJson<SealedKeyring>(this.bus, this.subjects.rootKey, request, { timeoutMs: this.options.requestTimeoutMs });
+    return openSealed(this.transferKeys.privateKey, sealed, ROOT_KEY_PURPOSE, 'sealed root key');
   }
 
   close(): void {

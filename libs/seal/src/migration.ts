@@ -139,6 +139,18 @@ export class MigratingSeal implements Seal {
     return this.target.persistKeyring(keyring);
   }
 
+  get rootKeyFromPeers(): boolean {
+    return this.target.rootKeyFromPeers;
+  }
+
+  rootKeyCopy(): Buffer | undefined {
+    return this.target.rootKeyCopy();
+  }
+
+  adoptRootKey(rootKey: Buffer): Promise<void> {
+    return this.target.adoptRootKey(rootKey);
+  }
+
   reloadKeyring(): Promise<Keyring> {
     return this.target.reloadKeyring();
   }

@@ -142,6 +142,22 @@ describe('ShamirSeal', () => {
     expect(seal.keyring?.activeTerm).toBe(2);
   });
 
+  it('a process that followed a peer adopts the root key it hands over, and only that one', async () => {
+    const { physical, seal, init } = await initialized({ secret_shares: 1, secret_threshold: 1 });
+    const follower = new ShamirSeal(physical, BUILD);
+    expect(follower.rootKeyCopy()).toBeUndefined();
+    await expect(follower.persistKeyring(init.keyring.rotate())).rejects.toBeInstanceOf(ServiceError);
+    await seal.submitUnsealKey(init.keys[0]);
+
+    await expect(follower.adoptRootKey(Buffer.alloc(32, 7))).rejects.toThrow('does not open the stored keyring');
+    expect(follower.keyring).toBeUndefined();
+    const handed = seal.rootKeyCopy()!;
+    await follower.adoptRootKey(handed);
+    handed.fill(0); // the caller's copy is wiped; the seal kept its own
+    await follower.persistKeyring(follower.keyring!.rotate());
+    expect((await seal.reloadKeyring()).activeTerm).toBe(2);
+  });
+
   it('stores only the config in clear; root key and keyring are ciphertext', async () => {
     const { physical, init } = await initialized({ secret_shares: 3, secret_threshold: 2 });
     expect(await physical.list('')).toEqual(['core/']);

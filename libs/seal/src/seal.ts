@@ -86,6 +86,15 @@ export interface Seal {
   seal(): Promise<void>;
   persistKeyring(keyring: Keyring): Promise<void>;
   reloadKeyring(): Promise<Keyring>;
+  /**
+   * Whether a gateway that followed a peer's unseal must be handed the root key to store a new
+   * keyring (a Shamir seal: only shares open it); an auto-unseal seal asks its provider instead.
+   */
+  readonly rootKeyFromPeers: boolean;
+  /** A copy of the root key while open, for such a peer (the caller wipes it); undefined while sealed. */
+  rootKeyCopy(): Buffer | undefined;
+  /** Opens with a root key a peer handed over, refused unless it opens the stored keyring; a no-op when open. */
+  adoptRootKey(rootKey: Buffer): Promise<void>;
   /** Starts background work (an auto-unseal provider's token renewal). */
   start(): void;
   /** Stops background work. */
@@ -154,6 +163,21 @@ abstract class KeyringSeal {
       const open = await this.inForce();
       await writeKeyring(this.physical, open.rootKey, keyring);
       open.keyring = keyring;
+    });
+  }
+
+  rootKeyCopy(): Buffer | undefined {
+    return this.open && Buffer.from(this.open.rootKey);
+  }
+
+  adoptRootKey(rootKey: Buffer): Promise<void> {
+    return this.exclusive(async () => {
+      if (this.open) return;
+      try {
+        this.open = await this.openWith(Buffer.from(rootKey));
+      } catch {
+        throw new Error('the root key a peer handed over does not open the stored keyring');
+      }
     });
   }
 
@@ -260,6 +284,7 @@ abstract class KeyringSeal {
 export class ShamirSeal extends KeyringSeal implements Seal {
   readonly recoverySeal = false;
   readonly rootKeyRotation = undefined;
+  readonly rootKeyFromPeers = true;
 
   constructor(
     physical: Physical,
@@ -410,6 +435,7 @@ export class ShamirSeal extends KeyringSeal implements Seal {
  */
 export class AutoSeal extends KeyringSeal implements Seal {
   readonly recoverySeal = true;
+  readonly rootKeyFromPeers = false;
   /** The stored (provider-encrypted) root key that `open.rootKey` came from. */
   private openedFrom?: Buffer;
 
