@@ -46,13 +46,25 @@ export const OWN_PREFIXES: readonly LocalPrefix[] = [
 
 export class KeyClassifier {
   private localMounts = new Set<string>();
+  private changes = 0;
 
   /**
    * The uuids of the mounts whose storage is local: mounts made with `local: true`, and cubbyhole
    * mounts (per-token storage, and the response-wrapping tokens kept in it).
    */
   setLocalMounts(uuids: Iterable<string>): void {
-    this.localMounts = new Set(uuids);
+    const next = new Set(uuids);
+    if (next.size === this.localMounts.size && [...next].every((uuid) => this.localMounts.has(uuid))) return;
+    this.localMounts = next;
+    this.changes++;
+  }
+
+  /**
+   * Counts the changes of the local mounts: keys classed before a change may be in the wrong tree
+   * (a secondary learns of a local mount from the same batch that brings its first keys).
+   */
+  get generation(): number {
+    return this.changes;
   }
 
   /** Whether the key may reach a secondary at all (see OWN_PREFIXES). */

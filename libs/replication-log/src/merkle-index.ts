@@ -80,6 +80,8 @@ export class MerkleIndex {
   private indexed = 0;
   /** The log index of the last flush. */
   private flushedIndex = 0;
+  /** The classifier's generation the trees' classes follow (none yet: stored trees are checked once). */
+  private classifiedAt = -1;
   private readonly busy = new Mutex();
 
   private constructor(
@@ -116,6 +118,7 @@ export class MerkleIndex {
   /** Folds the log entries committed since the last call. */
   async catchUp(): Promise<void> {
     await this.busy.runExclusive(async () => {
+      this.reclassify();
       try {
         await this.fold((idx, limit) => this.physical.log.entriesAfter(idx, limit), await this.physical.log.lastIndex());
       } catch (error) {
@@ -194,6 +197,19 @@ export class MerkleIndex {
         if (entry.op === 'reset') throw new RebuildNeeded();
         this.apply(entry.key, entry.value);
         this.indexed = entry.idx;
+      }
+    }
+  }
+
+  /** After the local mounts changed: moves each key whose class changed to the other tree. */
+  private reclassify(): void {
+    if (this.classifiedAt === this.classifier.generation) return;
+    this.classifiedAt = this.classifier.generation;
+    for (const type of TREE_TYPES) {
+      const moving = [...this.trees[type].entries()].filter(({ key }) => this.classifier.classify(key) !== type);
+      for (const { key, hash } of moving) {
+        this.trees[type].set(key, null);
+        this.trees[this.classifier.classify(key)].set(key, hash);
       }
     }
   }

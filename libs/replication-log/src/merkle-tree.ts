@@ -132,6 +132,13 @@ export class MerkleTree {
       .sort((a, b) => compareKeys(a.key, b.key));
   }
 
+  /** Every key with its value hash, in no particular order. */
+  *entries(): IterableIterator<KeyHash> {
+    for (const bucket of this.buckets) {
+      for (const [key, hash] of bucket ?? []) yield { key, hash };
+    }
+  }
+
   /** A copy holding only the keys `keep` accepts. */
   filtered(keep: (key: string) => boolean): MerkleTree {
     const copy = new MerkleTree();

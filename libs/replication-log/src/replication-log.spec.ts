@@ -123,6 +123,27 @@ describe.each(STORE_BACKENDS)('replication storage on $name', (backend) => {
     expect(() => answerBucketHashes(otherIndex, 'replicated', [256])).toThrow('page 256 is not an integer from 0 to 255');
   });
 
+  it('moves the keys of a mount to the local tree once it is known to be local, whenever that is learnt', async () => {
+    const own = new KeyClassifier();
+    const index = await MerkleIndex.open(store, own);
+    // A secondary applies a new mount's entry and its first keys in one batch, before it knows the mount is local.
+    await fill(store, 20, 'logical/new-mount/');
+    await fill(store, 5, 'logical/kv/');
+    await index.catchUp();
+    const reference = await MerkleIndex.open(new InmemPhysical(), own);
+    expect(index.tree('local').rootHash()).toBe(reference.tree('local').rootHash());
+
+    own.setLocalMounts(['new-mount']);
+    await index.catchUp();
+    const expected = new InmemPhysical();
+    await fill(expected, 20, 'logical/new-mount/');
+    await fill(expected, 5, 'logical/kv/');
+    const expectedIndex = await MerkleIndex.open(expected, own);
+    for (const tree of ['replicated', 'local'] as const) expect(index.tree(tree).rootHash()).toBe(expectedIndex.tree(tree).rootHash());
+    expect(index.tree('local').get('logical/new-mount/3')).toBeDefined();
+    expect(index.tree('replicated').get('logical/new-mount/3')).toBeUndefined();
+  });
+
   it('makes a secondary equal to its primary by Merkle diff and sync, in the trees asked for', async () => {
     const primary = new InmemPhysical();
     await fill(primary, 300);

@@ -79,10 +79,24 @@ export class LogShipper {
     for (const wake of [...this.waiters]) wake();
   }
 
-  /** Answers a secondary's call (`path` of LINK_PATHS); `keyTerm` is the primary keyring's active term. */
-  async answer(path: string, body: Record<string, unknown>, scope: SecondaryScope, keyTerm: number): Promise<Record<string, unknown>> {
-    this.classifier.setLocalMounts(this.localMounts());
-    const receives = (key: string, keyClass = this.classifier.classify(key)) => this.classifier.isShipped(key) && scope.receives(key, keyClass);
+  /**
+   * Answers a secondary's call (`path` of LINK_PATHS); `keyTerm` is the primary keyring's active
+   * term. `scopeOf` is read when the entries are, not when the call came: a long-polled read
+   * that waited through a paths-filter change ships by the new filter.
+   */
+  async answer(path: string, body: Record<string, unknown>, scopeOf: () => Promise<SecondaryScope>, keyTerm: number): Promise<Record<string, unknown>> {
+    if (path === LINK_PATHS.wal) {
+      const after = Number(body.after);
+      if (!Number.isInteger(after) || after < 0) throw new Error('after must be a log index');
+      const waitMs = Math.min(Math.max(Number(body.wait_ms) || 0, 0), WAL_WAIT_MS);
+      const batch = await this.read(after, waitMs, async () => {
+        const receives = this.receiver(await scopeOf());
+        return (entry) => receives(entry.key, entry.class);
+      });
+      return batch.behind ? { behind: true, key_term: keyTerm } : { behind: false, key_term: keyTerm, after: batch.after, through: batch.through, entries: encodeEntries(batch.entries) };
+    }
+    const scope = await scopeOf();
+    const receives = this.receiver(scope);
     const index = this.log.index;
     const source: MerkleSource = scope.whole ? index : { lastIndex: index.lastIndex, catchUp: () => index.catchUp(), tree: (type) => index.tree(type).filtered((key) => receives(key)) };
     const tree = (value: unknown): TreeType => {
@@ -90,13 +104,6 @@ export class LogShipper {
       return value as TreeType;
     };
     switch (path) {
-      case LINK_PATHS.wal: {
-        const after = Number(body.after);
-        if (!Number.isInteger(after) || after < 0) throw new Error('after must be a log index');
-        const waitMs = Math.min(Math.max(Number(body.wait_ms) || 0, 0), WAL_WAIT_MS);
-        const batch = await this.read(after, (entry) => receives(entry.key, entry.class), waitMs);
-        return batch.behind ? { behind: true, key_term: keyTerm } : { behind: false, key_term: keyTerm, after: batch.after, through: batch.through, entries: encodeEntries(batch.entries) };
-      }
       case LINK_PATHS.pageHashes: {
         const answer = await answerPageHashes(source, tree(body.tree));
         return { root: answer.root, pages: answer.pages, last_index: answer.lastIndex };
@@ -116,12 +123,18 @@ export class LogShipper {
     }
   }
 
+  /** Whether a secondary of `scope` receives a key (of its class, looked up unless given). */
+  private receiver(scope: SecondaryScope): (key: string, keyClass?: KeyClass) => boolean {
+    this.classifier.setLocalMounts(this.localMounts());
+    return (key, keyClass = this.classifier.classify(key)) => this.classifier.isShipped(key) && scope.receives(key, keyClass);
+  }
+
   /**
-   * The entries after `after` that `ships` lets through (a `reset` always goes: the secondary
-   * must resynchronize), waiting up to `waitMs` for some to be committed; `behind` when the
-   * buffer no longer holds them.
+   * The entries after `after` that the predicate `shipping` makes once they are read lets through
+   * (a `reset` always goes: the secondary must resynchronize), waiting up to `waitMs` for some to
+   * be committed; `behind` when the buffer no longer holds them.
    */
-  private async read(after: number, ships: (entry: ClassifiedEntry) => boolean, waitMs: number): Promise<ShippedBatch> {
+  private async read(after: number, waitMs: number, shipping: () => Promise<(entry: ClassifiedEntry) => boolean>): Promise<ShippedBatch> {
     let read = this.log.read(after, MAX_BATCH_ENTRIES);
     if (read.behind) {
       // The reader may know a later index than the buffer holds yet (a resync answered from the
@@ -134,6 +147,7 @@ export class LogShipper {
       read = this.log.read(after, MAX_BATCH_ENTRIES);
     }
     if (read.behind) return { behind: true };
+    const ships = await shipping();
     const entries: WalEntry[] = [];
     let through = after;
     let bytes = 0;

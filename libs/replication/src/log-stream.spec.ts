@@ -2,6 +2,7 @@ import { KeyClassifier, lastRemoteWal, MerkleIndex, ReplicationLog } from '@svc/
 import { InmemPhysical } from '@svc/storage';
 import { eventually } from '@svc/testing';
 import { LogFollower } from './log-follower';
+import { LINK_PATHS } from './wal-wire';
 import { DR_SCOPE, LogShipper, performanceScope, type SecondaryScope } from './log-shipper';
 
 const bytes = (text: string): Buffer => Buffer.from(text, 'utf8');
@@ -18,13 +19,18 @@ async function pair(scope: SecondaryScope, limits = { maxEntries: 1000, maxBytes
     throw err;
   });
   const index = await MerkleIndex.open(secondary, new KeyClassifier());
+  /** What the secondary receives, as the primary reads it for each call (a paths filter may change). */
+  const scoped = { current: scope, walReads: 0 };
   const changed: (string[] | undefined)[] = [];
   const infos: string[] = [];
   const follower = new LogFollower({
     physical: secondary,
     index,
     trees: scope.trees,
-    call: async (path, body) => JSON.parse(JSON.stringify(await shipper.answer(path, JSON.parse(JSON.stringify(body)), scope, KEY_TERM))),
+    call: async (path, body) => {
+      if (path === LINK_PATHS.wal) scoped.walReads++;
+      return JSON.parse(JSON.stringify(await shipper.answer(path, JSON.parse(JSON.stringify(body)), async () => scoped.current, KEY_TERM)));
+    },
     ensureKeyring: async (term) => expect(term).toBe(KEY_TERM),
     changed: async (keys) => void changed.push(keys),
     logger: { info: (_obj, msg) => void infos.push(msg), warn: (obj, msg) => void infos.push(`${msg} ${JSON.stringify(obj)}`) },
@@ -33,7 +39,7 @@ async function pair(scope: SecondaryScope, limits = { maxEntries: 1000, maxBytes
     await follower.stop();
     shipper.stop();
   };
-  return { primary, secondary, log, follower, index, changed, infos, stop };
+  return { primary, secondary, log, follower, index, changed, infos, stop, scoped };
 }
 
 describe('LogShipper and LogFollower', () => {
@@ -73,6 +79,25 @@ describe('LogShipper and LogFollower', () => {
       expect(await follower.waitForRemoteIndex(last, 10_000)).toBe(true);
       expect(await secondary.get('logical/kv-uuid/b')).toEqual(bytes('2'));
       for (const key of ['logical/denied-uuid/a', 'logical/local-uuid/a', 'sys/token/id/t']) expect([key, await secondary.get(key)]).toEqual([key, null]);
+    } finally {
+      await stop();
+    }
+  });
+
+  it('ship an entry written after a filter change by the new filter, though the read waiting for it began before', async () => {
+    const { primary, secondary, follower, stop, scoped } = await pair(performanceScope([]));
+    try {
+      await primary.put('logical/kv-uuid/a', bytes('1'));
+      expect(await follower.waitForRemoteIndex(await primary.log.lastIndex(), 10_000)).toBe(true);
+      // Once the follower's next read is waiting on the primary, the filter changes.
+      const reads = scoped.walReads;
+      await eventually(async () => scoped.walReads > reads);
+      scoped.current = performanceScope(['logical/denied-uuid/']);
+      await primary.put('logical/denied-uuid/a', bytes('filtered'));
+      await primary.put('logical/kv-uuid/b', bytes('2'));
+      expect(await follower.waitForRemoteIndex(await primary.log.lastIndex(), 10_000)).toBe(true);
+      expect(await secondary.get('logical/kv-uuid/b')).toEqual(bytes('2'));
+      expect(await secondary.get('logical/denied-uuid/a')).toBeNull();
     } finally {
       await stop();
     }

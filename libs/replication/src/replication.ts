@@ -714,7 +714,7 @@ export class Replication {
   /** The link's calls that carry storage: the log (streaming) and the Merkle answers (resync). */
   private async serveData(request: LinkRequest): Promise<Record<string, unknown>> {
     if (!this.shipper) throw new Error('replication storage is not open');
-    return this.shipper.answer(request.path, request.body, await this.scopeOf(request.mode, request.secondaryId), this.host.keyring().activeTerm);
+    return this.shipper.answer(request.path, request.body, () => this.scopeOf(request.mode, request.secondaryId), this.host.keyring().activeTerm);
   }
 
   /** A DR secondary is handed this cluster's share verifier, at activation and with every heartbeat (a rekey changes it). */
