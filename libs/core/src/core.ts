@@ -188,6 +188,8 @@ export class Core {
   private readonly distributor: KeyringDistributor;
   /** Replicas share storage and one keyring: a peer's unseal (or seal) reaches this one too. */
   private readonly peers: KeyringReceiver;
+  /** A sealed replica's check, on a request, that no peer has unsealed meanwhile. */
+  private catchingUp?: Promise<void>;
   /** Keeps the caches of gateway replicas in step with writes made through any of them. */
   readonly replicas: ReplicaSync;
   private readonly services: ServiceWatch;
@@ -282,7 +284,11 @@ export class Core {
     this.coreEngines = new EngineHost(GATEWAY, this.engines.factoriesFor(GATEWAY), this.barrier, { locks: options.locks, logger: options.logger, metrics: options.metrics }, false);
     this.plugins = new Plugins(this.barrier, this.engines, options.databasePlugins ?? [], options.config.pluginDirectory, options.logger);
     const subjectPrefix = options.config.bus?.subjectPrefix;
-    this.distributor = new KeyringDistributor(options.bus, { subjectPrefix, rootKey: () => (this.seal.rootKeyFromPeers ? this.seal.rootKeyCopy() : undefined) });
+    this.distributor = new KeyringDistributor(options.bus, {
+      subjectPrefix,
+      rootKey: () => (this.seal.rootKeyFromPeers ? this.seal.rootKeyCopy() : undefined),
+      sealGeneration: () => this.unsealedInGeneration,
+    });
     this.peers = new KeyringReceiver(options.bus, {
       subjectPrefix,
       onError: (err) => this.logger.warn({ err: describeRequestError(err) }, 'keyring request from peer failed'),
@@ -356,10 +362,10 @@ export class Core {
   async start(): Promise<void> {
     await this.options.physical.open();
     this.initialized = (await this.seal.status()).initialized;
-    this.peers.onChange((keyring) => {
+    this.peers.onChange((keyring, sealGeneration) => {
       // Applied in order, one at a time; a failure is logged, the next announcement retries.
       this.peerTransitions = this.peerTransitions
-        .then(() => this.followPeers(keyring))
+        .then(() => this.followPeers(keyring, sealGeneration))
         .catch((err: unknown) => this.logger.warn({ err: describeRequestError(err) }, 'following a peer seal change failed'));
     });
     await this.peers.start();
@@ -598,8 +604,10 @@ export class Core {
     await this.peerTransitions;
   }
 
-  private async followPeers(keyring: Keyring | undefined): Promise<void> {
+  private async followPeers(keyring: Keyring | undefined, sealGeneration?: number): Promise<void> {
     if (keyring && this.barrier.sealed) {
+      // A peer that unsealed before the cluster's last seal, and has yet to follow it, is not followed.
+      if (sealGeneration !== undefined && sealGeneration < (await this.sealGeneration())) return;
       this.initialized = true;
       await this.unsealWith(keyring);
       // Every unsealed gateway holds the root key, as one unsealed with shares does: a sys/rotate
@@ -978,9 +986,17 @@ export class Core {
     return this.coreEngines.handle(message);
   }
 
-  /** Another gateway replica may have initialized the shared storage since we last looked. */
-  async refreshInitialized(): Promise<CoreState> {
+  /**
+   * Another gateway replica may have initialized the shared storage, or unsealed, since we last
+   * looked: an unseal whose announcement this replica has not followed yet (it may have started
+   * too late for the unsealing one to wait for it) is followed now, one fetch for all callers.
+   */
+  async refreshSealState(): Promise<CoreState> {
     if (!this.initialized) this.initialized = (await this.seal.status()).initialized;
+    if (this.initialized && this.state === 'sealed' && !this.stopping) {
+      this.catchingUp ??= this.followPeerUnseal().finally(() => (this.catchingUp = undefined));
+      await this.catchingUp;
+    }
     return this.state;
   }
 

@@ -86,6 +86,18 @@ describe.each(transports)('keyring distribution over the $name bus', ({ connect 
     expect((await changed)?.activeTerm).toBe(2);
   });
 
+  it('tells receivers the seal generation the answering gateway unsealed in', async () => {
+    const gateway = new KeyringDistributor(await open(), { subjectPrefix: `${subjectPrefix}.generations`, sealGeneration: () => 7 });
+    closers.push(() => gateway.close());
+    await gateway.publish(Keyring.generate());
+    const receiver = new KeyringReceiver(await open(), { subjectPrefix: `${subjectPrefix}.generations` });
+    closers.push(() => receiver.close());
+    const generations: (number | undefined)[] = [];
+    receiver.onChange((_keyring, sealGeneration) => generations.push(sealGeneration));
+    await receiver.start();
+    expect(generations).toEqual([7]);
+  });
+
   it('answers a request with the keyring sealed to the requester, never in clear', async () => {
     const keyring = Keyring.generate();
     await distributor.publish(keyring);

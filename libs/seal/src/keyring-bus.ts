@@ -48,6 +48,16 @@ const NO_PAYLOAD = new Uint8Array();
 export interface KeyringDistributorOptions extends KeyringBusOptions {
   /** A copy of the root key while this gateway holds it (the distributor wipes it after sealing it to a peer). */
   rootKey?: () => Buffer | undefined;
+  /**
+   * The cluster's seal generation this gateway unsealed in, sent with the keyring: a peer that
+   * knows of a later seal takes the answer for a stale one (this gateway has yet to follow that seal).
+   */
+  sealGeneration?: () => number;
+}
+
+/** A keyring answer: the keyring sealed to the requester, and the seal generation it belongs to. */
+interface KeyringAnswer extends SealedKeyring {
+  sealGeneration?: number;
 }
 
 /** Gateway side. A sealed gateway does not subscribe, so requests reach only unsealed peers. */
@@ -101,7 +111,8 @@ export class KeyringDistributor {
 
   private answer(msg: BusMessage): BusMessage {
     if (!this.keyring) throw new Error('gateway is sealed');
-    return { payload: encodeJson(sealKeyringFor(requesterKey(msg), this.keyring)), headers: {} };
+    const answer: KeyringAnswer = { ...sealKeyringFor(requesterKey(msg), this.keyring), sealGeneration: this.options.sealGeneration?.() };
+    return { payload: encodeJson(answer), headers: {} };
   }
 
   private answerRootKey(msg: BusMessage): BusMessage {
@@ -128,7 +139,8 @@ export interface KeyringReceiverOptions extends KeyringBusOptions {
   onError?: (err: unknown) => void;
 }
 
-export type KeyringListener = (keyring: Keyring | undefined) => void;
+/** Called with the keyring (and the seal generation its gateway unsealed in, when it says), or undefined when sealed. */
+export type KeyringListener = (keyring: Keyring | undefined, sealGeneration?: number) => void;
 
 /** Service side: holds the keyring while some gateway is unsealed, and nothing otherwise. */
 export class KeyringReceiver {
@@ -193,19 +205,19 @@ export class KeyringReceiver {
     const generation = ++this.generation;
     try {
       const request: KeyringRequest = { publicKey: this.transferKeys.publicKey };
-      const sealed = await requestJson<SealedKeyring>(this.bus, this.subjects.request, request, {
+      const sealed = await requestJson<KeyringAnswer>(this.bus, this.subjects.request, request, {
         timeoutMs: this.options.requestTimeoutMs,
       });
       const keyring = openSealedKeyring(this.transferKeys.privateKey, sealed);
-      if (generation === this.generation) this.update(keyring);
+      if (generation === this.generation) this.update(keyring, typeof sealed.sealGeneration === 'number' ? sealed.sealGeneration : undefined);
     } catch (err) {
       if (!(err instanceof BusUnavailableError)) this.options.onError?.(err);
     }
   }
 
-  private update(keyring: Keyring | undefined): void {
+  private update(keyring: Keyring | undefined, sealGeneration?: number): void {
     if (keyring === this.current) return;
     this.current = keyring;
-    this.listeners.forEach((listener) => listener(keyring));
+    this.listeners.forEach((listener) => listener(keyring, sealGeneration));
   }
 }

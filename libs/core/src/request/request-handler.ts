@@ -17,8 +17,8 @@ import { responseEnvelope, type Lease, type LogicalRequest, type LogicalResult, 
 /** The seal state as the request path sees it. */
 export interface SealState {
   readonly state: CoreState;
-  /** Another gateway replica may have initialized the shared storage since this one last looked. */
-  refreshInitialized(): Promise<CoreState>;
+  /** Another gateway replica may have initialized the shared storage, or unsealed, since this one last looked. */
+  refreshSealState(): Promise<CoreState>;
   /** Throws the sealed or uninitialized error. */
   assertUnsealed(): void;
 }
@@ -167,7 +167,7 @@ export class RequestHandler {
   /** Uninitialized or sealed: only the seal endpoints of the root namespace answer. */
   private async whileSealed(req: LogicalRequest): Promise<LogicalResult> {
     const { seal, dispatcher } = this.deps;
-    const state = seal.state === 'uninitialized' ? await seal.refreshInitialized() : seal.state;
+    const state = await seal.refreshSealState();
     if (state === 'unsealed') return this.route(req);
     const allowed = state === 'uninitialized' ? UNINITIALIZED_PATHS : SEALED_PATHS;
     if (!allowed.has(req.path) || req.operation === 'help') seal.assertUnsealed();
