@@ -1,5 +1,5 @@
 import { decodeOtpToken } from '@svc/sdk';
-import { startTopology, type Topology } from '@svc/local-cluster';
+import { startTopology, type Topology, type TopologyKind } from '@svc/local-cluster';
 import { api, assertingCalls, initAndUnseal } from './http';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -16,9 +16,12 @@ export interface ReplicationServer {
   root: string;
 }
 
-/** An initialized, unsealed all-in-one server with a cluster listener (its own embedded storage unless told otherwise). */
-export async function startReplicationServer(options: Parameters<typeof startTopology>[1] = {}): Promise<ReplicationServer> {
-  const topology = await startTopology('all-in-one', { listeners: [REPLICATION_LISTENER], ...options });
+/**
+ * An initialized, unsealed cluster with a cluster listener: all-in-one on its own embedded storage
+ * unless told otherwise, or distributed (one gateway over a PostgreSQL table of its own, NATS and Redis).
+ */
+export async function startReplicationServer(options: Parameters<typeof startTopology>[1] = {}, kind: TopologyKind = 'all-in-one'): Promise<ReplicationServer> {
+  const topology = await startTopology(kind, { listeners: [REPLICATION_LISTENER], ...options });
   const { rootToken, keys } = await initAndUnseal(topology.urls[0]);
   return { topology, url: topology.urls[0], keys, root: rootToken };
 }
