@@ -1,7 +1,8 @@
 /**
  * Replication between clusters on PostgreSQL storage, each a gateway over its own storage table
  * (with its log and Merkle metadata tables beside it), NATS and Redis: A is the performance and DR
- * primary, B its performance secondary under an allow paths filter, C its DR secondary, whose
+ * primary, B its performance secondary (whose transit service must not write replicated storage
+ * itself) under an allow paths filter, C its DR secondary, whose
  * stored Merkle index is corrupted on purpose to be found by merkle-check and mended by reindex.
  */
 import { Client } from 'pg';
@@ -42,7 +43,8 @@ async function caughtUp(server: ReplicationServer, mode: 'performance' | 'dr'): 
 }
 
 beforeAll(async () => {
-  [a, b, c] = await Promise.all([1, 2, 3].map(() => startReplicationServer({}, 'distributed')));
+  // A and B run transit as an engine service of its own (a process beside the gateway).
+  [a, b, c] = await Promise.all([{ services: ['transit'] }, { services: ['transit'] }, {}].map((options) => startReplicationServer(options, 'distributed')));
   await A.ok('PUT', 'sys/replication/performance/primary/enable', {});
   await A.ok('PUT', 'sys/replication/dr/primary/enable', {});
   for (const mount of ['kv', 'other']) await A.ok('POST', `sys/mounts/${mount}`, { type: 'kv' });
@@ -63,8 +65,24 @@ test('what A held before activation and writes after reaches the performance sec
   await caughtUp(b, 'performance');
   expect((await B.ok('GET', 'kv/second')).data).toEqual({ value: 'streamed' });
   expect((await B.call('GET', 'kv/first')).status).toBe(404);
-  const [primary, secondary] = await Promise.all([replicationStatus(a, 'performance'), replicationStatus(b, 'performance')]);
-  expect(secondary.merkle_root).toBe(primary.merkle_root);
+  // Each side's merkle_root is as of its index's last catch-up with its log.
+  await eventually(async () => {
+    const [primary, secondary] = await Promise.all([replicationStatus(a, 'performance'), replicationStatus(b, 'performance')]);
+    return secondary.merkle_root === primary.merkle_root;
+  }, REPLICATED_MS);
+});
+
+test('a transit key made through the secondary\'s transit service is made on the primary, and encrypts on both', async () => {
+  await A.ok('POST', 'sys/mounts/transit', { type: 'transit' });
+  await caughtUp(b, 'performance');
+  // B's transit service refuses to write the key into B's replicated storage; the gateway forwards the request.
+  await B.ok('POST', 'transit/keys/orders', {});
+  expect((await A.ok('GET', 'transit/keys/orders')).data.name).toBe('orders');
+  const plaintext = Buffer.from('made on the primary').toString('base64');
+  const { ciphertext } = (await B.ok('POST', 'transit/encrypt/orders', { plaintext })).data;
+  expect((await A.ok('POST', 'transit/decrypt/orders', { ciphertext })).data.plaintext).toBe(plaintext);
+  const { ciphertext: fromA } = (await A.ok('POST', 'transit/encrypt/orders', { plaintext })).data;
+  expect((await B.ok('POST', 'transit/decrypt/orders', { ciphertext: fromA })).data.plaintext).toBe(plaintext);
 });
 
 test('an allow paths filter ships only the mounts it names; the dynamic filter shows it on the secondary', async () => {

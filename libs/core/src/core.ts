@@ -828,7 +828,9 @@ export class Core {
     return this.options.localServices.get(engine.runsIn)?.handle(message) ?? this.dispatchRemote(engine.runsIn, message);
   }
 
-  private async dispatchRemote(service: string, message: EngineRequest): Promise<EngineReply> {
+  private async dispatchRemote(service: string, request: EngineRequest): Promise<EngineReply> {
+    // The service's barrier has no replication state: it is told when a mount is read-only here.
+    const message = this.barrier.canWrite(mountStoragePrefix(request.mount)) ? request : { ...request, replicatedReadOnly: true };
     for (let attempt = 0; ; attempt++) {
       const reply = await this.requestService(service, message);
       // Right after an unseal, services are still fetching the keyring: give them a moment.

@@ -5,7 +5,7 @@ import { testMount } from '@svc/testing';
 import { MemoryLockManager } from '@svc/locks';
 import { Barrier, InmemPhysical, Keyring } from '@svc/storage';
 import { ServiceError } from '@svc/http';
-import { EngineHost } from './engine-host';
+import { EngineHost, writableOutsideReadOnlyRequests } from './engine-host';
 import type { EngineRequest } from './protocol';
 import type { BackendFactory } from './registry';
 
@@ -52,6 +52,20 @@ function message(operation: EngineRequest['operation'], path: string, extra: Par
 
 describe('EngineHost', () => {
   const context = { locks: new MemoryLockManager(), logger: pino({ level: 'silent' }) };
+
+  it('refuses the writes of a request marked replicatedReadOnly (the gateway forwards it), and only of that request', async () => {
+    const barrier = new Barrier(new InmemPhysical());
+    barrier.setWriteGuard(writableOutsideReadOnlyRequests);
+    barrier.unseal(Keyring.generate());
+    const host = new EngineHost('echo-service', { echo }, barrier, context);
+    const write = (v: string, replicatedReadOnly?: boolean) => host.handle(message('update', 'value', { data: { v }, replicatedReadOnly }));
+    expect(await write('first')).toEqual({ ok: true });
+    expect(await write('on the secondary', true)).toMatchObject({ ok: false, kind: 'read-only-replicated' });
+    // A read marked so is served; the refused write left nothing, and a later unmarked one writes.
+    expect(await host.handle(message('read', 'value', { replicatedReadOnly: true }))).toEqual({ ok: true, response: { data: { v: 'first' } } });
+    expect(await write('second')).toEqual({ ok: true });
+    expect(writableOutsideReadOnlyRequests()).toBe(true);
+  });
 
   it('answers 503 naming the service while it holds no keyring, and serves once it does', async () => {
     const barrier = new Barrier(new InmemPhysical());

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { Backend, Capability, MountInfo, PathOperation, Request } from '@svc/framework';
 import type { Logger } from 'pino';
@@ -61,6 +62,17 @@ interface MountedBackend {
  * as Vault reloads a backend on a tune of its options. Disabling the mount or stopping the
  * process cleans it up.
  */
+/** Set while a request marked `replicatedReadOnly` is served, including what it starts meanwhile. */
+const readOnlyRequests = new AsyncLocalStorage<true>();
+
+/**
+ * The write guard of an engine service's own barrier (another process than the gateway's): a write
+ * made while serving a request the gateway marked `replicatedReadOnly` is refused.
+ */
+export function writableOutsideReadOnlyRequests(): boolean {
+  return readOnlyRequests.getStore() !== true;
+}
+
 export class EngineHost {
   private readonly mounts = new Map<string, MountedBackend>();
 
@@ -119,6 +131,7 @@ export class EngineHost {
       if (this.requireUnsealed && this.barrier.sealed) throw ServiceError.sealed(`service ${this.service} is sealed`);
       const mounted = this.forMount(message.mount);
       if (!mounted.initialized) await this.initialized(message.mount.uuid, mounted);
+      if (message.replicatedReadOnly) return await readOnlyRequests.run(true, () => serveBackend(mounted.backend, message));
       return await serveBackend(mounted.backend, message);
     } catch (err) {
       return errorReply(err, message, this.services.logger);

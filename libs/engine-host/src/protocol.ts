@@ -27,6 +27,12 @@ export interface OperationFields {
   contentType?: string;
   /** A streamed request body (Request.body): only handed to engines in the gateway process, never over the bus. */
   body?: Readable;
+  /**
+   * The mount's storage is replicated and this cluster is a performance secondary: the service
+   * refuses the request's writes (read-only-replicated), and the gateway sends it to the primary.
+   * Set by the gateway for a service in another process, whose barrier cannot tell by itself.
+   */
+  replicatedReadOnly?: boolean;
 }
 
 export type EngineReply =

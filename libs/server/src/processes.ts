@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { createBus, type Bus } from '@svc/bus';
 import type { ServerConfig } from '@svc/config';
 import { Core, DEFAULT_UI_DIRECTORY, RequestPipeline, UiAssets, createSystemBackend, serviceHealthHandler, startHttpFrontend, type HttpFrontend } from '@svc/core';
-import { EngineHost } from '@svc/engine-host';
+import { EngineHost, writableOutsideReadOnlyRequests } from '@svc/engine-host';
 import { BusLockManager, createLockManager, type LockManager } from '@svc/locks';
 import { Metrics } from '@svc/metrics';
 import { KeyringReceiver, PrimaryUnsealProgress } from '@svc/seal';
@@ -156,6 +156,8 @@ export async function runService(config: ServerConfig, service: string, loggers:
   const physical = metered(createPhysical(config.storage), metrics);
   await physical.open();
   const barrier = new Barrier(physical);
+  // On a performance secondary the gateway marks requests to replicated mounts; this process has no replication state of its own.
+  barrier.setWriteGuard(writableOutsideReadOnlyRequests);
   const receiver = new KeyringReceiver(shared.bus, {
     subjectPrefix,
     onError: () => logger.warn('keyring request failed; retrying on the next announcement'),
