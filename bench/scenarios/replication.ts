@@ -53,12 +53,12 @@ async function streaming(primary: KvServer, secondary: KvServer): Promise<void> 
   }, STREAMING_MS, 100);
 }
 
-/** Reads `kv/lag` on `url` until stopped, noting when each value (or a newer one) was first seen. */
-function poll(url: string, token: string, timing: Timing): () => Promise<void> {
+/** Reads `kv/<key>` on `url` until stopped, noting when each value (or a newer one) was first seen. */
+function poll(url: string, token: string, key: string, timing: Timing): () => Promise<void> {
   let running = true;
   const done = (async () => {
     while (running) {
-      const res = await api<{ data?: { n?: number } }>(url, 'GET', '/v1/kv/lag', { token });
+      const res = await api<{ data?: { n?: number } }>(url, 'GET', `/v1/kv/${key}`, { token });
       const n = res.body?.data?.n;
       if (typeof n === 'number' && !timing.arrived.has(n)) timing.arrived.set(n, Date.now());
     }
@@ -69,14 +69,15 @@ function poll(url: string, token: string, timing: Timing): () => Promise<void> {
   };
 }
 
-async function lagAgainst(writeTo: KvServer, readFrom: KvServer, token: string): Promise<Measurement> {
+/** Each measurement writes a secret of its own (`key`): a value another one left must not count as arrived. */
+async function lagAgainst(writeTo: KvServer, readFrom: KvServer, token: string, key: string): Promise<Measurement> {
   const timing: Timing = { sent: [], arrived: new Map() };
-  const stop = poll(readFrom.url, token, timing);
+  const stop = poll(readFrom.url, token, key, timing);
   try {
     return await paced(
       timing,
       async (n) => {
-        const res = await api(writeTo.url, 'PUT', '/v1/kv/lag', { token: writeTo.token, body: { n } });
+        const res = await api(writeTo.url, 'PUT', `/v1/kv/${key}`, { token: writeTo.token, body: { n } });
         if (res.status >= 300) throw new Error(`write: ${res.status}`);
       },
       LAG_WRITES_PER_SECOND,
@@ -96,8 +97,8 @@ export const replicationLag: Scenario = {
       await activate(primary, secondary);
       const secondaryRoot = await generateRootWithKeys(asReplicationServer(secondary));
       await streaming(primary, secondary);
-      const floor = await lagAgainst(primary, primary, primary.token);
-      const target = await lagAgainst(primary, secondary, secondaryRoot);
+      const floor = await lagAgainst(primary, primary, primary.token, 'lag-floor');
+      const target = await lagAgainst(primary, secondary, secondaryRoot, 'lag-target');
       return { name: this.name, target, floor, ratio: floor.p99Ms / target.p99Ms };
     } finally {
       await Promise.all([primary.stop(), secondary.stop()]);
