@@ -5,8 +5,7 @@
  * itself) under an allow paths filter, C its DR secondary, whose
  * stored Merkle index is corrupted on purpose to be found by merkle-check and mended by reindex.
  */
-import { Client } from 'pg';
-import { api, drOperationToken, eventually, generateRootWithKeys, POSTGRES_URL, replicationCalls, replicationStatus, startReplicationServer, type ReplicationServer } from '@svc/testing';
+import { api, drOperationToken, eventually, generateRootWithKeys, replicationCalls, replicationStatus, startReplicationServer, withPostgres, type ReplicationServer } from '@svc/testing';
 
 const REPLICATED_MS = 120_000;
 
@@ -16,16 +15,6 @@ let c: ReplicationServer;
 const A = replicationCalls(() => a);
 const B = replicationCalls(() => b);
 const C = replicationCalls(() => c);
-
-async function onPostgres<T>(work: (client: Client) => Promise<T>): Promise<T> {
-  const client = new Client({ connectionString: POSTGRES_URL });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
 
 async function activate(mode: 'performance' | 'dr', secondary: ReplicationServer, id: string): Promise<void> {
   const made = await A.ok('PUT', `sys/replication/${mode}/primary/secondary-token`, { id });
@@ -109,7 +98,7 @@ test('a page of the DR secondary\'s stored Merkle index altered in its table is 
 
   // Zero one value hash of a stored page of the replicated tree, as a bad disk might.
   const meta = `${c.topology.storageTable}_meta`;
-  const page = await onPostgres(async (client) => {
+  const page = await withPostgres(async (client) => {
     const { rows } = await client.query<{ name: string; value: Buffer }>(`SELECT name, value FROM "${meta}" WHERE name LIKE 'merkle/replicated/page/%' ORDER BY name LIMIT 1`);
     expect(rows).toHaveLength(1);
     const entries = JSON.parse(rows[0].value.toString('utf8')) as [string, string][];
