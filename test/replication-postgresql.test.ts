@@ -5,7 +5,7 @@
  * itself) under an allow paths filter, C its DR secondary, whose
  * stored Merkle index is corrupted on purpose to be found by merkle-check and mended by reindex.
  */
-import { api, drOperationToken, eventually, generateRootWithKeys, replicationCalls, replicationStatus, startReplicationServer, withPostgres, type ReplicationServer } from '@svc/testing';
+import { activateSecondary, drOperationToken, eventually, generateRootWithKeys, replicationCalls, replicationStatus, startReplicationServer, withPostgres, type ReplicationServer } from '@svc/testing';
 
 const REPLICATED_MS = 120_000;
 
@@ -16,11 +16,7 @@ const A = replicationCalls(() => a);
 const B = replicationCalls(() => b);
 const C = replicationCalls(() => c);
 
-async function activate(mode: 'performance' | 'dr', secondary: ReplicationServer, id: string): Promise<void> {
-  const made = await A.ok('PUT', `sys/replication/${mode}/primary/secondary-token`, { id });
-  const res = await api(secondary.url, 'PUT', `/v1/sys/replication/${mode}/secondary/enable`, { token: secondary.root, body: { token: made.wrap_info.token } });
-  expect([res.status, res.text]).toEqual([204, '']);
-}
+const activate = (mode: 'performance' | 'dr', secondary: ReplicationServer, id: string) => activateSecondary(a, mode, secondary, id);
 
 /** Resolves once `server`'s secondary of `mode` has applied A's log as far as it stands now. */
 async function caughtUp(server: ReplicationServer, mode: 'performance' | 'dr'): Promise<void> {

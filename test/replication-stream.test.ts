@@ -5,7 +5,7 @@
  * cluster link; what is local stays local; a secondary that falls behind the buffer resynchronizes
  * by Merkle diff and sync, then streams again.
  */
-import { api, eventually, generateRootWithKeys, replicationCalls, replicationStatus, startReplicationServer, type ReplicationServer } from '@svc/testing';
+import { activateSecondary, api, eventually, generateRootWithKeys, replicationCalls, replicationStatus, startReplicationServer, type ReplicationServer } from '@svc/testing';
 
 /** Long enough for a resync on a loaded two-core machine (a minute has been seen); streaming itself takes well under a second. */
 const REPLICATED_MS = 180_000;
@@ -39,12 +39,7 @@ async function reachedDr(): Promise<void> {
   await eventually(async () => (await status(c, 'dr')).last_remote_wal >= written, REPLICATED_MS);
 }
 
-async function activate(mode: 'performance' | 'dr', secondary: Server, id: string): Promise<void> {
-  const made = await A.ok('PUT', `sys/replication/${mode}/primary/secondary-token`, { id });
-  await api(secondary.url, 'PUT', `/v1/sys/replication/${mode}/secondary/enable`, { token: secondary.root, body: { token: made.wrap_info.token } }).then((res) => {
-    expect([res.status, res.text]).toEqual([204, '']);
-  });
-}
+const activate = (mode: 'performance' | 'dr', secondary: Server, id: string) => activateSecondary(a, mode, secondary, id);
 
 beforeAll(async () => {
   a = await startReplicationServer({ gatewayConfig: `replication {\n  log_shipper_buffer_length = ${BUFFER_LENGTH}\n}\n` });

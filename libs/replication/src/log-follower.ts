@@ -1,6 +1,7 @@
 import { applyBatch, diffAndSync, lastRemoteWal, ResyncRequiredError, type MerkleIndex, type MerkleRemote, type TreeType } from '@svc/replication-log';
 import type { Physical } from '@svc/storage';
 import { decodeEntries, decodeValue, LINK_PATHS } from './wal-wire';
+import { wokenOrTimedOut } from './waiters';
 
 /** How long the primary holds a read of the log open while it has nothing new. */
 export const WAL_WAIT_MS = 5_000;
@@ -64,15 +65,7 @@ export class LogFollower {
     while (this.applied < index) {
       const left = deadline - Date.now();
       if (left <= 0 || !this.running) return false;
-      await new Promise<void>((resolve) => {
-        const wake = () => {
-          clearTimeout(timer);
-          this.waiters.delete(wake);
-          resolve();
-        };
-        const timer = setTimeout(wake, left);
-        this.waiters.add(wake);
-      });
+      await wokenOrTimedOut(this.waiters, left);
     }
     return true;
   }

@@ -14,6 +14,7 @@ import {
 } from '@svc/replication-log';
 import type { Physical, WalEntry } from '@svc/storage';
 import { WAL_WAIT_MS } from './log-follower';
+import { wokenOrTimedOut } from './waiters';
 import { encodeEntries, encodeValue, LINK_PATHS } from './wal-wire';
 
 /** How often the shipper buffer takes the entries committed since (a long-polling secondary hears of them then). */
@@ -143,7 +144,7 @@ export class LogShipper {
       read = this.log.read(after, MAX_BATCH_ENTRIES);
     }
     if (!read.behind && read.entries.length === 0 && waitMs > 0) {
-      await this.nextFill(waitMs);
+      await wokenOrTimedOut(this.waiters, waitMs);
       read = this.log.read(after, MAX_BATCH_ENTRIES);
     }
     if (read.behind) return { behind: true };
@@ -184,17 +185,6 @@ export class LogShipper {
     }
   }
 
-  private nextFill(waitMs: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.waiters.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, waitMs);
-      this.waiters.add(done);
-    });
-  }
 }
 
 function listOf<T>(value: unknown, field: string): T[] {

@@ -26,6 +26,14 @@ export async function startReplicationServer(options: Parameters<typeof startTop
   return { topology, url: topology.urls[0], keys, root: rootToken };
 }
 
+/** Activates `secondary` as `primary`'s secondary of `mode` under `id`, with a wrapped activation token. */
+export async function activateSecondary(primary: Pick<ReplicationServer, 'url' | 'root'>, mode: 'performance' | 'dr', secondary: Pick<ReplicationServer, 'url' | 'root'>, id: string): Promise<void> {
+  const made = await api<Body>(primary.url, 'PUT', `/v1/sys/replication/${mode}/primary/secondary-token`, { token: primary.root, body: { id } });
+  if (made.status !== 200) throw new Error(`secondary-token answered ${made.status}: ${made.text}`);
+  const res = await api(secondary.url, 'PUT', `/v1/sys/replication/${mode}/secondary/enable`, { token: secondary.root, body: { token: made.body.wrap_info.token } });
+  if (res.status !== 204) throw new Error(`secondary enable answered ${res.status}: ${res.text}`);
+}
+
 /** Calls to one server, with its root token unless another is given (the server is read at call time). */
 export function replicationCalls(server: () => Pick<ReplicationServer, 'url' | 'root'>) {
   const call = (method: string, where: string, body?: unknown, token: string = server().root) => api<Body>(server().url, method, `/v1/${where}`, { body, token });
