@@ -280,6 +280,27 @@ describe.each(STORE_BACKENDS)('Physical conformance: $name', (backend) => {
       ]);
     });
 
+    it('commits and logs a transaction of more writes than one SQL statement takes parameters', async () => {
+      // 30,000 puts are 90,000 parameters as rows and again as log entries: PostgreSQL takes 65,535 per statement.
+      const count = 30_000;
+      const keys = Array.from({ length: count }, (_, i) => `bulk/${String(i).padStart(5, '0')}`);
+      await store.log.setLogging(true);
+      await store.transaction(async (tx) => {
+        for (const key of keys) await tx.put(key, bytes(key));
+        await tx.delete(keys[0]);
+      });
+      expect(await store.get(keys[count - 1])).toEqual(bytes(keys[count - 1]));
+      expect(await store.get(keys[0])).toBeNull();
+      // The reset entry, then the last write of each key in the order of those writes.
+      expect(await store.log.lastIndex()).toBe(count + 1);
+      const tail = await store.log.entriesAfter(count - 2, 10);
+      expect(tail.map(({ idx, op, key }) => [idx, op, key])).toEqual([
+        [count - 1, 'put', keys[count - 2]],
+        [count, 'put', keys[count - 1]],
+        [count + 1, 'delete', keys[0]],
+      ]);
+    }, 60_000);
+
     it('commits a write, its log entry and metadata together, and none of them when the transaction throws', async () => {
       await store.log.setLogging(true);
       await store.transaction(async (tx) => {

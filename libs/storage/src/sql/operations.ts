@@ -24,6 +24,16 @@ function walEntry(row: Row): WalEntry {
 
 /** A transaction's puts sent together with its log in one statement up to this many log entries; beyond, apart. */
 const MAX_COMBINED_ENTRIES = 16;
+/**
+ * Rows (or log entries) per statement when a transaction's writes go out apart: three parameters
+ * each, far below the 65,535 parameters a statement takes.
+ */
+const ROWS_PER_STATEMENT = 2000;
+
+function chunks<T>(items: T[], size: number): T[][] {
+  if (items.length <= size) return [items];
+  return Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
+}
 
 interface Queued<Item, Result> {
   item: Item;
@@ -188,7 +198,10 @@ export class SqlOperations implements PhysicalTransaction {
       await this.run(this.statements.putRowsLogged(rows, this.unlogged.size), [this.unlogged.size, ...this.takeUnsent(), ...entries]);
     } else {
       await this.sendUnsent();
-      await this.run(this.statements.appendLog(this.unlogged.size), [this.unlogged.size, ...entries]);
+      // Each statement takes the next indexes from the head row, which this transaction holds from the first on.
+      for (const chunk of chunks(entries, 3 * ROWS_PER_STATEMENT)) {
+        await this.run(this.statements.appendLog(chunk.length / 3), [chunk.length / 3, ...chunk]);
+      }
     }
     this.unlogged.clear();
   }
@@ -206,8 +219,7 @@ export class SqlOperations implements PhysicalTransaction {
   /** Sends the puts not yet sent, so that a statement which could see their rows does. */
   private async sendUnsent(): Promise<void> {
     if (this.unsent.size === 0) return;
-    const rows = this.unsent.size;
-    await this.run(this.statements.putRows(rows), this.takeUnsent());
+    for (const chunk of chunks(this.takeUnsent(), 3 * ROWS_PER_STATEMENT)) await this.run(this.statements.putRows(chunk.length / 3), chunk);
   }
 
   /** The unsent puts as row parameters (directory, name and value of each), no longer unsent. */
