@@ -29,6 +29,9 @@ const deployDir = path.join(root, 'deploy');
 /** Apps that are not a server process: the CLI, and the web UI (files the gateway serves). */
 const CLIENT_APPS = ['cli', 'ui'];
 const serviceApps = readdirSync(path.join(root, 'apps')).filter((app) => !CLIENT_APPS.includes(app)).sort();
+/** Apps that run the core (gateway.hcl, the gateways' NATS user); the rest are engine and worker services (service.hcl). */
+const CORE_APPS = ['gateway', 'replication'];
+const engineServiceApps = serviceApps.filter((app) => !CORE_APPS.includes(app));
 const { version } = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string };
 const image = `secrets-service:${version}`;
 const configNames = ['gateway', 'service'] as const;
@@ -223,11 +226,17 @@ describe('the server configurations', () => {
 
   test('nats.conf lets the gateways send, and the services take, requests and presence checks of every engine service app; its replicas share invalidations', () => {
     const subjects = { gateway: ['request', 'presence'], service: ['request', 'presence', 'invalidate'] };
-    for (const app of serviceApps.filter((name) => name !== 'gateway')) {
+    for (const app of engineServiceApps) {
       for (const [user, kinds] of Object.entries(subjects)) {
         for (const kind of kinds) expect([user, `svc.${app}.${kind}`, natsUser(user).includes(`"svc.${app}.${kind}"`)]).toEqual([user, `svc.${app}.${kind}`, true]);
       }
     }
+  });
+
+  test('nats.conf lets the gateways\' user call and serve the replication service, and no service', () => {
+    const [publish, subscribe] = natsUser('gateway').split(/subscribe:/);
+    expect([publish.includes('"svc.replication.owner"'), subscribe.includes('"svc.replication.owner"')]).toEqual([true, true]);
+    expect(natsUser('service')).not.toContain('svc.replication.');
   });
 
   test('nats.conf takes its users\' passwords from nats.env and its TLS files from /etc/nats/tls', () => {
@@ -489,21 +498,27 @@ describe('the kustomization (deploy/kustomization.yaml)', () => {
     }
   });
 
-  test('a sealed or uninitialized gateway stays in the Service and alive; engine services probe their bus connection', () => {
+  test('a sealed or uninitialized gateway (or replication service) stays in its Service and alive; engine services probe their bus connection', () => {
     const rendered = renderKustomization();
     const container = (name: string) => podSpec(rendered.find((object) => object.metadata.name === name && podSpec(object))!)!.containers[0];
-    const gateway = container('gateway');
-    for (const probe of [gateway.readinessProbe, gateway.livenessProbe]) {
-      const { pathname, searchParams } = new URL(String(probe?.httpGet?.path), 'http://gateway');
-      expect(pathname).toBe('/v1/sys/health');
-      expect(['standbyok', 'sealedcode', 'uninitcode'].map((name) => searchParams.get(name))).toEqual(['true', '204', '204']);
+    for (const app of CORE_APPS) {
+      const core = container(app);
+      for (const probe of [core.readinessProbe, core.livenessProbe]) {
+        const { pathname, searchParams } = new URL(String(probe?.httpGet?.path), 'http://gateway');
+        expect([app, pathname]).toEqual([app, '/v1/sys/health']);
+        expect(['standbyok', 'sealedcode', 'uninitcode'].map((name) => searchParams.get(name))).toEqual(['true', '204', '204']);
+      }
     }
+    // One replication service per cluster, the old pod gone before a new one binds the cluster listener.
+    const replication = rendered.find((object) => object.kind === 'Deployment' && object.metadata.name === 'replication') as unknown as { spec: { replicas: number; strategy: { type: string } } };
+    expect([replication.spec.replicas, replication.spec.strategy.type]).toEqual([1, 'Recreate']);
+    expect(container('replication').ports).toContainEqual({ name: 'cluster', containerPort: 8201 });
     const service = rendered.find((object) => object.kind === 'Service' && object.metadata.name === 'gateway') as unknown as IService;
     expect(podLabels(rendered, 'gateway')).toMatchObject(service.spec!.selector!);
     // Engine services: their health listener (service.hcl), ready and alive while the bus link is up.
     const healthListener = /listener "tcp" \{\s*address\s*= "0\.0\.0\.0:(\d+)"/.exec(read('deploy', 'config', 'service.hcl'));
     expect(healthListener?.[1]).toBe(String(SERVICE_HEALTH_PORT));
-    for (const app of serviceApps.filter((name) => name !== 'gateway')) {
+    for (const app of engineServiceApps) {
       const engine = container(app);
       expect(engine.ports).toContainEqual({ name: 'health', containerPort: SERVICE_HEALTH_PORT });
       for (const probe of [engine.readinessProbe, engine.livenessProbe]) expect([app, probe?.httpGet]).toEqual([app, { path: SERVICE_HEALTH_PROBE, port: 'health' }]);
@@ -541,7 +556,8 @@ describe('the kustomization (deploy/kustomization.yaml)', () => {
     const [rule] = policy.spec!.ingress!;
     expect(inValues(rule.from![0].podSelector).sort()).toEqual(serviceApps);
     for (const app of [...serviceApps, 'postgres', 'nats', 'redis']) expect([app, podLabels(rendered, app)?.app]).toEqual([app, app]);
-    const ports = rendered.filter((object) => object.kind === 'Service' && object.metadata.name !== 'gateway')
+    // The backends' ports: the gateways' and the replication service's Services are reached from outside.
+    const ports = rendered.filter((object) => object.kind === 'Service' && !CORE_APPS.includes(object.metadata.name))
       .flatMap((object) => (object as unknown as IService).spec!.ports!.map((port) => port.port));
     expect(rule.ports!.map((port) => port.port).sort()).toEqual(ports.sort());
   });
@@ -636,6 +652,7 @@ describe('a cluster run with the deployment\'s configurations, nats.conf and gen
   const database = `svc_deploy_${randomBytes(4).toString('hex')}`;
   let natsPort: number;
   let gatewayUrl: string;
+  let replicationService: ServerProcess | undefined;
 
   beforeAll(async () => {
     natsPort = await freePort();
@@ -661,6 +678,7 @@ describe('a cluster run with the deployment\'s configurations, nats.conf and gen
         .replace('tls://nats:4222', `tls://localhost:${natsPort}`)
         .replace('"redis:6379"', `"127.0.0.1:${redisPort}"`)
         .replace('0.0.0.0:8200', '127.0.0.1:0')
+        .replace('0.0.0.0:8201', '127.0.0.1:0')
         .replace(`0.0.0.0:${SERVICE_HEALTH_PORT}`, '127.0.0.1:0');
       writeFileSync(file, text);
       return file;
@@ -668,19 +686,20 @@ describe('a cluster run with the deployment\'s configurations, nats.conf and gen
     const environment = (name: string) => ({ ...readEnvFile(path.join(secretsDir, `${name}.env`)), SVC_PG_CONNECTION_URL: databaseUrl(database) });
     apps.push(await startServerProcess('gateway', [`-config=${configFile('gateway')}`, '-service=gateway'], undefined, { env: environment('gateway') }));
     const serviceConfig = configFile('service');
-    for (const app of serviceApps.filter((name) => name !== 'gateway')) {
+    for (const app of engineServiceApps) {
       apps.push(await startServerProcess(app, [`-config=${serviceConfig}`, `-service=${app}`], undefined, { env: environment('service') }));
     }
     gatewayUrl = `http://${apps[0].addresses[0]}`;
+    replicationService = await startServerProcess('replication', [`-config=${configFile('gateway')}`, '-service=replication'], undefined, { env: environment('gateway') });
   }, 120_000);
 
   afterAll(async () => {
-    await Promise.all(apps.map((app) => app.stop()));
+    await Promise.all([...apps, ...(replicationService ? [replicationService] : [])].map((app) => app.stop()));
     for (const daemon of daemons) daemon.kill();
     await onPostgres(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
   });
 
-  test('the gateway and every engine service start; once unsealed, transit answers through the bus', async () => {
+  test('the gateway, the replication service and every engine service start; once unsealed, transit answers through the bus, replication through the service', async () => {
     const { rootToken: token } = await initAndUnseal(gatewayUrl);
     expect((await api(gatewayUrl, 'POST', '/v1/sys/mounts/transit', { token, body: { type: 'transit' } })).status).toBe(204);
     const plaintext = Buffer.from('deployed').toString('base64');
@@ -692,6 +711,11 @@ describe('a cluster run with the deployment\'s configurations, nats.conf and gen
     }, 30_000);
     const decrypted = await api<{ data: { plaintext: string } }>(gatewayUrl, 'POST', '/v1/transit/decrypt/deploy', { token, body: { ciphertext } });
     expect(decrypted.body.data.plaintext).toBe(plaintext);
+
+    // The gateway reaches the replication service (the same NATS user) for what needs the cluster's replication.
+    expect((await api(gatewayUrl, 'PUT', '/v1/sys/replication/dr/primary/enable', { token, body: {} })).status).toBe(204);
+    const status = await api<{ data: { mode: string; last_wal: number } }>(gatewayUrl, 'GET', '/v1/sys/replication/dr/status');
+    expect(status.body.data).toMatchObject({ mode: 'primary', last_wal: expect.any(Number) });
   });
 
   test('NATS takes each user\'s password only over TLS with the apps\' client certificate; the services\' health probe sees their connection', async () => {

@@ -1,6 +1,6 @@
 /**
- * Replication between clusters on PostgreSQL storage, each a gateway over its own storage table
- * (with its log and Merkle metadata tables beside it), NATS and Redis: A is the performance and DR
+ * Replication between clusters on PostgreSQL storage, each a gateway over a database of its own
+ * (its storage table with the log and Merkle metadata tables beside it), NATS and Redis: A is the performance and DR
  * primary, B its performance secondary (whose transit service must not write replicated storage
  * itself) under an allow paths filter, C its DR secondary, whose
  * stored Merkle index is corrupted on purpose to be found by merkle-check and mended by reindex.
@@ -29,7 +29,7 @@ async function caughtUp(server: ReplicationServer, mode: 'performance' | 'dr'): 
 
 beforeAll(async () => {
   // A and B run transit as an engine service of its own (a process beside the gateway).
-  [a, b, c] = await Promise.all([{ services: ['transit'] }, { services: ['transit'] }, {}].map((options) => startReplicationServer(options, 'distributed')));
+  [a, b, c] = await Promise.all([{ services: ['transit'] }, { services: ['transit'] }, {}].map((options) => startReplicationServer({ ...options, ownDatabase: true }, 'distributed')));
   await A.ok('PUT', 'sys/replication/performance/primary/enable', {});
   await A.ok('PUT', 'sys/replication/dr/primary/enable', {});
   for (const mount of ['kv', 'other']) await A.ok('POST', `sys/mounts/${mount}`, { type: 'kv' });
@@ -101,7 +101,7 @@ test('a page of the DR secondary\'s stored Merkle index altered in its table is 
     entries[0][1] = '0'.repeat(64);
     await client.query(`UPDATE "${meta}" SET value = $1 WHERE name = $2`, [Buffer.from(JSON.stringify(entries)), rows[0].name]);
     return String(Number(rows[0].name.split('/').pop()));
-  });
+  }, c.topology.storageUrl);
 
   const found = await check();
   const report = found.data.merkle_corruption_report;

@@ -96,6 +96,17 @@ test('a local mount reaches the DR secondary, not the performance one; tokens st
   await reachedDr();
   await replicated(B.call, 'kv/marker-local', 'after the local write');
   expect((await B.call('GET', 'here/x')).status).toBe(404);
+  expect(Object.keys((await B.ok('GET', 'sys/mounts')).data)).not.toContain('here/');
+
+  // B's own local mount is made and served on B; the primary's mount table changing afterwards leaves it there.
+  await B.ok('POST', 'sys/mounts/b-local', { type: 'kv', local: true });
+  await B.ok('PUT', 'b-local/x', { value: 'kept on B' });
+  await A.ok('POST', 'sys/mounts/after-b-local', { type: 'kv' });
+  await A.ok('PUT', 'after-b-local/x', { value: 'mounted after B made its own' });
+  await replicated(B.call, 'after-b-local/x', 'mounted after B made its own');
+  expect((await B.ok('GET', 'b-local/x')).data).toEqual({ value: 'kept on B' });
+  expect(Object.keys((await B.ok('GET', 'sys/mounts')).data)).toEqual(expect.arrayContaining(['b-local/', 'after-b-local/']));
+  expect(Object.keys((await A.ok('GET', 'sys/mounts')).data)).not.toContain('b-local/');
 
   const made = await A.ok('POST', 'auth/token/create', { policies: ['default'] });
   await A.ok('PUT', 'kv/marker-token', { value: 'after the token' });

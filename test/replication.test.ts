@@ -250,18 +250,22 @@ describe('DR replication', () => {
 describe('a distributed primary', () => {
   let d: Server;
   const D = at(() => d);
+  /** The second gateway of the same cluster. */
+  const D2 = at(() => ({ url: d.topology.urls[1], root: d.root }));
 
   beforeAll(async () => {
-    const topology = await startTopology('distributed', { listeners: [LISTENER] });
+    const topology = await startTopology('distributed', { listeners: [LISTENER], gateways: 2, services: ['replication'] });
     const { rootToken, keys } = await initAndUnseal(topology.urls[0]);
     d = { topology, url: topology.urls[0], keys, root: rootToken };
   }, 300_000);
 
   afterAll(() => d?.topology.stop());
 
-  test('a gateway over PostgreSQL and NATS activates a secondary, sees its heartbeats and revokes it', async () => {
-    await D.ok('PUT', 'sys/replication/performance/primary/enable', {});
+  test('two gateways over PostgreSQL and NATS and the replication service activate a secondary, see its heartbeats and revoke it', async () => {
+    // Enabled through one gateway, reported alike by both: the replication service owns the cluster listener.
+    await D2.ok('PUT', 'sys/replication/performance/primary/enable', {});
     const { cluster_id: clusterId } = await status(d, 'performance');
+    expect(await status({ url: d.topology.urls[1] }, 'performance')).toMatchObject({ mode: 'primary', cluster_id: clusterId });
     const made = await D.ok('PUT', 'sys/replication/performance/primary/secondary-token', { id: 'perf-b2' });
     expect(jwtClaims(made.wrap_info.token).addr).toBe(d.url);
     // B leaves its first primary (revoked earlier) and joins this one.
@@ -273,8 +277,9 @@ describe('a distributed primary', () => {
       return primary.secondaries[0]?.connection_status === 'connected' && secondary.primaries[0]?.connection_status === 'connected';
     }, LINK_TIMEOUT_MS);
     expect(await status(b, 'performance')).toMatchObject({ cluster_id: clusterId, secondary_id: 'perf-b2', primaries: [{ api_address: d.url }] });
+    expect((await status({ url: d.topology.urls[1] }, 'performance')).secondaries).toEqual([expect.objectContaining({ connection_status: 'connected' })]);
 
-    await D.ok('PUT', 'sys/replication/performance/primary/revoke-secondary', { id: 'perf-b2' });
+    await D2.ok('PUT', 'sys/replication/performance/primary/revoke-secondary', { id: 'perf-b2' });
     await eventually(async () => (await status(b, 'performance')).primaries[0].connection_status === 'disconnected', LINK_TIMEOUT_MS);
   });
 });

@@ -13,7 +13,7 @@ const jest = path.join(root, 'node_modules', 'jest', 'bin', 'jest.js');
 const env = { ...process.env, NODE_OPTIONS: [process.env.NODE_OPTIONS, '--experimental-vm-modules'].filter(Boolean).join(' ') };
 
 /** Suites whose state every worker must share the moment a call returns, run again with two workers. */
-const WORKERS_SUITES = ['test/access.test.ts', 'test/auth-methods.test.ts', 'test/identity.test.ts', 'test/platform.test.ts', 'test/rekey.test.ts'];
+const WORKERS_SUITES = ['test/access.test.ts', 'test/auth-methods.test.ts', 'test/identity.test.ts', 'test/platform.test.ts', 'test/rekey.test.ts', 'test/replication-forward.test.ts'];
 
 function runs() {
   const given = process.argv.slice(2);

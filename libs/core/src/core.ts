@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import type { Bus } from '@svc/bus';
+import type { Bus, Subscription } from '@svc/bus';
 import { BusUnavailableError, decodeJson, encodeJson } from '@svc/bus';
 import type { ServerConfig } from '@svc/config';
 import { EngineHost, EngineRegistry, GATEWAY, mountRemovedSubject, mountStoragePrefix, serviceSubject, type EngineReply, type EngineRequest, type EngineType, type OperationFields } from '@svc/engine-host';
@@ -34,9 +34,10 @@ import { Barrier, CachedPhysical, createView, type Keyring, type Physical, type 
 import { SYSTEM_MOUNT } from './mounts/system-mount';
 import { describeRequestError } from './http/request-errors';
 import { ReplicaSync } from './cluster/replica-sync';
+import { replicationOwnerClient, serveReplicationOwnerCalls } from './cluster/replication-owner';
 import { ServiceWatch } from './cluster/service-watch';
 import { BUILD_DATE, VERSION } from '@svc/http';
-import type { MountEntry } from './mounts/mount-table';
+import { isMountTableKey, type MountEntry } from './mounts/mount-table';
 import { Namespace, type Route } from './namespaces/namespace';
 import { NAMESPACES_KEY, NamespaceRegistry } from './namespaces/registry';
 import { SERVICE_TOKEN_LENGTH, TokenStore, nowSeconds } from './tokens/token-store';
@@ -58,8 +59,6 @@ import { decodeForwardedRequest, encodeForwardedReply, forwardingDispatcher } fr
 const PERIODIC_INTERVAL_MS = 60_000;
 const SERVICE_UNSEAL_RETRIES = 40;
 const SERVICE_UNSEAL_RETRY_MS = 50;
-const MOUNTS_KEY = 'core/mounts';
-const AUTH_MOUNTS_KEY = 'core/auth';
 const POLICY_PREFIX = 'sys/policy/';
 /** Not a barrier key: marks a keyring rotation for the replicas. */
 const KEYRING_CHANGED = 'core/keyring';
@@ -96,9 +95,9 @@ function isCachedKey(key: string): boolean {
     key === PLUGIN_RELOAD_KEY ||
     key.startsWith(TokenStore.ENTRY_PREFIX) ||
     key.startsWith(LEASE_KEY_PREFIX) ||
-    inNamespace === MOUNTS_KEY ||
-    inNamespace === AUTH_MOUNTS_KEY ||
-    inNamespace.startsWith(POLICY_PREFIX)
+    isMountTableKey(inNamespace) ||
+    inNamespace.startsWith(POLICY_PREFIX) ||
+    key.startsWith(REPLICATION_STORAGE_PREFIX)
   );
 }
 
@@ -136,6 +135,13 @@ export interface CoreOptions {
   metrics: Metrics;
   /** Where unseal shares are collected until the threshold: a gateway worker's primary; this process by default. */
   unsealShares?: UnsealShares;
+  /**
+   * Whether this process owns its cluster's replication (the cluster listener, the log and Merkle
+   * index, the link to a primary); default true. False in the gateways of the distributed
+   * topology, whose replication service owns it, and in the gateway workers after the first: they
+   * send what needs the owner to it over the bus.
+   */
+  replicationOwner?: boolean;
 }
 
 export interface InitRequest {
@@ -193,6 +199,8 @@ export class Core {
   /** Keeps the caches of gateway replicas in step with writes made through any of them. */
   readonly replicas: ReplicaSync;
   private readonly services: ServiceWatch;
+  /** On the owner of the cluster's replication: the other processes' calls to it. */
+  private replicationOwnerCalls?: Subscription;
   /** Round trips to engine services over the bus. */
   private readonly busRequests: Timer;
   private initialized = false;
@@ -269,6 +277,7 @@ export class Core {
       adoptKeyring: (keyring) => this.installKeyring(keyring),
       storageChanged: (keys) => this.replicatedWritesApplied(keys),
       serveForwarded: (call, body) => this.serveForwarded(call, body),
+      sendToOwner: options.replicationOwner === false ? replicationOwnerClient(options.bus, options.config.bus?.subjectPrefix ?? 'svc') : undefined,
     });
     // A performance secondary writes only its local keys; the rest it forwards (request/forwarding.ts).
     this.barrier.setWriteGuard((key) => this.replication.writable(key));
@@ -372,6 +381,9 @@ export class Core {
     // A peer already unsealed: follow it before serving, so no client meets this replica still sealed.
     await this.peerTransitions;
     this.replicas.start();
+    if (this.replication.owns) {
+      this.replicationOwnerCalls = serveReplicationOwnerCalls(this.options.bus, this.options.config.bus?.subjectPrefix ?? 'svc', (call, args) => this.serveReplicationCall(call, args));
+    }
     this.seal.start();
     if (!this.initialized) return;
     const status = await this.seal.status();
@@ -421,7 +433,16 @@ export class Core {
     if (keys.includes(PEER_UNSEALED)) await this.followPeerUnseal();
     if (this.barrier.sealed) return;
     if (keys.includes(SEAL_GENERATION_KEY) && (await this.sealGeneration()) !== this.unsealedInGeneration) return this.followPeerSeal();
-    if (keys.includes(STORAGE_RESTORED)) return this.reloadRestored();
+    if (keys.includes(STORAGE_RESTORED)) {
+      // A secondary's activation replaced the keyring too, with one whose term need not be higher;
+      // the engine services ask again, so none keeps the old one a replica handed out meanwhile.
+      const keyring = await this.seal.reloadKeyring();
+      this.barrier.unseal(keyring);
+      await this.distributor.publish(keyring);
+      await this.reloadRestored();
+      // And the replication state with it (the owner of the cluster's replication activated a secondary).
+      return this.replication.load();
+    }
     if (keys.includes(KEYRING_CHANGED)) await this.fetchRotatedKeyring();
     this.coreEngines.invalidate(keys);
     this.plugins.host.invalidate(keys);
@@ -440,7 +461,7 @@ export class Core {
     for (const namespace of this.namespaces.all()) {
       const prefix = Namespace.storagePrefix(namespace.record);
       const own = keys.filter((key) => key.startsWith(prefix)).map((key) => key.slice(prefix.length));
-      if (own.includes(MOUNTS_KEY) || own.includes(AUTH_MOUNTS_KEY)) await namespace.load();
+      if (own.some(isMountTableKey)) await namespace.load();
       for (const key of own) if (key.startsWith(POLICY_PREFIX)) namespace.policies.forget(key.slice(POLICY_PREFIX.length));
     }
     // A mount disabled through another replica: its plugin process here stops too.
@@ -583,6 +604,7 @@ export class Core {
     await this.coreEngines.closeAll();
     await this.plugins.host.closeAll();
     await this.leases.stop();
+    this.replicationOwnerCalls?.unsubscribe();
     await this.replication.stop();
     this.replicas.stop();
     this.services.stop();
@@ -762,11 +784,13 @@ export class Core {
     if (!keys) {
       await this.reloadRestored();
       this.replicas.noteWrite(STORAGE_RESTORED);
-      return;
+    } else {
+      await this.reloadCaches(keys);
+      for (const local of this.options.localServices.values()) local.invalidate(keys);
+      for (const key of keys) this.replicas.noteWrite(key);
     }
-    await this.reloadCaches(keys);
-    for (const local of this.options.localServices.values()) local.invalidate(keys);
-    for (const key of keys) this.replicas.noteWrite(key);
+    // Outside any request: the other processes of this cluster hear of it now, not with the next request here.
+    if (this.replicas.hasPending) await this.replicas.flush();
   }
 
   async createRootToken(id?: string): Promise<string> {
@@ -965,6 +989,20 @@ export class Core {
       return { ok: false, ...errorOf(err) };
     } finally {
       // As after a request: the other gateway replicas hear of the writes before the secondary does.
+      if (this.replicas.hasPending) await this.replicas.flush();
+    }
+  }
+
+  /** A call of another process of this cluster to the replication this one owns. */
+  private async serveReplicationCall(call: unknown, args: unknown): Promise<unknown> {
+    if ((await this.refreshSealState()) !== 'unsealed') throw ServiceError.sealed();
+    try {
+      return await this.replication.serveOwnerCall(call, args);
+    } catch (err) {
+      if (!(err instanceof ServiceError)) this.logger.error({ call, err: describeRequestError(err) }, 'replication call from another process failed');
+      throw err;
+    } finally {
+      // As after a request: the caller's process reloads what the call changed before it answers.
       if (this.replicas.hasPending) await this.replicas.flush();
     }
   }

@@ -91,7 +91,7 @@ export function startServerProcess(name: string, args: string[], timeoutMs = STA
       // reading them (a benchmark's load generator) as much as serving costs the server.
       if (started || !line.startsWith('{')) return;
       const entry = JSON.parse(line) as { msg?: string; addresses?: string[] };
-      if (entry.msg === 'gateway started' || entry.msg === 'service started') {
+      if (entry.msg === 'gateway started' || entry.msg === 'service started' || entry.msg === 'replication service started') {
         started = true;
         clearTimeout(timer);
         resolve({ name, child, addresses: entry.addresses ?? [], logs, stop });

@@ -15,7 +15,7 @@ export type TopologyKind = 'all-in-one' | 'distributed';
 export interface TopologyOptions {
   /** Gateway replicas (distributed only; default 1). */
   gateways?: number;
-  /** Engine services, each its own process (distributed only). */
+  /** Services, each its own process (distributed only): engine and worker services, and `replication` (given the gateways' listener blocks). */
   services?: string[];
   /** Listener blocks (HCL) replacing the default plain-HTTP listener on a free port. */
   listeners?: string[];
@@ -33,6 +33,11 @@ export interface TopologyOptions {
    * the gateways and for the services (credentials, TLS files).
    */
   nats?: { url: string; gateway?: string; service?: string };
+  /**
+   * Distributed: the storage in a PostgreSQL database of its own (made for the run, dropped after)
+   * instead of a table of its own in POSTGRES_URL's database.
+   */
+  ownDatabase?: boolean;
   /** Gateway workers of each gateway process (all-in-one: the process); default DEFAULT_WORKERS (SVC_TEST_WORKERS, else 1). */
   workers?: number;
   /** More HCL for the gateways (all-in-one: the process), e.g. a `seal` stanza. */
@@ -52,7 +57,8 @@ export interface Topology {
   processes: ServerProcess[];
   /** Distributed: the bus subject prefix and the cluster key file every process was given. */
   bus?: { subjectPrefix: string; clusterKeyFile: string };
-  /** Distributed: the PostgreSQL table of the storage (POSTGRES_URL), for tests that fill it directly. */
+  /** Distributed: the PostgreSQL database (its URL) and table of the storage, for tests that reach it directly. */
+  storageUrl?: string;
   storageTable?: string;
   /** Stops one process (to test a service going away) without tearing down the rest. */
   stopProcess(name: string): Promise<void>;
@@ -94,6 +100,7 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
   const cleanups: (() => Promise<void>)[] = [async () => rmSync(dir, { recursive: true, force: true })];
   let bus: Topology['bus'];
   let storageTable: string | undefined;
+  let storageUrl: string | undefined;
   const stopAll = async () => {
     await Promise.all(processes.map((p) => p.stop()));
     for (const cleanup of cleanups) await cleanup();
@@ -111,7 +118,13 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
     } else {
       const table = `svc_e2e_${id}`;
       storageTable = table;
-      cleanups.push(() => dropTable(table));
+      if (options.ownDatabase) {
+        storageUrl = await createDatabase(table);
+        cleanups.push(() => dropDatabase(table));
+      } else {
+        storageUrl = POSTGRES_URL;
+        cleanups.push(() => dropTable(table));
+      }
       const { subjectPrefix = `svc-${id}` } = options;
       const clusterKeyFile = path.join(dir, 'cluster.key');
       writeFileSync(clusterKeyFile, randomBytes(32).toString('base64'), { mode: 0o600 });
@@ -121,7 +134,7 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
         const file = path.join(dir, `${name}.hcl`);
         writeFileSync(
           file,
-          `${listeners}\nstorage "postgresql" {\n  connection_url = "${POSTGRES_URL}"\n  table = "${table}"\n}\n` +
+          `${listeners}\nstorage "postgresql" {\n  connection_url = "${storageUrl}"\n  table = "${table}"\n}\n` +
             `bus "nats" {\n  servers = ["${options.natsUrlFor?.(name) ?? options.nats?.url ?? NATS_URL}"]\n  subject_prefix = "${subjectPrefix}"\n` +
             `  cluster_key_file = "${clusterKeyFile}"\n${busExtra}\n}\n` +
             `locks "redis" {\n  address = "${REDIS_ADDRESS}"\n  key_prefix = "svc-${id}:lock:"\n}\n`,
@@ -138,6 +151,11 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
         ...(options.services ?? []).map((service, i, all) => {
           const copy = all.slice(0, i).filter((s) => s === service).length;
           const name = copy === 0 ? service : `${service}-${copy}`;
+          if (service === 'replication') {
+            // It binds the cluster listener the gateways' listener blocks name; secondaries unwrap their activation tokens at gateway-0.
+            const apiAddr = `http://${processes[0].addresses[0]}`;
+            return start(name, () => [configFor(name, `${listenerBlocks(options)}\napi_addr = "${apiAddr}"\n`, options.nats?.gateway), `-service=${service}`]);
+          }
           return start(name, () => [configFor(name, `${serviceListener(options)}\n${options.serviceConfig ?? ''}`, options.nats?.service), `-service=${service}`]);
         }),
       ]);
@@ -155,6 +173,7 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
     },
     processes,
     bus,
+    storageUrl,
     storageTable,
     stopProcess: async (name) => {
       await processes.find((p) => p.name === name)?.stop();
@@ -173,13 +192,29 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
   };
 }
 
-/** Drops a storage table made for one test run, and the tables beside it (migrations, replication). */
-export async function dropTable(table: string): Promise<void> {
+async function onPostgres(sql: string): Promise<void> {
   const client = new Client({ connectionString: POSTGRES_URL });
   await client.connect();
   try {
-    await client.query(`DROP TABLE IF EXISTS ${storeTables(table).map((name) => `"${name}"`).join(', ')} CASCADE`);
+    await client.query(sql);
   } finally {
     await client.end();
   }
+}
+
+/** Drops a storage table made for one test run, and the tables beside it (migrations, replication). */
+export async function dropTable(table: string): Promise<void> {
+  await onPostgres(`DROP TABLE IF EXISTS ${storeTables(table).map((name) => `"${name}"`).join(', ')} CASCADE`);
+}
+
+/** Makes a database for one test run on POSTGRES_URL's server; returns its URL. */
+async function createDatabase(name: string): Promise<string> {
+  await onPostgres(`CREATE DATABASE "${name}"`);
+  const url = new URL(POSTGRES_URL);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+async function dropDatabase(name: string): Promise<void> {
+  await onPostgres(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
 }

@@ -44,6 +44,15 @@ export const OWN_PREFIXES: readonly LocalPrefix[] = [
   { prefix: 'core/cluster', why: "the cluster's own identity" },
 ];
 
+/**
+ * The local mount tables of a namespace (`local: true` mounts), under its `core/`: each cluster
+ * keeps its own, so a performance secondary receives the other mount tables only.
+ */
+export const LOCAL_MOUNT_TABLES = { secret: 'local-mounts', auth: 'local-auth' } as const;
+
+/** The local mount tables of the root namespace and of every other one (`namespaces/<id>/`). */
+const LOCAL_MOUNT_TABLE = new RegExp(`^(namespaces/[^/]+/)?core/(${Object.values(LOCAL_MOUNT_TABLES).join('|')})$`);
+
 export class KeyClassifier {
   private localMounts = new Set<string>();
   private changes = 0;
@@ -73,7 +82,7 @@ export class KeyClassifier {
   }
 
   classify(key: string): KeyClass {
-    if (LOCAL_PREFIXES.some(({ prefix }) => key.startsWith(prefix))) return 'local';
+    if (LOCAL_PREFIXES.some(({ prefix }) => key.startsWith(prefix)) || LOCAL_MOUNT_TABLE.test(key)) return 'local';
     const inMount = mountOfKey(key);
     return inMount && this.localMounts.has(inMount.uuid) ? 'local' : 'replicated';
   }

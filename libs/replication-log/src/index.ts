@@ -4,7 +4,7 @@
  * the cluster link carries the plain requests and answers defined here. The log itself is written
  * by `@svc/storage` in the same transaction as the data (`Physical.log`).
  */
-export { type KeyClass, KeyClassifier, LOCAL_PREFIXES, OWN_PREFIXES } from './classify';
+export { type KeyClass, KeyClassifier, LOCAL_MOUNT_TABLES, LOCAL_PREFIXES, OWN_PREFIXES } from './classify';
 export { type KeyHash, type KeyPosition, MerkleTree, PAGES, positionOf, SUBPAGES } from './merkle-tree';
 export { type LastCheck, type MerkleCorruptionReport, MerkleIndex, type ReindexOptions, TREE_TYPES, type TreeType } from './merkle-index';
 export { ShipperBuffer, type ShipperBufferLimits, type ShipperRead } from './shipper-buffer';

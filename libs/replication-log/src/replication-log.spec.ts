@@ -43,10 +43,10 @@ describe('KeyClassifier', () => {
   it('keeps tokens, leases, cluster state and local mounts local, and replicates the rest', () => {
     const classifier = new KeyClassifier();
     classifier.setLocalMounts(['local-uuid', 'cubbyhole-uuid']);
-    for (const key of ['sys/token/id/h', 'sys/expire/id/kv/x', 'core/cluster/id', 'core/replication/state', 'core/snapshot-auto/config/daily', 'logical/local-uuid/data/x', 'logical/cubbyhole-uuid/acc/y']) {
+    for (const key of ['sys/token/id/h', 'sys/expire/id/kv/x', 'core/cluster/id', 'core/replication/state', 'core/snapshot-auto/config/daily', 'logical/local-uuid/data/x', 'logical/cubbyhole-uuid/acc/y', 'core/local-mounts', 'core/local-auth', 'namespaces/ns1/core/local-mounts']) {
       expect([key, classifier.classify(key)]).toEqual([key, 'local']);
     }
-    for (const key of ['core/mounts', 'core/keyring', 'sys/policy/admin', 'logical/kv-uuid/data/x', 'logical/local-uuid', 'namespaces/ns1/core/mounts', 'sys/tokenizer']) {
+    for (const key of ['core/mounts', 'core/keyring', 'sys/policy/admin', 'logical/kv-uuid/data/x', 'logical/local-uuid', 'namespaces/ns1/core/mounts', 'sys/tokenizer', 'core/local-mounts-backup', 'namespaces/ns1/sub/core/local-auth']) {
       expect([key, classifier.classify(key)]).toEqual([key, 'replicated']);
     }
   });

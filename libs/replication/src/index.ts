@@ -7,3 +7,4 @@ export * from './replication';
 export * from './wal-wire';
 export * from './log-shipper';
 export * from './log-follower';
+export * from './stored-state';

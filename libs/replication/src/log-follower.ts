@@ -99,8 +99,10 @@ export class LogFollower {
     if (!Number.isInteger(range.after) || !Number.isInteger(range.through)) throw new Error('the primary answered a malformed batch');
     this.current = 'stream-wals';
     if (range.through <= this.applied) return;
-    this.setApplied(await applyBatch(this.host.physical, this.host.index, entries, range));
+    const applied = await applyBatch(this.host.physical, this.host.index, entries, range);
+    // Caches reloaded (here and on the other processes) before a write waiting for this index is answered.
     if (entries.length > 0) await this.host.changed(entries.map((entry) => entry.key));
+    this.setApplied(applied);
   }
 
   private async resync(): Promise<void> {

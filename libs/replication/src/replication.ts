@@ -43,17 +43,11 @@ export const DEFAULT_SECONDARY_TOKEN_TTL = 30 * 60;
 export const FORWARD_WAIT_MS = 10_000;
 /** DR operation tokens: a prefix and 24 random bytes, as long as a service token (the OTP's length). */
 const DR_TOKEN_PREFIX = 'svd.';
-const STATE = (mode: ReplicationMode) => `${mode}/state`;
+/** A mode's state, under REPLICATION_STORAGE_PREFIX. */
+export const replicationStateKey = (mode: ReplicationMode) => `${mode}/state`;
 /** Barrier prefix of the replication state (local to this cluster, kept when a secondary's storage is wiped). */
 export const REPLICATION_STORAGE_PREFIX = 'core/replication/';
 
-/**
- * Whether the storage under `root` (the barrier's root) is a DR secondary's, for processes that
- * hold no replication state of their own: background work that writes waits until a promotion.
- */
-export async function isDrSecondaryStorage(root: StorageView): Promise<boolean> {
-  return (await root.getJSON<ReplicationState>(REPLICATION_STORAGE_PREFIX + STATE('dr')))?.mode === 'secondary';
-}
 const PUBLIC_KEY = (mode: ReplicationMode) => `${mode}/public-key`;
 const FILTER_PREFIX = 'performance/paths-filter/';
 const DR_TOKEN_PREFIX_KEY = 'dr/operation-tokens/';
@@ -106,7 +100,39 @@ export interface ReplicationHost {
    * answers it; failures of the write itself are in the answer, not thrown.
    */
   serveForwarded(call: ForwardCall, body: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /**
+   * Set in a process that does not own its cluster's replication (a gateway beside the replication
+   * service, a gateway worker other than the first): the calls of OWNER_CALLS go to the owner,
+   * and this process keeps only the state (what it may write, the modes), read from storage.
+   */
+  sendToOwner?: SendToOwner;
 }
+
+/**
+ * The calls that need what only the owner of a cluster's replication holds (the cluster listener,
+ * the log and Merkle index, the link to the primary and its heartbeats), so other processes of the
+ * cluster send them to it. The rest reads and writes the replication state in storage.
+ */
+export const OWNER_CALLS = [
+  'status',
+  'forwardToPrimary',
+  'merkleCheck',
+  'reindex',
+  'enablePrimary',
+  'demotePrimary',
+  'disablePrimary',
+  'secondaryToken',
+  'revokeSecondary',
+  'generatePublicKey',
+  'enableSecondary',
+  'updatePrimary',
+  'promote',
+  'disableSecondary',
+  'secondaryDynamicFilter',
+] as const;
+export type OwnerCall = (typeof OWNER_CALLS)[number];
+/** Sends one of OWNER_CALLS, its arguments as JSON, to the owner; resolves with its result or rejects with its ServiceError. */
+export type SendToOwner = (call: OwnerCall, args: unknown[]) => Promise<unknown>;
 
 /**
  * The writes a performance secondary forwards: a whole request its engine could not complete
@@ -198,10 +224,27 @@ export class Replication {
     return this.listener.address;
   }
 
+  /** Whether this process owns its cluster's replication (see `ReplicationHost.sendToOwner`). */
+  get owns(): boolean {
+    return !this.host.sendToOwner;
+  }
+
+  /** Runs one of OWNER_CALLS another process of this cluster sent. */
+  async serveOwnerCall(call: unknown, args: unknown): Promise<unknown> {
+    if (!this.owns) throw ServiceError.unavailable('this process does not own the replication of its cluster');
+    if (!OWNER_CALLS.includes(call as OwnerCall) || !Array.isArray(args)) throw ServiceError.badRequest(`replication: no call ${JSON.stringify(call)}`);
+    const method = this[call as OwnerCall] as (...args: unknown[]) => Promise<unknown>;
+    return method.apply(this, args);
+  }
+
+  private owner<T>(call: OwnerCall, ...args: unknown[]): Promise<T> {
+    return this.host.sendToOwner!(call, args) as Promise<T>;
+  }
+
   /** Reads the state of both modes (after unseal, or a change made through another gateway) and starts the link. */
   async load(): Promise<void> {
     for (const mode of REPLICATION_MODES) {
-      const state = (await this.host.store.getJSON<ReplicationState>(STATE(mode))) ?? { mode: 'disabled' };
+      const state = (await this.host.store.getJSON<ReplicationState>(replicationStateKey(mode))) ?? { mode: 'disabled' };
       await this.adopt(mode, state);
     }
   }
@@ -220,6 +263,8 @@ export class Replication {
 
   async status(mode: ReplicationMode): Promise<Record<string, unknown>> {
     const state = await this.read(mode);
+    // A disabled mode has nothing to report that storage does not say.
+    if (this.host.sendToOwner && state.mode !== 'disabled') return this.owner('status', mode);
     const log = this.log;
     if (state.mode === 'primary') {
       return {
@@ -304,6 +349,7 @@ export class Replication {
    * right after it sees it. An unreachable primary is a 503 naming it, not a hang.
    */
   async forwardToPrimary(call: ForwardCall, body: Record<string, unknown>): Promise<ForwardedAnswer> {
+    if (this.host.sendToOwner) return this.owner('forwardToPrimary', call, body);
     const state = this.states.get('performance');
     const link = this.links.get('performance');
     if (state?.mode !== 'secondary' || !state.primary || !link) throw ServiceError.unavailable('this performance secondary has no primary to forward the write to');
@@ -322,11 +368,13 @@ export class Replication {
 
   /** Document 3's merkle-check of this cluster's Merkle index. */
   merkleCheck(): Promise<MerkleCorruptionReport> {
+    if (this.host.sendToOwner) return this.owner('merkleCheck');
     return this.requireLog().merkleCheck();
   }
 
   /** Document 3's reindex: rebuilds the Merkle index from storage; returns its warnings. */
   reindex(options: ReindexOptions): Promise<string[]> {
+    if (this.host.sendToOwner) return this.owner('reindex', options);
     return this.requireLog().reindex(options);
   }
 
@@ -363,6 +411,7 @@ export class Replication {
   // --- primary ---
 
   async enablePrimary(mode: ReplicationMode, primaryClusterAddr: string): Promise<void> {
+    if (this.host.sendToOwner) return this.owner('enablePrimary', mode, primaryClusterAddr);
     const state = await this.read(mode);
     if (state.mode !== 'disabled') throw ServiceError.badRequest(`${modeName(mode)} replication is already enabled here (${state.mode}); disable it first`);
     if (mode === 'performance' && (await this.read('dr')).mode === 'secondary') throw ServiceError.badRequest('a DR secondary cannot be a performance primary');
@@ -377,6 +426,7 @@ export class Replication {
 
   /** Primary → secondary of no primary yet (update-primary gives one); the cluster id stays. */
   async demotePrimary(mode: ReplicationMode): Promise<void> {
+    if (this.host.sendToOwner) return this.owner('demotePrimary', mode);
     const state = await this.requirePrimary(mode);
     // Its shares were the primary's of its replication set: they authorize its DR operation tokens until a new primary hands its own.
     if (mode === 'dr') await this.host.store.putJSON(SHARE_VERIFIER, await this.host.shareVerifier());
@@ -385,6 +435,7 @@ export class Replication {
   }
 
   async disablePrimary(mode: ReplicationMode): Promise<void> {
+    if (this.host.sendToOwner) return this.owner('disablePrimary', mode);
     await this.requirePrimary(mode);
     if (mode === 'performance') await this.deleteTree(FILTER_PREFIX);
     await this.save(mode, { mode: 'disabled' });
@@ -397,6 +448,7 @@ export class Replication {
    * node's API address) or, given the secondary's public key, encrypted to it.
    */
   async secondaryToken(mode: ReplicationMode, id: string, ttl: number, secondaryPublicKey: string): Promise<{ wrapInfo?: WrapInfo; token?: string }> {
+    if (this.host.sendToOwner) return this.owner('secondaryToken', mode, id, ttl, secondaryPublicKey);
     if (!/^[A-Za-z0-9_.-]{1,128}$/.test(id)) throw ServiceError.badRequest('id must be 1 to 128 letters, digits, "_", "-" or "."');
     if (ttl <= 0) throw ServiceError.badRequest('ttl must be positive');
     if (secondaryPublicKey) {
@@ -442,6 +494,7 @@ export class Replication {
   }
 
   async revokeSecondary(mode: ReplicationMode, id: string): Promise<void> {
+    if (this.host.sendToOwner) return this.owner('revokeSecondary', mode, id);
     const state = await this.requirePrimary(mode);
     if (!state.secondaries.some((secondary) => secondary.id === id)) throw ServiceError.badRequest(`no secondary with id "${id}"`);
     await this.save(mode, { ...state, secondaries: state.secondaries.filter((secondary) => secondary.id !== id) });
@@ -455,6 +508,7 @@ export class Replication {
 
   /** A key pair whose public half a primary encrypts an activation token to (`secondary_public_key`). */
   async generatePublicKey(mode: ReplicationMode): Promise<string> {
+    if (this.host.sendToOwner) return this.owner('generatePublicKey', mode);
     const state = await this.read(mode);
     if (state.mode === 'primary') throw ServiceError.badRequest(`this cluster is a ${modeName(mode)} primary`);
     const { publicKey, privateKey } = generateKeyPairSync('x25519');
@@ -468,6 +522,7 @@ export class Replication {
    * keyring made this cluster's.
    */
   async enableSecondary(mode: ReplicationMode, request: SecondaryEnableRequest): Promise<void> {
+    if (this.host.sendToOwner) return this.owner('enableSecondary', mode, request);
     if (!request.token) throw ServiceError.badRequest('token is required');
     const state = await this.read(mode);
     if (state.mode !== 'disabled') throw ServiceError.badRequest(`${modeName(mode)} replication is already enabled here (${state.mode}); disable it first`);
@@ -491,6 +546,7 @@ export class Replication {
    * secondary's certificate. The data stays.
    */
   async updatePrimary(mode: ReplicationMode, request: UpdatePrimaryRequest): Promise<void> {
+    if (this.host.sendToOwner) return this.owner('updatePrimary', mode, request);
     if (request.tokenGiven && request.updatePrimaryAddrs.length > 0) throw ServiceError.badRequest('token and update_primary_addrs are mutually exclusive');
     if (!request.tokenGiven && request.updatePrimaryAddrs.length === 0) throw ServiceError.badRequest('either token or update_primary_addrs is required');
     if (mode === 'dr' && request.updatePrimaryAddrs.length > 0) throw ServiceError.badRequest('update_primary_addrs is not allowed in DR mode: use a token');
@@ -529,6 +585,7 @@ export class Replication {
    * A DR secondary's operation tokens are dropped: they authorized this promotion and nothing after.
    */
   async promote(mode: ReplicationMode, primaryClusterAddr: string, force: boolean): Promise<void> {
+    if (this.host.sendToOwner) return this.owner('promote', mode, primaryClusterAddr, force);
     const state = await this.requireSecondary(mode);
     if (primaryClusterAddr) checkClusterAddr(primaryClusterAddr, 'primary_cluster_addr');
     if (!force && this.linkConnected(this.links.get(mode))) {
@@ -543,6 +600,7 @@ export class Replication {
 
   /** A DR secondary's operation tokens are dropped with its mode, as on promotion. */
   async disableSecondary(mode: ReplicationMode): Promise<void> {
+    if (this.host.sendToOwner) return this.owner('disableSecondary', mode);
     await this.requireSecondary(mode);
     if (mode === 'dr') await this.deleteTree(DR_TOKEN_PREFIX_KEY);
     await this.save(mode, { mode: 'disabled' });
@@ -572,6 +630,7 @@ export class Replication {
 
   /** As the secondary sees it: the filter the primary last reported over the link. */
   async secondaryDynamicFilter(id: string): Promise<ReturnType<typeof dynamicFilter>> {
+    if (this.host.sendToOwner) return this.owner('secondaryDynamicFilter', id);
     const state = await this.requireSecondary('performance');
     if (checkFilterId(id) !== state.secondaryId) throw ServiceError.badRequest(`this secondary's id is "${state.secondaryId}", not "${id}"`);
     return dynamicFilter(this.links.get('performance')?.filter ?? null, this.host.mounts(), this.namespacePaths());
@@ -730,11 +789,11 @@ export class Replication {
   }
 
   private async read(mode: ReplicationMode): Promise<ReplicationState> {
-    return (await this.host.store.getJSON<ReplicationState>(STATE(mode))) ?? { mode: 'disabled' };
+    return (await this.host.store.getJSON<ReplicationState>(replicationStateKey(mode))) ?? { mode: 'disabled' };
   }
 
   private async save(mode: ReplicationMode, state: ReplicationState): Promise<void> {
-    await this.host.store.putJSON(STATE(mode), state);
+    await this.host.store.putJSON(replicationStateKey(mode), state);
     await this.adopt(mode, state);
   }
 
@@ -748,6 +807,8 @@ export class Replication {
       this.listener.reset(mode);
       for (const key of [...this.peers.keys()]) if (key.startsWith(`${mode}/`)) this.peers.delete(key);
     }
+    // Elsewhere than the owner the state is all there is: what this process may write, the modes, activation tokens' signatures.
+    if (!this.owns) return;
     if (state.mode === 'primary' && !this.serverCerts.has(mode)) this.serverCerts.set(mode, await this.caOf(mode, state).serverCertificate(clusterServerName(mode)));
     const primaries = REPLICATION_MODES.some((candidate) => this.states.get(candidate)?.mode === 'primary');
     const address = this.host.clusterListenAddress();

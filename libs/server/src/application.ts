@@ -5,7 +5,7 @@ import type { ServerConfig } from '@svc/config';
 import { createLoggers, type Loggers } from './logger';
 import { BusTransport, ENGINE_HOST, EngineController } from './engine-microservice';
 import { connectShared, logConfigWarnings, runGateway, runService, type GatewayOptions, type RunningProcess, type RunningService, type Shared } from './processes';
-import { serviceProcesses } from './engines';
+import { REPLICATION_SERVICE, serviceProcesses } from './engines';
 
 /**
  * Every process is a NestJS application context: the modules below wire the loggers, the shared connections (bus, locks) and the process itself (gateway or engine service)
@@ -94,6 +94,19 @@ async function start(module: DynamicModule): Promise<RunningProcess> {
 export async function startGateway(config: ServerConfig, options: GatewayOptions): Promise<RunningProcess> {
   if (config.listeners.length === 0) throw new Error('the gateway needs at least one listener "tcp" stanza in its configuration');
   return start(ProcessModule.register(config, 'gateway', (loggers, shared) => runGateway(config, options, loggers, shared)));
+}
+
+/**
+ * The replication service (distributed topology): a core like a gateway's that owns the cluster's
+ * replication (the cluster listener, the log and Merkle index, the link to a primary); the
+ * gateways send it the calls that need them. Its listener serves the API too (health, metrics),
+ * but clients use the gateways, whose address `api_addr` must give: secondaries unwrap their
+ * activation tokens there.
+ */
+export async function startReplicationService(config: ServerConfig): Promise<RunningProcess> {
+  if (!config.bus) throw new Error('the replication service needs a bus "nats" stanza in its configuration');
+  if (!config.listeners[0]?.clusterAddress) throw new Error('the replication service needs a listener "tcp" stanza with a cluster_address');
+  return start(ProcessModule.register(config, REPLICATION_SERVICE, (loggers, shared) => runGateway(config, { distributed: true, replicationOwner: true }, loggers, shared)));
 }
 
 /**

@@ -1,6 +1,6 @@
 import { devConfig, loadConfigFile, MAX_WORKERS, type ServerConfig } from '@svc/config';
-import { startGateway, startService } from './application';
-import { serviceNames } from './engines';
+import { startGateway, startReplicationService, startService } from './application';
+import { REPLICATION_SERVICE, serviceNames } from './engines';
 import type { GatewayOptions, RunningProcess } from './processes';
 import { notifyPrimary, startPrimary, workerCount, workerRole } from './workers';
 
@@ -92,6 +92,7 @@ export interface DevCredentials {
 export async function startServer(flags: ServerFlags): Promise<{ process: RunningProcess; dev?: DevCredentials }> {
   const config: ServerConfig = flags.dev ? devConfig({ listenAddress: flags.devListenAddress }) : await loadConfigFile(flags.config!, serviceNames());
   const service = flags.service ?? 'all';
+  if (service === REPLICATION_SERVICE) return { process: await startReplicationService(config) };
   if (service !== 'all' && service !== 'gateway') return { process: await startService(config, service) };
   const role = workerRole();
   const workers = workerCount(flags.workers, config, flags.dev);

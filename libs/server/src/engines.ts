@@ -8,7 +8,7 @@ import type { ServerConfig } from '@svc/config';
 import type { LockManager } from '@svc/locks';
 import type { Metrics } from '@svc/metrics';
 import type { Barrier, Physical, StorageView } from '@svc/storage';
-import { isDrSecondaryStorage } from '@svc/replication';
+import { StoredReplicationState } from '@svc/replication';
 import { SnapshotScheduler } from '@svc/snapshot';
 import { SyncWorker } from '@svc/sync-worker';
 import type { Logger } from 'pino';
@@ -53,11 +53,28 @@ export interface WorkerService {
   start(context: WorkerContext): { stop(): Promise<void> };
 }
 
+/** Background work that writes waits on a DR secondary until a promotion. */
+async function drSecondaryNow(state: StoredReplicationState): Promise<boolean> {
+  await state.refresh();
+  return state.isDrSecondary;
+}
+
 export const WORKER_SERVICES: readonly WorkerService[] = [
   {
     name: 'sync',
     start: ({ barrier, storage, locks, logger, config, sealed, metrics }) => {
-      const worker = new SyncWorker({ storage, locks, logger, endpoints: config.providerEndpoints, sealed, writable: (key) => barrier.canWrite(key), metrics, paused: () => isDrSecondaryStorage(storage) });
+      // In its own process the barrier has no replication state: the worker reads it from storage before each pass.
+      const replication = new StoredReplicationState(storage);
+      const worker = new SyncWorker({
+        storage,
+        locks,
+        logger,
+        endpoints: config.providerEndpoints,
+        sealed,
+        writable: (key) => barrier.canWrite(key) && replication.writable(key),
+        metrics,
+        paused: () => drSecondaryNow(replication),
+      });
       worker.start();
       return worker;
     },
@@ -66,7 +83,8 @@ export const WORKER_SERVICES: readonly WorkerService[] = [
     // The automated snapshots: reads the ciphertext of the whole storage directly, so no snapshot crosses the bus.
     name: 'snapshot',
     start: ({ physical, barrier, storage, locks, logger, metrics }) => {
-      const scheduler = new SnapshotScheduler({ physical, barrier, locks, logger, metrics, paused: () => isDrSecondaryStorage(storage) });
+      const replication = new StoredReplicationState(storage);
+      const scheduler = new SnapshotScheduler({ physical, barrier, locks, logger, metrics, paused: () => drSecondaryNow(replication) });
       scheduler.start();
       return scheduler;
     },
@@ -78,9 +96,12 @@ export function serviceProcesses(): string[] {
   return [...engineTypes.services(), ...WORKER_SERVICES.map((worker) => worker.name)].sort();
 }
 
-/** What `-service=` and the configuration's `services` accept: the gateway and every other service. */
+/** The process of the distributed topology that owns the cluster's replication (apps/replication). */
+export const REPLICATION_SERVICE = 'replication';
+
+/** What `-service=` and the configuration's `services` accept: the gateway, the replication service and every other service. */
 export function serviceNames(): string[] {
-  return [GATEWAY, ...serviceProcesses()];
+  return [GATEWAY, REPLICATION_SERVICE, ...serviceProcesses()];
 }
 
 /** The database engine's built-in plugins, for the plugin catalog's listing. */

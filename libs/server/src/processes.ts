@@ -45,6 +45,12 @@ export async function connectShared(config: ServerConfig, service: string, logge
 
 export interface GatewayOptions {
   distributed: boolean;
+  /**
+   * Whether this process owns the cluster's replication (see CoreOptions.replicationOwner); by
+   * default an all-in-one server or its first worker does, a gateway of the distributed topology
+   * does not (the replication service does).
+   */
+  replicationOwner?: boolean;
   defaultKvVersion?: '1' | '2';
   beforeListen?: (core: Core) => Promise<void>;
 }
@@ -89,6 +95,7 @@ export async function runGateway(config: ServerConfig, options: GatewayOptions, 
   const metrics = new Metrics(config.telemetry);
   const physical = metered(storageOf(config, shared), metrics);
   const localServices = new Map<string, EngineHost>();
+  const role = workerRole();
   const core = new Core({
     config,
     physical,
@@ -101,13 +108,13 @@ export async function runGateway(config: ServerConfig, options: GatewayOptions, 
     defaultKvVersion: options.defaultKvVersion,
     metrics,
     unsealShares: shared.primary && new PrimaryUnsealProgress(shared.primary),
+    replicationOwner: options.replicationOwner ?? (!options.distributed && (role?.index ?? 0) === 0),
   });
   const hosted = hostedServices(config, options.distributed);
   for (const service of hosted) {
     localServices.set(service, new EngineHost(service, engineTypes.factoriesFor(service), core.barrier, { locks: shared.locks, logger, metrics }));
   }
   // The other workers host the same services: they hear of each other's writes as service replicas do.
-  const role = workerRole();
   const followed = role ? [...localServices.values()].map((host) => host.follow(shared.bus, config.bus?.subjectPrefix)) : [];
   await core.start();
   const workers = startWorkers(hosted, { physical, barrier: core.barrier, storage: createView(core.barrier, ''), locks: shared.locks, logger, config, sealed: () => core.barrier.sealed, metrics });
@@ -118,7 +125,8 @@ export async function runGateway(config: ServerConfig, options: GatewayOptions, 
   // Activation tokens carry this address when api_addr does not say otherwise.
   core.apiAddresses = addresses.map((address, i) => `${config.listeners[i]?.tlsDisable === false ? 'https' : 'http'}://${address}`);
   const started = { addresses, storage: physical.kind, bus: shared.bus.kind, locks: shared.locks.kind };
-  if (role) logger.info({ ...started, worker: role.index }, 'gateway worker started');
+  if (options.replicationOwner) logger.info(started, 'replication service started');
+  else if (role) logger.info({ ...started, worker: role.index }, 'gateway worker started');
   else logger.info(started, 'gateway started');
   flush();
   return {

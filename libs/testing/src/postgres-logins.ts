@@ -7,9 +7,9 @@ import { createHash, createHmac, pbkdf2Sync } from 'node:crypto';
 import { Client } from 'pg';
 import { POSTGRES_URL } from '@svc/local-cluster';
 
-/** Runs `fn` with a connection as the server's superuser. */
-export async function withPostgres<T>(fn: (client: Client) => Promise<T>): Promise<T> {
-  const client = new Client({ connectionString: POSTGRES_URL });
+/** Runs `fn` with a connection as the server's superuser (to POSTGRES_URL's database, or the one of `url`). */
+export async function withPostgres<T>(fn: (client: Client) => Promise<T>, url = POSTGRES_URL): Promise<T> {
+  const client = new Client({ connectionString: url });
   await client.connect();
   try {
     return await fn(client);

@@ -18,10 +18,12 @@ export interface ReplicationServer {
 
 /**
  * An initialized, unsealed cluster with a cluster listener: all-in-one on its own embedded storage
- * unless told otherwise, or distributed (one gateway over a PostgreSQL table of its own, NATS and Redis).
+ * unless told otherwise, or distributed (gateways and the replication service over a PostgreSQL
+ * table of their own, NATS and Redis).
  */
 export async function startReplicationServer(options: Parameters<typeof startTopology>[1] = {}, kind: TopologyKind = 'all-in-one'): Promise<ReplicationServer> {
-  const topology = await startTopology(kind, { listeners: [REPLICATION_LISTENER], ...options });
+  const services = kind === 'distributed' ? ['replication', ...(options.services ?? [])] : options.services;
+  const topology = await startTopology(kind, { listeners: [REPLICATION_LISTENER], ...options, services });
   const { rootToken, keys } = await initAndUnseal(topology.urls[0]);
   return { topology, url: topology.urls[0], keys, root: rootToken };
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { MountInfo } from '@svc/framework';
 import { ServiceError } from '@svc/http';
+import { LOCAL_MOUNT_TABLES } from '@svc/replication-log';
 import type { StorageView } from '@svc/storage';
 
 /** One row of a mount table, as stored and as returned by sys/mounts (plus path and namespace). */
@@ -10,6 +11,21 @@ export interface MountEntry extends MountInfo {
 }
 
 export type MountTableKind = 'secret' | 'auth';
+
+/**
+ * Where a namespace's mount tables are stored, under its `core/`: `local: true` mounts apart from
+ * the others, so that a performance secondary receives the replicated table only and keeps its
+ * own local mounts (the local tables are classed local for replication).
+ */
+export const MOUNT_TABLE_KEYS: Record<MountTableKind, { replicated: string; local: string }> = {
+  secret: { replicated: 'mounts', local: LOCAL_MOUNT_TABLES.secret },
+  auth: { replicated: 'auth', local: LOCAL_MOUNT_TABLES.auth },
+};
+
+/** Whether a key of a namespace's storage (without its prefix) holds one of its mount tables. */
+export function isMountTableKey(keyInNamespace: string): boolean {
+  return Object.values(MOUNT_TABLE_KEYS).some(({ replicated, local }) => keyInNamespace === `core/${replicated}` || keyInNamespace === `core/${local}`);
+}
 
 /** Mounts that exist in every namespace and cannot be disabled or moved. */
 const RESERVED: Record<MountTableKind, string[]> = {
@@ -40,22 +56,29 @@ export function normalizeMountPath(path: string): string {
 
 /**
  * The mounts of one kind (secret engines or auth methods) in one namespace, persisted through the
- * barrier as one JSON document so a change is a single atomic write. Reads are served from memory.
+ * barrier as two JSON documents (the replicated mounts and the local ones, MOUNT_TABLE_KEYS); a
+ * change touches one entry, so it is a single atomic write. Reads are served from memory.
  */
 export class MountTable {
   private entries = new Map<string, MountEntry>();
+  /** The two tables as last read or written (JSON), to write only the one a change touches. */
+  private stored = { replicated: '', local: '' };
 
+  /** `storage`: the namespace's `core/`. */
   constructor(
     private readonly storage: StorageView,
-    private readonly storageKey: string,
     readonly kind: MountTableKind,
     readonly namespace: string,
   ) {}
 
   async load(): Promise<void> {
-    const stored = await this.storage.getJSON<MountEntry[]>(this.storageKey);
+    const keys = MOUNT_TABLE_KEYS[this.kind];
+    const [replicated, local] = await Promise.all([this.storage.getJSON<MountEntry[]>(keys.replicated), this.storage.getJSON<MountEntry[]>(keys.local)]);
+    // Local entries stored in the replicated table before the local one existed move there with the next change.
+    const stored = [...(replicated ?? []), ...(local ?? [])];
     // Auth entries stored before mounts named their table get it here.
-    this.entries = new Map((stored ?? []).map((e) => [e.path, this.kind === 'auth' ? { ...e, table: 'auth' as const } : e]));
+    this.entries = new Map(stored.map((e) => [e.path, this.kind === 'auth' ? { ...e, table: 'auth' as const } : e]));
+    this.stored = { replicated: JSON.stringify(replicated ?? []), local: JSON.stringify(local ?? []) };
   }
 
   get size(): number {
@@ -171,8 +194,18 @@ export class MountTable {
     if (RESERVED[this.kind].includes(path)) throw ServiceError.badRequest(`cannot unmount or move "${path}"`);
   }
 
+  /** Writes the table (replicated or local) whose entries changed: one, or both when an entry moves between them. */
   private async persist(next: Map<string, MountEntry>): Promise<void> {
-    await this.storage.putJSON(this.storageKey, [...next.values()]);
+    const keys = MOUNT_TABLE_KEYS[this.kind];
+    const entries = [...next.values()];
+    const replicated = entries.filter((entry) => !entry.local);
+    const local = entries.filter((entry) => entry.local);
+    const text = { replicated: JSON.stringify(replicated), local: JSON.stringify(local) };
+    // The local table first: an entry moving out of the replicated one is in one table or both, never in neither.
+    if (text.local !== this.stored.local) await this.storage.putJSON(keys.local, local);
+    this.stored.local = text.local;
+    if (text.replicated !== this.stored.replicated) await this.storage.putJSON(keys.replicated, replicated);
+    this.stored.replicated = text.replicated;
     this.entries = next;
   }
 }

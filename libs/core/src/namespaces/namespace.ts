@@ -35,8 +35,8 @@ export class Namespace {
   ) {
     this.storage = createView(barrier, Namespace.storagePrefix(record));
     const core = this.storage.sub('core/');
-    this.secretMounts = new MountTable(core, 'mounts', 'secret', record.path);
-    this.authMounts = new MountTable(core, 'auth', 'auth', record.path);
+    this.secretMounts = new MountTable(core, 'secret', record.path);
+    this.authMounts = new MountTable(core, 'auth', record.path);
     this.policies = new PolicyStore(this.storage);
   }
 

@@ -1,0 +1,61 @@
+import { createView, InmemPhysical, type StorageView } from '@svc/storage';
+import { MountTable, type MountEntry } from './mount-table';
+
+const DEFAULTS = { default_lease_ttl: 0, max_lease_ttl: 0 };
+
+describe('MountTable', () => {
+  let physical: InmemPhysical;
+  let core: StorageView;
+  const paths = async (key: string) => ((await core.getJSON<MountEntry[]>(key)) ?? []).map((entry) => entry.path);
+
+  beforeEach(() => {
+    physical = new InmemPhysical();
+    core = createView(physical, 'core/');
+  });
+
+  it('stores local mounts in a table of their own and writes only the table a change touches', async () => {
+    const table = new MountTable(core, 'secret', '');
+    await table.load();
+    await table.mount({ path: 'shared', type: 'kv' }, DEFAULTS);
+    await table.mount({ path: 'here', type: 'kv', local: true }, DEFAULTS);
+    expect(await paths('mounts')).toEqual(['shared/']);
+    expect(await paths('local-mounts')).toEqual(['here/']);
+
+    const written: string[] = [];
+    const put = physical.put.bind(physical);
+    jest.spyOn(physical, 'put').mockImplementation(async (key, value) => {
+      written.push(key);
+      await put(key, value);
+    });
+    await table.remount('here', 'there');
+    await table.tune('shared', { description: 'tuned' }, DEFAULTS);
+    expect(written).toEqual(['core/local-mounts', 'core/mounts']);
+
+    const reloaded = new MountTable(core, 'secret', '');
+    await reloaded.load();
+    expect(reloaded.list().map((entry) => [entry.path, entry.local, entry.description])).toEqual([
+      ['shared/', false, 'tuned'],
+      ['there/', true, ''],
+    ]);
+  });
+
+  it('keeps auth methods apart the same way', async () => {
+    const table = new MountTable(core, 'auth', '');
+    await table.load();
+    await table.mount({ path: 'userpass', type: 'userpass', local: true }, DEFAULTS);
+    await table.mount({ path: 'approle', type: 'approle' }, DEFAULTS);
+    expect(await paths('auth')).toEqual(['approle/']);
+    expect(await paths('local-auth')).toEqual(['userpass/']);
+  });
+
+  it('moves local entries stored in the replicated table by an earlier version to the local table with the next change', async () => {
+    const legacy = { path: 'old-local/', type: 'kv', uuid: 'u1', accessor: 'kv_1', local: true };
+    await core.putJSON('mounts', [legacy]);
+    const table = new MountTable(core, 'secret', '');
+    await table.load();
+    expect(table.get('old-local/')).toMatchObject({ local: true });
+    await table.mount({ path: 'new', type: 'kv' }, DEFAULTS);
+    expect(await paths('mounts')).toEqual(['new/']);
+    expect(await paths('local-mounts')).toEqual(['old-local/']);
+  });
+});
