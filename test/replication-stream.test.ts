@@ -150,13 +150,22 @@ test('a secondary stopped while more than the buffer was written resynchronizes,
   await eventually(async () => (await status(c, 'dr')).merkle_root === primaryRoot, REPLICATED_MS);
 }, RESYNC_TEST_MS);
 
-test('a deny paths filter keeps a mount\'s data from the performance secondary', async () => {
+test('a deny paths filter keeps a mount\'s data from the performance secondary, from the moment it is set until it is removed', async () => {
   await A.ok('POST', 'sys/mounts/denied', { type: 'kv' });
+  await A.ok('PUT', 'denied/early', { value: 'shipped before the filter' });
+  await replicated(B.call, 'denied/early', 'shipped before the filter');
   await A.ok('PUT', 'sys/replication/performance/primary/paths-filter/perf-b', { mode: 'deny', paths: ['denied/'] });
   await A.ok('PUT', 'denied/x', { value: 'kept from B' });
   await A.ok('PUT', 'kv/marker-filter', { value: 'after the filtered write' });
   await replicated(B.call, 'kv/marker-filter', 'after the filtered write');
   expect((await B.call('GET', 'denied/x')).status).toBe(404);
+  // What B held of the mount before goes once B hears of the filter (a heartbeat) and resynchronizes.
+  await eventually(async () => (await B.call('GET', 'denied/early')).status === 404, REPLICATED_MS);
   // The DR secondary has no filter: it applies every entry.
   await reachedDr();
+
+  // Without the filter, what was kept from B reaches it, the writes made meanwhile among it.
+  await A.ok('DELETE', 'sys/replication/performance/primary/paths-filter/perf-b');
+  await replicated(B.call, 'denied/x', 'kept from B');
+  await replicated(B.call, 'denied/early', 'shipped before the filter');
 }, RESYNC_TEST_MS);

@@ -37,6 +37,7 @@ export class LogFollower {
   private applied = 0;
   private running = true;
   private failing = false;
+  private resyncWanted = false;
   private readonly waiters = new Set<() => void>();
   private readonly done: Promise<void>;
 
@@ -57,6 +58,11 @@ export class LogFollower {
     this.running = false;
     for (const wake of [...this.waiters]) wake();
     await this.done;
+  }
+
+  /** Has the next step resynchronize by Merkle diff and sync (the paths filter changed). */
+  resyncSoon(): void {
+    this.resyncWanted = true;
   }
 
   /** Resolves true once the primary's log index `index` is applied here, false after `timeoutMs`. */
@@ -91,6 +97,10 @@ export class LogFollower {
   }
 
   private async step(): Promise<void> {
+    if (this.resyncWanted) {
+      this.resyncWanted = false;
+      throw new ResyncRequiredError('the paths filter changed');
+    }
     const answer = await this.host.call(LINK_PATHS.wal, { after: this.applied, wait_ms: WAL_WAIT_MS });
     await this.host.ensureKeyring(Number(answer.key_term));
     if (answer.behind === true) throw new ResyncRequiredError("the primary's log no longer holds the entries this secondary needs");

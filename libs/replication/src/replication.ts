@@ -53,6 +53,8 @@ const FILTER_PREFIX = 'performance/paths-filter/';
 const DR_TOKEN_PREFIX_KEY = 'dr/operation-tokens/';
 /** A DR secondary's copy of its primary's share verifier (DR operation tokens take the primary's shares). */
 const SHARE_VERIFIER = 'dr/share-verifier';
+/** The paths filter a performance secondary's primary last reported. */
+const SEEN_FILTER = 'performance/seen-paths-filter';
 
 interface Logger {
   info(obj: object, msg: string): void;
@@ -165,6 +167,8 @@ interface SecondaryLinkState {
   connected: boolean;
   /** The paths filter the primary reported for this secondary (performance). */
   filter: PathsFilter | null;
+  /** The paths filter last seen, as stored (JSON), to notice a change. */
+  seenFilter?: string;
   /** The primary it beats to (JSON of its link), to notice a change of primary. */
   target: string;
   /** The primary's share verifier as last stored (DR), to store it again only when it changed. */
@@ -885,7 +889,7 @@ export class Replication {
         if (answer.cluster_id !== state.clusterId) throw new Error('the primary answered with another cluster id');
         link.connected = true;
         link.lastHeartbeat = new Date();
-        link.filter = (answer.paths_filter as PathsFilter | null) ?? null;
+        if (mode === 'performance') await this.keepPathsFilter(link, answer.paths_filter);
         if (mode === 'dr') await this.keepShareVerifier(link, answer.share_verifier);
       } catch (err) {
         if (link.connected) this.host.logger.warn({ mode, primary: primary.clusterAddr, err: err instanceof Error ? err.message : 'failed' }, 'replication heartbeat failed');
@@ -897,6 +901,22 @@ export class Replication {
     void beat();
     // Its own session: a failed heartbeat closes the heartbeat's, and the stream reconnects on its own.
     this.startFollower(mode, new ClusterClient(mode, primary.caCert, primary.clientCert), primary);
+  }
+
+  /**
+   * Notes the paths filter a heartbeat reports; when it differs from the one last seen (kept in
+   * storage, so a change made while this process was down counts too), the follower resyncs: what
+   * this secondary holds was shipped under the old one, and the Merkle answers follow the new one.
+   */
+  private async keepPathsFilter(link: SecondaryLinkState, value: unknown): Promise<void> {
+    const filter = (value as PathsFilter | null) ?? null;
+    link.filter = filter;
+    const text = JSON.stringify(filter);
+    link.seenFilter ??= JSON.stringify(await this.host.store.getJSON<PathsFilter>(SEEN_FILTER));
+    if (text === link.seenFilter) return;
+    await this.host.store.putJSON(SEEN_FILTER, filter);
+    link.seenFilter = text;
+    this.followers.get('performance')?.follower.resyncSoon();
   }
 
   /** Stores the primary's share verifier from a heartbeat when it differs from the one stored (a rekey there). */
