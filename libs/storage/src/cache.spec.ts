@@ -55,6 +55,27 @@ describe('CachedPhysical', () => {
     expect((await cache.get('shared'))?.toString()).toBe('new');
   });
 
+  it('keeps no value a read in flight brought when the key was invalidated meanwhile', async () => {
+    const inner = new CountingPhysical();
+    const cache = new CachedPhysical(inner);
+    await inner.put('shared', Buffer.from('old'));
+    // The read leaves before another replica's write commits and comes back after its invalidation.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const get = inner.get.bind(inner);
+    jest.spyOn(inner, 'get').mockImplementationOnce(async (key) => {
+      const value = await get(key);
+      await held;
+      return value;
+    });
+    const inFlight = cache.get('shared');
+    await inner.put('shared', Buffer.from('new'));
+    cache.invalidate(['shared']);
+    release();
+    expect((await inFlight)?.toString()).toBe('old');
+    expect((await cache.get('shared'))?.toString()).toBe('new');
+  });
+
   it('stays within its bound', async () => {
     const inner = new CountingPhysical();
     const cache = new CachedPhysical(inner, 2);

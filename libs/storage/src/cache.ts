@@ -10,6 +10,11 @@ const DEFAULT_MAX_ENTRIES = 50_000;
  */
 export class CachedPhysical implements Physical {
   private readonly entries = new Map<string, Buffer | null>();
+  /**
+   * Counts invalidations: a value read (or written) while one happened may be older than the
+   * change it announced, so it is returned but not kept.
+   */
+  private invalidations = 0;
 
   constructor(
     private readonly inner: Physical,
@@ -32,21 +37,24 @@ export class CachedPhysical implements Physical {
   async get(key: string): Promise<Buffer | null> {
     const cached = this.entries.get(key);
     if (cached !== undefined) return cached;
+    const before = this.invalidations;
     const value = await this.inner.get(key);
-    this.remember(key, value);
+    this.remember(key, value, before);
     return value;
   }
 
   async put(key: string, value: Buffer): Promise<void> {
     this.entries.delete(key);
+    const before = this.invalidations;
     await this.inner.put(key, value);
-    this.remember(key, value);
+    this.remember(key, value, before);
   }
 
   async delete(key: string): Promise<void> {
     this.entries.delete(key);
+    const before = this.invalidations;
     await this.inner.delete(key);
-    this.remember(key, null);
+    this.remember(key, null, before);
   }
 
   list(prefix: string): Promise<string[]> {
@@ -59,6 +67,7 @@ export class CachedPhysical implements Physical {
 
   async transaction<T>(fn: (tx: PhysicalTransaction) => Promise<T>): Promise<T> {
     const written = new Map<string, Buffer | null>();
+    const before = this.invalidations;
     const result = await this.inner.transaction((tx) =>
       fn({
         get: (key) => tx.get(key),
@@ -75,7 +84,7 @@ export class CachedPhysical implements Physical {
         },
       }),
     );
-    for (const [key, value] of written) this.remember(key, value);
+    for (const [key, value] of written) this.remember(key, value, before);
     return result;
   }
 
@@ -91,20 +100,24 @@ export class CachedPhysical implements Physical {
     try {
       await this.inner.replaceAll(entries, keep);
     } finally {
-      this.entries.clear();
+      this.clear();
     }
   }
 
   /** Forgets keys another process may have changed. */
   invalidate(keys: Iterable<string>): void {
+    this.invalidations++;
     for (const key of keys) this.entries.delete(key);
   }
 
   clear(): void {
+    this.invalidations++;
     this.entries.clear();
   }
 
-  private remember(key: string, value: Buffer | null): void {
+  /** Keeps a value read or written since `before` (the invalidation count then), unless an invalidation came meanwhile. */
+  private remember(key: string, value: Buffer | null, before: number): void {
+    if (this.invalidations !== before) return;
     if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
     this.entries.set(key, value);
   }
