@@ -418,10 +418,13 @@ describe('svc server -h and svc cluster -h', () => {
 
 describe('svc server -service', () => {
   test('names exactly the services that exist, in its usage and when refusing another', async () => {
-    const refused = await svc(['server', '-dev', '-service=replication'], {});
+    const refused = await svc(['server', '-dev', '-service=scheduler'], {});
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toContain('Error: unknown service "replication"; expected one of gateway, auth-cloud, cloud, database, snapshot, sync, transit\n');
-    expect(refused.stderr).toContain('-service=NAME                 Run one app of the distributed topology: gateway, auth-cloud, cloud, database, snapshot, sync, transit\n');
+    expect(refused.stderr).toContain('Error: unknown service "scheduler"; expected one of gateway, replication, auth-cloud, cloud, database, snapshot, sync, transit\n');
+    expect(refused.stderr).toContain('-service=NAME                 Run one app of the distributed topology: gateway, replication, auth-cloud, cloud, database, snapshot, sync, transit\n');
+    // The replication service runs beside gateways over NATS: without a bus it says so.
+    const alone = await svc(['server', '-dev', '-service=replication'], {});
+    expect([alone.code, alone.stderr]).toEqual([1, 'Error starting the server: the replication service needs a bus "nats" stanza in its configuration\n']);
   });
 });
 

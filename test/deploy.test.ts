@@ -224,8 +224,8 @@ describe('the server configurations', () => {
     expect(inboxes).toEqual([`${config.bus!.inboxPrefix}.>`]);
   });
 
-  test('nats.conf lets the gateways send, and the services take, requests and presence checks of every engine service app; its replicas share invalidations', () => {
-    const subjects = { gateway: ['request', 'presence'], service: ['request', 'presence', 'invalidate'] };
+  test('nats.conf lets the gateways send, and the services take, requests, presence checks and cache invalidations of every engine service app', () => {
+    const subjects = { gateway: ['request', 'presence', 'invalidate'], service: ['request', 'presence', 'invalidate'] };
     for (const app of engineServiceApps) {
       for (const [user, kinds] of Object.entries(subjects)) {
         for (const kind of kinds) expect([user, `svc.${app}.${kind}`, natsUser(user).includes(`"svc.${app}.${kind}"`)]).toEqual([user, `svc.${app}.${kind}`, true]);

@@ -68,6 +68,11 @@ test('a transit key made through the secondary\'s transit service is made on the
   expect((await A.ok('POST', 'transit/decrypt/orders', { ciphertext })).data.plaintext).toBe(plaintext);
   const { ciphertext: fromA } = (await A.ok('POST', 'transit/encrypt/orders', { plaintext })).data;
   expect((await B.ok('POST', 'transit/decrypt/orders', { ciphertext: fromA })).data.plaintext).toBe(plaintext);
+
+  // A rotation on the primary is in use by B's transit service, which just cached the key, once B has applied it.
+  await A.ok('POST', 'transit/keys/orders/rotate', {});
+  await caughtUp(b, 'performance');
+  expect((await B.ok('POST', 'transit/encrypt/orders', { plaintext })).data.ciphertext).toMatch(/^svc:v2:/);
 });
 
 test('an allow paths filter ships only the mounts it names; the dynamic filter shows it on the secondary', async () => {

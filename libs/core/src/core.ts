@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Bus, Subscription } from '@svc/bus';
 import { BusUnavailableError, decodeJson, encodeJson } from '@svc/bus';
 import type { ServerConfig } from '@svc/config';
-import { EngineHost, EngineRegistry, GATEWAY, mountRemovedSubject, mountStoragePrefix, serviceSubject, type EngineReply, type EngineRequest, type EngineType, type OperationFields } from '@svc/engine-host';
+import { EngineHost, EngineRegistry, GATEWAY, mountInvalidationSubject, mountOfKey, mountRemovedSubject, mountStoragePrefix, serviceSubject, type EngineReply, type EngineRequest, type EngineType, type MountInvalidation, type OperationFields } from '@svc/engine-host';
 import type { Backend, MountInfo, Operation, Request } from '@svc/framework';
 import { ServiceError, envelope, errorOf } from '@svc/http';
 import type { Metrics, Timer } from '@svc/metrics';
@@ -787,6 +787,7 @@ export class Core {
     } else {
       await this.reloadCaches(keys);
       for (const local of this.options.localServices.values()) local.invalidate(keys);
+      await this.invalidateEngineServices(keys);
       for (const key of keys) this.replicas.noteWrite(key);
     }
     // Outside any request: the other processes of this cluster hear of it now, not with the next request here.
@@ -991,6 +992,19 @@ export class Core {
       // As after a request: the other gateway replicas hear of the writes before the secondary does.
       if (this.replicas.hasPending) await this.replicas.flush();
     }
+  }
+
+  /**
+   * Tells every engine service's replicas (their own processes, or the services other gateway
+   * workers host) which mount keys replication wrote, as a service replica tells the others of its
+   * own writes: their backends drop what they cached of them.
+   */
+  private async invalidateEngineServices(keys: string[]): Promise<void> {
+    const mountKeys = keys.filter((key) => mountOfKey(key) !== undefined);
+    if (mountKeys.length === 0) return;
+    const payload = encodeJson({ sender: this.replicas.id, keys: mountKeys } satisfies MountInvalidation);
+    const prefix = this.options.config.bus?.subjectPrefix;
+    await Promise.all(this.engines.services().map((service) => this.options.bus.publish(mountInvalidationSubject(service, prefix), payload)));
   }
 
   /** A call of another process of this cluster to the replication this one owns. */
