@@ -364,7 +364,9 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('access, %s', (kind) 
       const client = new Client({ connectionString: POSTGRES_URL });
       await client.connect();
       try {
-        const tables = await client.query<{ tablename: string }>("SELECT tablename FROM pg_tables WHERE tablename LIKE 'svc_e2e_%' AND tablename NOT LIKE '%migrations'");
+        // This cluster's tables only: other suites running beside it have tables of their own, some large.
+        const tables = await client.query<{ tablename: string }>(`SELECT tablename FROM pg_tables WHERE tablename LIKE $1 AND tablename NOT LIKE '%migrations'`, [`${topology.storageTable}%`]);
+        expect(tables.rows.map(({ tablename }) => tablename)).toContain(topology.storageTable);
         let rows = 0;
         for (const { tablename } of tables.rows) {
           const result = await client.query(`SELECT * FROM ${tablename}`);

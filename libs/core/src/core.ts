@@ -427,22 +427,37 @@ export class Core {
     if (!this.barrier.sealed) await this.distributor.publish(this.barrier.keyring);
   }
 
+  /**
+   * Another process replaced the storage (a restore, or a secondary's activation, which brings the
+   * primary's keyring, whose term need not be higher than the one here): the keyring is read
+   * again with the root key (taken from a peer if this replica followed an unseal), announced so
+   * the engine services ask again, and every cache reloaded with the replication state. A replica
+   * that cannot read it seals rather than serve with the old one; its next request follows its
+   * peers' unseal again.
+   */
+  private async followStorageReplaced(): Promise<void> {
+    let keyring: Keyring;
+    try {
+      await this.holdRootKey();
+      keyring = await this.seal.reloadKeyring();
+    } catch (err) {
+      this.logger.warn({ err: describeRequestError(err) }, 'the storage was replaced and its keyring could not be read here; sealing until the next request follows the peers');
+      await this.sealLocally();
+      return;
+    }
+    this.barrier.unseal(keyring);
+    await this.distributor.publish(keyring);
+    await this.reloadRestored();
+    await this.replication.load();
+  }
+
   /** Another replica changed cached state: read it again. */
   private async reloadCaches(keys: string[]): Promise<void> {
     this.storageCache?.invalidate(keys);
     if (keys.includes(PEER_UNSEALED)) await this.followPeerUnseal();
     if (this.barrier.sealed) return;
     if (keys.includes(SEAL_GENERATION_KEY) && (await this.sealGeneration()) !== this.unsealedInGeneration) return this.followPeerSeal();
-    if (keys.includes(STORAGE_RESTORED)) {
-      // A secondary's activation replaced the keyring too, with one whose term need not be higher;
-      // the engine services ask again, so none keeps the old one a replica handed out meanwhile.
-      const keyring = await this.seal.reloadKeyring();
-      this.barrier.unseal(keyring);
-      await this.distributor.publish(keyring);
-      await this.reloadRestored();
-      // And the replication state with it (the owner of the cluster's replication activated a secondary).
-      return this.replication.load();
-    }
+    if (keys.includes(STORAGE_RESTORED)) return this.followStorageReplaced();
     if (keys.includes(KEYRING_CHANGED)) await this.fetchRotatedKeyring();
     this.coreEngines.invalidate(keys);
     this.plugins.host.invalidate(keys);
