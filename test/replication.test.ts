@@ -254,21 +254,17 @@ describe('a distributed primary', () => {
   const D2 = at(() => ({ url: d.topology.urls[1], root: d.root }));
 
   beforeAll(async () => {
-    const topology = await startTopology('distributed', { listeners: [LISTENER], gateways: 2, services: ['replication'] });
+    // Two replication services: one holds the cluster's replication lease, the other stands by.
+    const topology = await startTopology('distributed', { listeners: [LISTENER], gateways: 2, services: ['replication', 'replication'] });
     const { rootToken, keys } = await initAndUnseal(topology.urls[0]);
     d = { topology, url: topology.urls[0], keys, root: rootToken };
   }, 300_000);
 
   afterAll(() => d?.topology.stop());
 
-  test('two gateways over PostgreSQL and NATS and the replication service activate a secondary, see its heartbeats and revoke it', async () => {
-    // Enabled through one gateway, reported alike by both: the replication service owns the cluster listener.
-    await D2.ok('PUT', 'sys/replication/performance/primary/enable', {});
-    const { cluster_id: clusterId } = await status(d, 'performance');
-    expect(await status({ url: d.topology.urls[1] }, 'performance')).toMatchObject({ mode: 'primary', cluster_id: clusterId });
-    const made = await D.ok('PUT', 'sys/replication/performance/primary/secondary-token', { id: 'perf-b2' });
-    expect(jwtClaims(made.wrap_info.token).addr).toBe(d.url);
-    // B leaves its first primary (revoked earlier) and joins this one.
+  /** B leaves the primary it has and becomes D's secondary `id`; resolves once both see the link. Returns the activation token's answer. */
+  async function joinD(id: string): Promise<Body> {
+    const made = await D.ok('PUT', 'sys/replication/performance/primary/secondary-token', { id });
     await B.ok('PUT', 'sys/replication/performance/secondary/disable');
     await B.ok('PUT', 'sys/replication/performance/secondary/enable', { token: made.wrap_info.token });
     b.root = await generateRoot(b);
@@ -276,10 +272,35 @@ describe('a distributed primary', () => {
       const [primary, secondary] = await Promise.all([status(d, 'performance'), status(b, 'performance')]);
       return primary.secondaries[0]?.connection_status === 'connected' && secondary.primaries[0]?.connection_status === 'connected';
     }, LINK_TIMEOUT_MS);
+    return made;
+  }
+
+  test('two gateways over PostgreSQL and NATS and the replication service activate a secondary, see its heartbeats and revoke it', async () => {
+    // Enabled through one gateway, reported alike by both: the replication service owns the cluster listener.
+    await D2.ok('PUT', 'sys/replication/performance/primary/enable', {});
+    const { cluster_id: clusterId } = await status(d, 'performance');
+    expect(await status({ url: d.topology.urls[1] }, 'performance')).toMatchObject({ mode: 'primary', cluster_id: clusterId });
+    // B leaves its first primary (revoked earlier) and joins this one.
+    const made = await joinD('perf-b2');
+    expect(jwtClaims(made.wrap_info.token).addr).toBe(d.url);
     expect(await status(b, 'performance')).toMatchObject({ cluster_id: clusterId, secondary_id: 'perf-b2', primaries: [{ api_address: d.url }] });
     expect((await status({ url: d.topology.urls[1] }, 'performance')).secondaries).toEqual([expect.objectContaining({ connection_status: 'connected' })]);
 
     await D2.ok('PUT', 'sys/replication/performance/primary/revoke-secondary', { id: 'perf-b2' });
     await eventually(async () => (await status(b, 'performance')).primaries[0].connection_status === 'disconnected', LINK_TIMEOUT_MS);
+  });
+
+  test('when the replication service that owns the replication stops, the one standing by takes over: status, activation and heartbeats go on', async () => {
+    const services = d.topology.processes.filter((process) => process.name.startsWith('replication'));
+    const owning = services.filter((process) => process.logs.some((line) => line.includes('replication lease taken')));
+    expect(owning).toHaveLength(1);
+    const { cluster_id: clusterId } = await status(d, 'performance');
+    await d.topology.stopProcess(owning[0].name);
+
+    const standby = services.find((process) => process !== owning[0])!;
+    await eventually(async () => standby.logs.some((line) => line.includes('cluster listener started')), LINK_TIMEOUT_MS);
+    expect(await status(d, 'performance')).toMatchObject({ mode: 'primary', cluster_id: clusterId });
+    // The new owner's cluster listener is another address: a secondary activated now dials it.
+    await joinD('perf-b3');
   });
 });

@@ -8,7 +8,7 @@ import { EngineHost, EngineRegistry, GATEWAY, mountInvalidationSubject, mountOfK
 import type { Backend, MountInfo, Operation, Request } from '@svc/framework';
 import { ServiceError, envelope, errorOf } from '@svc/http';
 import type { Metrics, Timer } from '@svc/metrics';
-import type { LockManager } from '@svc/locks';
+import type { Lock, LockManager } from '@svc/locks';
 import {
   AwsKmsKeyWrapper,
   GenerateRoot,
@@ -57,6 +57,11 @@ import { RequestHandler } from './request/request-handler';
 import { decodeForwardedRequest, encodeForwardedReply, forwardingDispatcher } from './request/forwarding';
 
 const PERIODIC_INTERVAL_MS = 60_000;
+/** The lease whose holder, among the replication services of a cluster, owns its replication. */
+const REPLICATION_LEASE = 'replication-owner';
+/** How long the lease outlives its holder's last renewal: a standby takes over within it. */
+const REPLICATION_LEASE_TTL_MS = 10_000;
+const REPLICATION_LEASE_CHECK_MS = 2_000;
 const SERVICE_UNSEAL_RETRIES = 40;
 const SERVICE_UNSEAL_RETRY_MS = 50;
 const POLICY_PREFIX = 'sys/policy/';
@@ -139,9 +144,11 @@ export interface CoreOptions {
    * Whether this process owns its cluster's replication (the cluster listener, the log and Merkle
    * index, the link to a primary); default true. False in the gateways of the distributed
    * topology, whose replication service owns it, and in the gateway workers after the first: they
-   * send what needs the owner to it over the bus.
+   * send what needs the owner to it over the bus. `lease`: the replication service, which owns it
+   * while it holds the cluster's replication lease; another one stands by and takes over when
+   * the lease lapses.
    */
-  replicationOwner?: boolean;
+  replicationOwner?: boolean | 'lease';
 }
 
 export interface InitRequest {
@@ -201,6 +208,11 @@ export class Core {
   private readonly services: ServiceWatch;
   /** On the owner of the cluster's replication: the other processes' calls to it. */
   private replicationOwnerCalls?: Subscription;
+  /** A replication service's lease on the cluster's replication, while it holds it. */
+  private replicationLease?: Lock;
+  private replicationLeaseTimer?: NodeJS.Timeout;
+  /** Lease checks run one at a time. */
+  private replicationLeaseCheck: Promise<void> = Promise.resolve();
   /** Round trips to engine services over the bus. */
   private readonly busRequests: Timer;
   private initialized = false;
@@ -277,7 +289,7 @@ export class Core {
       adoptKeyring: (keyring) => this.installKeyring(keyring),
       storageChanged: (keys) => this.replicatedWritesApplied(keys),
       serveForwarded: (call, body) => this.serveForwarded(call, body),
-      sendToOwner: options.replicationOwner === false ? replicationOwnerClient(options.bus, options.config.bus?.subjectPrefix ?? 'svc') : undefined,
+      sendToOwner: (options.replicationOwner ?? true) === true ? undefined : replicationOwnerClient(options.bus, options.config.bus?.subjectPrefix ?? 'svc'),
     });
     // A performance secondary writes only its local keys; the rest it forwards (request/forwarding.ts).
     this.barrier.setWriteGuard((key) => this.replication.writable(key));
@@ -381,8 +393,10 @@ export class Core {
     // A peer already unsealed: follow it before serving, so no client meets this replica still sealed.
     await this.peerTransitions;
     this.replicas.start();
-    if (this.replication.owns) {
-      this.replicationOwnerCalls = serveReplicationOwnerCalls(this.options.bus, this.options.config.bus?.subjectPrefix ?? 'svc', (call, args) => this.serveReplicationCall(call, args));
+    if (this.replication.owns) this.serveReplicationCalls();
+    if (this.options.replicationOwner === 'lease') {
+      this.replicationLeaseTimer = setInterval(() => void this.checkReplicationLease(), REPLICATION_LEASE_CHECK_MS);
+      void this.checkReplicationLease();
     }
     this.seal.start();
     if (!this.initialized) return;
@@ -619,8 +633,12 @@ export class Core {
     await this.coreEngines.closeAll();
     await this.plugins.host.closeAll();
     await this.leases.stop();
+    clearInterval(this.replicationLeaseTimer);
+    await this.replicationLeaseCheck;
     this.replicationOwnerCalls?.unsubscribe();
     await this.replication.stop();
+    // Given back at once: a standing-by replication service takes over without waiting for it to lapse.
+    await this.replicationLease?.release().catch(() => undefined);
     this.replicas.stop();
     this.services.stop();
     this.peers.close();
@@ -1020,6 +1038,39 @@ export class Core {
     const payload = encodeJson({ sender: this.replicas.id, keys: mountKeys } satisfies MountInvalidation);
     const prefix = this.options.config.bus?.subjectPrefix;
     await Promise.all(this.engines.services().map((service) => this.options.bus.publish(mountInvalidationSubject(service, prefix), payload)));
+  }
+
+  private serveReplicationCalls(): void {
+    this.replicationOwnerCalls = serveReplicationOwnerCalls(this.options.bus, this.options.config.bus?.subjectPrefix ?? 'svc', (call, args) => this.serveReplicationCall(call, args));
+  }
+
+  /** A replication service renews its lease, or takes it when none holds it; owning the cluster's replication follows. */
+  private checkReplicationLease(): Promise<void> {
+    this.replicationLeaseCheck = this.replicationLeaseCheck
+      .then(async () => {
+        if (this.stopping) return;
+        if (this.replicationLease) {
+          if (await this.replicationLease.renew(REPLICATION_LEASE_TTL_MS)) return;
+          this.replicationLease = undefined;
+          this.logger.warn({}, "the replication lease lapsed: this replication service no longer owns the cluster's replication");
+          await this.changeReplicationOwnership(false);
+          return;
+        }
+        const lease = await this.options.locks.tryAcquire(REPLICATION_LEASE, REPLICATION_LEASE_TTL_MS);
+        if (!lease) return;
+        this.replicationLease = lease;
+        this.logger.info({}, "replication lease taken: this replication service owns the cluster's replication");
+        await this.changeReplicationOwnership(true);
+      })
+      .catch((err: unknown) => this.logger.warn({ err: describeRequestError(err) }, 'checking the replication lease failed; retrying'));
+    return this.replicationLeaseCheck;
+  }
+
+  private async changeReplicationOwnership(owner: boolean): Promise<void> {
+    this.replicationOwnerCalls?.unsubscribe();
+    this.replicationOwnerCalls = undefined;
+    await this.replication.changeOwnership(owner, this.state === 'unsealed');
+    if (owner) this.serveReplicationCalls();
   }
 
   /** A call of another process of this cluster to the replication this one owns. */

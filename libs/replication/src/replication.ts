@@ -104,8 +104,9 @@ export interface ReplicationHost {
   serveForwarded(call: ForwardCall, body: Record<string, unknown>): Promise<Record<string, unknown>>;
   /**
    * Set in a process that does not own its cluster's replication (a gateway beside the replication
-   * service, a gateway worker other than the first): the calls of OWNER_CALLS go to the owner,
-   * and this process keeps only the state (what it may write, the modes), read from storage.
+   * service, a gateway worker other than the first, a replication service without the lease): the
+   * calls of OWNER_CALLS go to the owner, and this process keeps only the state (what it may write,
+   * the modes), read from storage.
    */
   sendToOwner?: SendToOwner;
 }
@@ -206,8 +207,11 @@ export class Replication {
   private log?: ReplicationLog;
   private shipper?: LogShipper;
   private readonly followers = new Map<ReplicationMode, { follower: LogFollower; client: ClusterClient }>();
+  /** Set while another process owns the cluster's replication. */
+  private sendToOwner: SendToOwner | undefined;
 
   constructor(private readonly host: ReplicationHost) {
+    this.sendToOwner = host.sendToOwner;
     this.listener = new ClusterListener({
       credentials: (mode) => {
         const state = this.states.get(mode);
@@ -230,7 +234,18 @@ export class Replication {
 
   /** Whether this process owns its cluster's replication (see `ReplicationHost.sendToOwner`). */
   get owns(): boolean {
-    return !this.host.sendToOwner;
+    return this.sendToOwner === undefined;
+  }
+
+  /**
+   * Takes or gives up the ownership of the cluster's replication (a replication service holding,
+   * or losing, the cluster's lease): what this process ran as one or the other stops, and the
+   * state is loaded again as the other when the barrier is open (`open`).
+   */
+  async changeOwnership(owner: boolean, open: boolean): Promise<void> {
+    await this.stop();
+    this.sendToOwner = owner ? undefined : this.host.sendToOwner;
+    if (open) await this.load();
   }
 
   /** Runs one of OWNER_CALLS another process of this cluster sent. */
@@ -242,7 +257,7 @@ export class Replication {
   }
 
   private owner<T>(call: OwnerCall, ...args: unknown[]): Promise<T> {
-    return this.host.sendToOwner!(call, args) as Promise<T>;
+    return this.sendToOwner!(call, args) as Promise<T>;
   }
 
   /** Reads the state of both modes (after unseal, or a change made through another gateway) and starts the link. */
@@ -268,7 +283,7 @@ export class Replication {
   async status(mode: ReplicationMode): Promise<Record<string, unknown>> {
     const state = await this.read(mode);
     // A disabled mode has nothing to report that storage does not say.
-    if (this.host.sendToOwner && state.mode !== 'disabled') return this.owner('status', mode);
+    if (!this.owns && state.mode !== 'disabled') return this.owner('status', mode);
     const log = this.log;
     if (state.mode === 'primary') {
       return {
@@ -353,7 +368,7 @@ export class Replication {
    * right after it sees it. An unreachable primary is a 503 naming it, not a hang.
    */
   async forwardToPrimary(call: ForwardCall, body: Record<string, unknown>): Promise<ForwardedAnswer> {
-    if (this.host.sendToOwner) return this.owner('forwardToPrimary', call, body);
+    if (!this.owns) return this.owner('forwardToPrimary', call, body);
     const state = this.states.get('performance');
     const link = this.links.get('performance');
     if (state?.mode !== 'secondary' || !state.primary || !link) throw ServiceError.unavailable('this performance secondary has no primary to forward the write to');
@@ -372,13 +387,13 @@ export class Replication {
 
   /** Document 3's merkle-check of this cluster's Merkle index. */
   merkleCheck(): Promise<MerkleCorruptionReport> {
-    if (this.host.sendToOwner) return this.owner('merkleCheck');
+    if (!this.owns) return this.owner('merkleCheck');
     return this.requireLog().merkleCheck();
   }
 
   /** Document 3's reindex: rebuilds the Merkle index from storage; returns its warnings. */
   reindex(options: ReindexOptions): Promise<string[]> {
-    if (this.host.sendToOwner) return this.owner('reindex', options);
+    if (!this.owns) return this.owner('reindex', options);
     return this.requireLog().reindex(options);
   }
 
@@ -415,7 +430,7 @@ export class Replication {
   // --- primary ---
 
   async enablePrimary(mode: ReplicationMode, primaryClusterAddr: string): Promise<void> {
-    if (this.host.sendToOwner) return this.owner('enablePrimary', mode, primaryClusterAddr);
+    if (!this.owns) return this.owner('enablePrimary', mode, primaryClusterAddr);
     const state = await this.read(mode);
     if (state.mode !== 'disabled') throw ServiceError.badRequest(`${modeName(mode)} replication is already enabled here (${state.mode}); disable it first`);
     if (mode === 'performance' && (await this.read('dr')).mode === 'secondary') throw ServiceError.badRequest('a DR secondary cannot be a performance primary');
@@ -430,7 +445,7 @@ export class Replication {
 
   /** Primary → secondary of no primary yet (update-primary gives one); the cluster id stays. */
   async demotePrimary(mode: ReplicationMode): Promise<void> {
-    if (this.host.sendToOwner) return this.owner('demotePrimary', mode);
+    if (!this.owns) return this.owner('demotePrimary', mode);
     const state = await this.requirePrimary(mode);
     // Its shares were the primary's of its replication set: they authorize its DR operation tokens until a new primary hands its own.
     if (mode === 'dr') await this.host.store.putJSON(SHARE_VERIFIER, await this.host.shareVerifier());
@@ -439,7 +454,7 @@ export class Replication {
   }
 
   async disablePrimary(mode: ReplicationMode): Promise<void> {
-    if (this.host.sendToOwner) return this.owner('disablePrimary', mode);
+    if (!this.owns) return this.owner('disablePrimary', mode);
     await this.requirePrimary(mode);
     if (mode === 'performance') await this.deleteTree(FILTER_PREFIX);
     await this.save(mode, { mode: 'disabled' });
@@ -452,7 +467,7 @@ export class Replication {
    * node's API address) or, given the secondary's public key, encrypted to it.
    */
   async secondaryToken(mode: ReplicationMode, id: string, ttl: number, secondaryPublicKey: string): Promise<{ wrapInfo?: WrapInfo; token?: string }> {
-    if (this.host.sendToOwner) return this.owner('secondaryToken', mode, id, ttl, secondaryPublicKey);
+    if (!this.owns) return this.owner('secondaryToken', mode, id, ttl, secondaryPublicKey);
     if (!/^[A-Za-z0-9_.-]{1,128}$/.test(id)) throw ServiceError.badRequest('id must be 1 to 128 letters, digits, "_", "-" or "."');
     if (ttl <= 0) throw ServiceError.badRequest('ttl must be positive');
     if (secondaryPublicKey) {
@@ -498,7 +513,7 @@ export class Replication {
   }
 
   async revokeSecondary(mode: ReplicationMode, id: string): Promise<void> {
-    if (this.host.sendToOwner) return this.owner('revokeSecondary', mode, id);
+    if (!this.owns) return this.owner('revokeSecondary', mode, id);
     const state = await this.requirePrimary(mode);
     if (!state.secondaries.some((secondary) => secondary.id === id)) throw ServiceError.badRequest(`no secondary with id "${id}"`);
     await this.save(mode, { ...state, secondaries: state.secondaries.filter((secondary) => secondary.id !== id) });
@@ -512,7 +527,7 @@ export class Replication {
 
   /** A key pair whose public half a primary encrypts an activation token to (`secondary_public_key`). */
   async generatePublicKey(mode: ReplicationMode): Promise<string> {
-    if (this.host.sendToOwner) return this.owner('generatePublicKey', mode);
+    if (!this.owns) return this.owner('generatePublicKey', mode);
     const state = await this.read(mode);
     if (state.mode === 'primary') throw ServiceError.badRequest(`this cluster is a ${modeName(mode)} primary`);
     const { publicKey, privateKey } = generateKeyPairSync('x25519');
@@ -526,7 +541,7 @@ export class Replication {
    * keyring made this cluster's.
    */
   async enableSecondary(mode: ReplicationMode, request: SecondaryEnableRequest): Promise<void> {
-    if (this.host.sendToOwner) return this.owner('enableSecondary', mode, request);
+    if (!this.owns) return this.owner('enableSecondary', mode, request);
     if (!request.token) throw ServiceError.badRequest('token is required');
     const state = await this.read(mode);
     if (state.mode !== 'disabled') throw ServiceError.badRequest(`${modeName(mode)} replication is already enabled here (${state.mode}); disable it first`);
@@ -550,7 +565,7 @@ export class Replication {
    * secondary's certificate. The data stays.
    */
   async updatePrimary(mode: ReplicationMode, request: UpdatePrimaryRequest): Promise<void> {
-    if (this.host.sendToOwner) return this.owner('updatePrimary', mode, request);
+    if (!this.owns) return this.owner('updatePrimary', mode, request);
     if (request.tokenGiven && request.updatePrimaryAddrs.length > 0) throw ServiceError.badRequest('token and update_primary_addrs are mutually exclusive');
     if (!request.tokenGiven && request.updatePrimaryAddrs.length === 0) throw ServiceError.badRequest('either token or update_primary_addrs is required');
     if (mode === 'dr' && request.updatePrimaryAddrs.length > 0) throw ServiceError.badRequest('update_primary_addrs is not allowed in DR mode: use a token');
@@ -589,7 +604,7 @@ export class Replication {
    * A DR secondary's operation tokens are dropped: they authorized this promotion and nothing after.
    */
   async promote(mode: ReplicationMode, primaryClusterAddr: string, force: boolean): Promise<void> {
-    if (this.host.sendToOwner) return this.owner('promote', mode, primaryClusterAddr, force);
+    if (!this.owns) return this.owner('promote', mode, primaryClusterAddr, force);
     const state = await this.requireSecondary(mode);
     if (primaryClusterAddr) checkClusterAddr(primaryClusterAddr, 'primary_cluster_addr');
     if (!force && this.linkConnected(this.links.get(mode))) {
@@ -604,7 +619,7 @@ export class Replication {
 
   /** A DR secondary's operation tokens are dropped with its mode, as on promotion. */
   async disableSecondary(mode: ReplicationMode): Promise<void> {
-    if (this.host.sendToOwner) return this.owner('disableSecondary', mode);
+    if (!this.owns) return this.owner('disableSecondary', mode);
     await this.requireSecondary(mode);
     if (mode === 'dr') await this.deleteTree(DR_TOKEN_PREFIX_KEY);
     await this.save(mode, { mode: 'disabled' });
@@ -634,7 +649,7 @@ export class Replication {
 
   /** As the secondary sees it: the filter the primary last reported over the link. */
   async secondaryDynamicFilter(id: string): Promise<ReturnType<typeof dynamicFilter>> {
-    if (this.host.sendToOwner) return this.owner('secondaryDynamicFilter', id);
+    if (!this.owns) return this.owner('secondaryDynamicFilter', id);
     const state = await this.requireSecondary('performance');
     if (checkFilterId(id) !== state.secondaryId) throw ServiceError.badRequest(`this secondary's id is "${state.secondaryId}", not "${id}"`);
     return dynamicFilter(this.links.get('performance')?.filter ?? null, this.host.mounts(), this.namespacePaths());

@@ -98,15 +98,16 @@ export async function startGateway(config: ServerConfig, options: GatewayOptions
 
 /**
  * The replication service (distributed topology): a core like a gateway's that owns the cluster's
- * replication (the cluster listener, the log and Merkle index, the link to a primary); the
- * gateways send it the calls that need them. Its listener serves the API too (health, metrics),
+ * replication (the cluster listener, the log and Merkle index, the link to a primary) while it
+ * holds the cluster's replication lease (another one stands by); the gateways send it the calls
+ * that need them. Its listener serves the API too (health, metrics),
  * but clients use the gateways, whose address `api_addr` must give: secondaries unwrap their
  * activation tokens there.
  */
 export async function startReplicationService(config: ServerConfig): Promise<RunningProcess> {
   if (!config.bus) throw new Error('the replication service needs a bus "nats" stanza in its configuration');
   if (!config.listeners[0]?.clusterAddress) throw new Error('the replication service needs a listener "tcp" stanza with a cluster_address');
-  return start(ProcessModule.register(config, REPLICATION_SERVICE, (loggers, shared) => runGateway(config, { distributed: true, replicationOwner: true }, loggers, shared)));
+  return start(ProcessModule.register(config, REPLICATION_SERVICE, (loggers, shared) => runGateway(config, { distributed: true, replicationOwner: 'lease' }, loggers, shared)));
 }
 
 /**

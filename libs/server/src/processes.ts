@@ -50,7 +50,7 @@ export interface GatewayOptions {
    * default an all-in-one server or its first worker does, a gateway of the distributed topology
    * does not (the replication service does).
    */
-  replicationOwner?: boolean;
+  replicationOwner?: boolean | 'lease';
   defaultKvVersion?: '1' | '2';
   beforeListen?: (core: Core) => Promise<void>;
 }
