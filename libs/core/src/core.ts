@@ -316,7 +316,11 @@ export class Core {
     });
     const watched = this.storageCache ? () => true : isCachedKey;
     this.replicas = new ReplicaSync(options.bus, subjectPrefix ?? 'svc', watched, {
-      apply: (keys) => this.reloadCaches(keys),
+      apply: (keys) =>
+        this.reloadCaches(keys).catch((err: unknown) => {
+          this.logger.warn({ keys: keys.length, err: describeRequestError(err) }, "applying another replica's changes failed");
+          throw err;
+        }),
       resync: () => this.resyncCaches(),
     });
     this.barrier.onWrite((event) => this.replicas.noteWrite(event.key));

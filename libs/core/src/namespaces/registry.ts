@@ -17,7 +17,7 @@ export const NAMESPACES_KEY = RECORDS_KEY;
  * prefix, so `a/b/secret/x`, header `a` + `b/secret/x` and header `a/b` + `secret/x` are the same.
  */
 export class NamespaceRegistry {
-  private readonly byPath = new Map<string, Namespace>();
+  private byPath = new Map<string, Namespace>();
   private readonly view: StorageView;
 
   constructor(private readonly barrier: Barrier) {
@@ -31,13 +31,15 @@ export class NamespaceRegistry {
   /** Reads the namespace list and every namespace's tables; creates the root's built-ins once. */
   async load(defaultKvVersion: '1' | '2'): Promise<void> {
     const records = (await this.view.getJSON<NamespaceRecord[]>(RECORDS_KEY)) ?? [];
-    this.byPath.clear();
+    // Built apart and swapped in whole: requests served meanwhile route through the namespaces as they were.
+    const loaded = new Map<string, Namespace>();
     for (const record of [ROOT_NAMESPACE, ...records]) {
       const namespace = new Namespace(record, this.barrier);
       await namespace.load();
       if (namespace.secretMounts.size > 0) await namespace.ensureIdentity();
-      this.byPath.set(record.path, namespace);
+      loaded.set(record.path, namespace);
     }
+    this.byPath = loaded;
     if (this.root.secretMounts.size === 0) await this.root.ensureBuiltins(defaultKvVersion);
   }
 
