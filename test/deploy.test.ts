@@ -20,9 +20,8 @@ import * as appsModels from 'kubernetes-models/apps/v1';
 import * as networkingModels from 'kubernetes-models/networking.k8s.io/v1';
 import type { IContainer, IPodSpec, IService } from 'kubernetes-models/v1';
 import type { INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
-import { Client as PgClient } from 'pg';
 import { parseConfig, parseHcl } from '@svc/config';
-import { api, eventually, initAndUnseal, POSTGRES_URL, startServerProcess, type ServerProcess } from '@svc/testing';
+import { api, createDatabase, dropDatabase, eventually, initAndUnseal, startServerProcess, type ServerProcess } from '@svc/testing';
 
 const root = path.resolve(__dirname, '..');
 const deployDir = path.join(root, 'deploy');
@@ -629,27 +628,11 @@ async function startDaemon(command: string, args: string[], environment: Record<
 const SERVICE_HEALTH_PORT = 8210;
 const SERVICE_HEALTH_PROBE = '/v1/sys/health?sealedcode=204';
 
-/** The local PostgreSQL server's URL for another database. */
-function databaseUrl(database: string): string {
-  const url = new URL(POSTGRES_URL);
-  url.pathname = `/${database}`;
-  return url.toString();
-}
-
-async function onPostgres(sql: string): Promise<void> {
-  const client = new PgClient({ connectionString: databaseUrl('postgres') });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
 describe('a cluster run with the deployment\'s configurations, nats.conf and generated secrets', () => {
   const daemons: ChildProcess[] = [];
   const apps: ServerProcess[] = [];
   const database = `svc_deploy_${randomBytes(4).toString('hex')}`;
+  let databaseUrl: string;
   let natsPort: number;
   let gatewayUrl: string;
   let replicationService: ServerProcess | undefined;
@@ -668,7 +651,7 @@ describe('a cluster run with the deployment\'s configurations, nats.conf and gen
     const redisArgs = ['-c', `exec ${redisCommand} --port ${redisPort} --bind 127.0.0.1`];
     daemons.push(await startDaemon('sh', redisArgs, readEnvFile(path.join(secretsDir, 'redis.env')), redisPort));
 
-    await onPostgres(`CREATE DATABASE ${database}`);
+    databaseUrl = await createDatabase(database);
     // The configurations and files as the apps see them, with this machine's addresses.
     const etcSvc = installEtcSvc(path.join(workDir, 'cluster-etc-svc'));
     const configFile = (name: string) => {
@@ -683,7 +666,7 @@ describe('a cluster run with the deployment\'s configurations, nats.conf and gen
       writeFileSync(file, text);
       return file;
     };
-    const environment = (name: string) => ({ ...readEnvFile(path.join(secretsDir, `${name}.env`)), SVC_PG_CONNECTION_URL: databaseUrl(database) });
+    const environment = (name: string) => ({ ...readEnvFile(path.join(secretsDir, `${name}.env`)), SVC_PG_CONNECTION_URL: databaseUrl });
     apps.push(await startServerProcess('gateway', [`-config=${configFile('gateway')}`, '-service=gateway'], undefined, { env: environment('gateway') }));
     const serviceConfig = configFile('service');
     for (const app of engineServiceApps) {
@@ -696,7 +679,7 @@ describe('a cluster run with the deployment\'s configurations, nats.conf and gen
   afterAll(async () => {
     await Promise.all([...apps, ...(replicationService ? [replicationService] : [])].map((app) => app.stop()));
     for (const daemon of daemons) daemon.kill();
-    await onPostgres(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await dropDatabase(database);
   });
 
   test('the gateway, the replication service and every engine service start; once unsealed, transit answers through the bus, replication through the service', async () => {

@@ -208,13 +208,14 @@ export async function dropTable(table: string): Promise<void> {
 }
 
 /** Makes a database for one test run on POSTGRES_URL's server; returns its URL. */
-async function createDatabase(name: string): Promise<string> {
+export async function createDatabase(name: string): Promise<string> {
   await onPostgres(`CREATE DATABASE "${name}"`);
   const url = new URL(POSTGRES_URL);
   url.pathname = `/${name}`;
   return url.toString();
 }
 
-async function dropDatabase(name: string): Promise<void> {
+/** Drops a database `createDatabase` made, whoever is still connected to it. */
+export async function dropDatabase(name: string): Promise<void> {
   await onPostgres(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
 }
