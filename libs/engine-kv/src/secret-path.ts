@@ -10,19 +10,23 @@ function invalid(path: string, problem: string): ServiceError {
   return ServiceError.badRequest(`invalid secret path ${JSON.stringify(path)}: ${problem}`);
 }
 
+/** An empty segment, or a "." or ".." one, anywhere in a path without its trailing '/'. */
+const SUSPECT_SEGMENT = /(?:^|\/)\.{0,2}(?:\/|$)/;
+
 /** Segments that would alias another key ("." and "..") or be empty ("a//b") are refused. */
-function checkSegments(path: string, segments: string[]): void {
+function checkSegments(path: string, joined: string): void {
+  // Most paths have none: split only to say which problem it is.
+  if (!SUSPECT_SEGMENT.test(joined)) return;
+  const segments = joined.split('/');
   if (segments.some((segment) => segment === '')) throw invalid(path, 'empty segments are not allowed');
-  if (segments.some((segment) => segment === '.' || segment === '..')) {
-    throw invalid(path, "'.' and '..' segments are not allowed");
-  }
+  throw invalid(path, "'.' and '..' segments are not allowed");
 }
 
 /** A secret's key: non-empty, not a directory, made of real segments. */
 export function secretKey(path: string | undefined): string {
   if (path === undefined || path === '') throw ServiceError.badRequest('a secret path is required');
   if (path.endsWith('/')) throw invalid(path, "it names a directory (ends in '/'), not a secret");
-  checkSegments(path, path.split('/'));
+  checkSegments(path, path);
   return path;
 }
 
@@ -30,7 +34,7 @@ export function secretKey(path: string | undefined): string {
 export function secretDirectory(path: string | undefined): string {
   if (path === undefined || path === '') return '';
   const directory = path.endsWith('/') ? path : `${path}/`;
-  checkSegments(path, directory.slice(0, -1).split('/'));
+  checkSegments(path, directory.slice(0, -1));
   return directory;
 }
 

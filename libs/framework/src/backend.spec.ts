@@ -46,6 +46,10 @@ class MapStorage implements StorageView, Transaction {
   async putJSON(key: string, value: unknown): Promise<void> {
     await this.put(key, Buffer.from(JSON.stringify(value)));
   }
+  async getDecoded<T>(key: string, decode: (plaintext: Buffer) => T): Promise<T | null> {
+    const value = await this.get(key);
+    return value === null ? null : decode(value);
+  }
 }
 
 /** A transit-like backend: keys are created on first write and updated afterwards. */

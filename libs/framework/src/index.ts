@@ -41,7 +41,7 @@ export {
   type SchemaObject,
 } from './openapi';
 export { fieldsTable, pathHelp, mountHelp } from './help';
-export { listResponse, listPath, type ListPathOptions } from './responses';
+export { listResponse, listPath, responseData, type ListPathOptions } from './responses';
 export { addressAllowed, validateCidrs } from './cidrs';
 export {
   DEFAULT_TOKEN_SETTINGS,

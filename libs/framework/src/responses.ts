@@ -1,5 +1,10 @@
 import type { OperationDeclaration, PathDeclaration, Response } from './types';
 
+/** A response's data as an object, whichever form the engine gave it in (an object, or JSON text in `dataJson`). */
+export function responseData(response: Response | undefined): Record<string, unknown> | null | undefined {
+  return response?.dataJson === undefined ? response?.data : (JSON.parse(response.dataJson) as Record<string, unknown>);
+}
+
 /** The response of a LIST: `data.keys`, plus `data.key_info` when details are given. */
 export function listResponse(keys: string[], keyInfo?: Record<string, unknown>): Response {
   return { data: keyInfo === undefined ? { keys } : { keys, key_info: keyInfo } };

@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, createSecretKey, type KeyObject, randomBytes } from 'node:crypto';
 import type { Keyring, KeyTerm } from './keyring';
+import type { SharedDecoder } from './types';
 
 /**
  * Layout of every value the barrier writes:
@@ -16,18 +17,26 @@ const HEADER_BYTES = TERM_BYTES + NONCE_BYTES;
 /** Larger values are decrypted on every read: remembering them would double the cache's memory for little gain. */
 const MAX_REMEMBERED_BYTES = 64 * 1024;
 
+/** What is remembered of one stored value: its plaintext, and what readers decoded of it (by decoder). */
+interface Remembered {
+  path: string;
+  plaintext: Buffer;
+  decoded?: Map<SharedDecoder<unknown>, unknown>;
+}
+
 /**
  * Encrypts and decrypts values with one keyring; AES keys are imported once per term.
  *
  * The storage cache hands out the same value object for a key until the key changes, so a hot key
  * would be decrypted again on every read (setting up AES-GCM was about an eighth of a KV read's
- * CPU). Plaintexts are therefore remembered per stored value object: an entry lives exactly as
- * long as the cache (or anyone) holds that value, needs no invalidation (a changed key is a new
- * object), and goes with this cipher when the barrier is sealed or given another keyring.
+ * CPU). Plaintexts are therefore remembered per stored value object, with what readers decoded of
+ * them (`decode`): an entry lives exactly as long as the cache (or anyone) holds that value, needs no
+ * invalidation (a changed key is a new object), and goes with this cipher when the barrier is
+ * sealed or given another keyring.
  */
 export class BarrierCipher {
   private readonly keyObjects = new Map<number, KeyObject>();
-  private readonly decrypted = new WeakMap<Buffer, { path: string; plaintext: Buffer }>();
+  private readonly decrypted = new WeakMap<Buffer, Remembered>();
 
   constructor(readonly keyring: Keyring) {}
 
@@ -43,12 +52,29 @@ export class BarrierCipher {
 
   /** The plaintext of `blob`, stored at `path`: a copy the caller may keep or change. */
   decrypt(path: string, blob: Buffer): Buffer {
+    const entry = this.remembered(path, blob);
+    return entry ? Buffer.from(entry.plaintext) : this.open(path, blob);
+  }
+
+  /** `decode` of the plaintext of `blob`, stored at `path`, shared by every caller (see SharedDecoder). */
+  decode<T>(path: string, blob: Buffer, decode: SharedDecoder<T>): T {
+    const entry = this.remembered(path, blob);
+    if (!entry) return decode(this.open(path, blob));
+    entry.decoded ??= new Map();
+    if (entry.decoded.has(decode)) return entry.decoded.get(decode) as T;
+    const value = decode(entry.plaintext);
+    entry.decoded.set(decode, value);
+    return value;
+  }
+
+  /** What is remembered of `blob`, decrypted now if it is new; undefined for a value too large to remember. */
+  private remembered(path: string, blob: Buffer): Remembered | undefined {
     const known = this.decrypted.get(blob);
-    if (known?.path === path) return Buffer.from(known.plaintext);
-    const plaintext = this.open(path, blob);
-    if (plaintext.length > MAX_REMEMBERED_BYTES) return plaintext;
-    this.decrypted.set(blob, { path, plaintext });
-    return Buffer.from(plaintext);
+    if (known?.path === path) return known;
+    if (blob.length - HEADER_BYTES - TAG_BYTES > MAX_REMEMBERED_BYTES) return undefined;
+    const entry: Remembered = { path, plaintext: this.open(path, blob) };
+    this.decrypted.set(blob, entry);
+    return entry;
   }
 
   private open(path: string, blob: Buffer): Buffer {

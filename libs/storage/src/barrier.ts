@@ -1,7 +1,7 @@
 import { ReadOnlyReplicatedStorageError, ServiceError } from '@svc/http';
 import { BarrierCipher } from './barrier-cipher';
 import type { Keyring } from './keyring';
-import type { KeyValueStore, Transaction, TransactionalStore, WriteEvent } from './types';
+import type { KeyValueStore, SharedDecoder, Transaction, TransactionalStore, WriteEvent } from './types';
 
 export type WriteListener = (event: WriteEvent) => void;
 /** Whether this process may write a barrier key (a performance secondary writes only its local keys). */
@@ -111,8 +111,14 @@ export class Barrier implements TransactionalStore {
     return () => this.listeners.delete(listener);
   }
 
-  async get(key: string): Promise<Buffer | null> {
+  get(key: string): Promise<Buffer | null> {
     return this.direct.get(key);
+  }
+
+  async getDecoded<T>(key: string, decode: SharedDecoder<T>): Promise<T | null> {
+    const cipher = this.requireCipher();
+    const blob = await this.physical.get(key);
+    return blob === null ? null : cipher.decode(key, blob, decode);
   }
 
   async put(key: string, value: Buffer): Promise<void> {

@@ -1,4 +1,4 @@
-import type { KeyValueStore } from './types';
+import type { KeyValueStore, SharedDecoder, StorageView } from './types';
 
 /** JSON records over any store, including a transaction (which has no getJSON/putJSON). */
 export async function readJson<T>(store: KeyValueStore, key: string): Promise<T | null> {
@@ -8,4 +8,28 @@ export async function readJson<T>(store: KeyValueStore, key: string): Promise<T 
 
 export async function writeJson(store: KeyValueStore, key: string, value: unknown): Promise<void> {
   await store.put(key, Buffer.from(JSON.stringify(value), 'utf8'));
+}
+
+/** A value no reader can change: what a shared decoding hands out (see SharedDecoder). */
+export type Frozen<T> = T extends object ? { readonly [K in keyof T]: Frozen<T[K]> } : T;
+
+function deepFreeze(value: unknown): unknown {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    for (const member of Object.values(value)) deepFreeze(member);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/** A stored value as text, shared by its readers. */
+export const utf8Text: SharedDecoder<string> = (plaintext) => plaintext.toString('utf8');
+
+const frozenJson: SharedDecoder<unknown> = (plaintext) => deepFreeze(JSON.parse(plaintext.toString('utf8')));
+
+/**
+ * A JSON record read outside a transaction, parsed once while its stored value stays cached and
+ * shared, frozen, by every reader: for hot read paths that only look at the record.
+ */
+export function readFrozenJson<T>(store: Pick<StorageView, 'getDecoded'>, key: string): Promise<Frozen<T> | null> {
+  return store.getDecoded(key, frozenJson) as Promise<Frozen<T> | null>;
 }

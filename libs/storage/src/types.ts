@@ -26,9 +26,18 @@ export interface Transaction extends KeyValueStore {
   lock(key: string): Promise<void>;
 }
 
+/**
+ * Turns a stored value's plaintext into the form its readers share: the barrier remembers the
+ * result with the cached value, so a hot key is decoded once rather than on every read. It must
+ * return what no reader can change (a string, a frozen object) and must not keep the plaintext.
+ */
+export type SharedDecoder<T> = (plaintext: Buffer) => T;
+
 export interface TransactionalStore extends KeyValueStore {
   /** Runs `fn` atomically: all writes commit together or none do (on throw). */
   transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
+  /** `get`, then `decode` (see SharedDecoder), on a store that remembers decoded values (the barrier). */
+  getDecoded?<T>(key: string, decode: SharedDecoder<T>): Promise<T | null>;
 }
 
 /** One stored entry as the physical store holds it (barrier ciphertext, or a seal entry). */
@@ -129,6 +138,8 @@ export interface StorageView extends TransactionalStore {
   sub(prefix: string): StorageView;
   getJSON<T>(key: string): Promise<T | null>;
   putJSON(key: string, value: unknown): Promise<void>;
+  /** `get`, then `decode`: the decoded value is shared with every other reader of the same stored value (see SharedDecoder). */
+  getDecoded<T>(key: string, decode: SharedDecoder<T>): Promise<T | null>;
 }
 
 export interface StorageConfig {

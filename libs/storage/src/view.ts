@@ -1,5 +1,5 @@
 import { checkRelativeDirectory, checkRelativeKey } from './keys';
-import type { KeyValueStore, StorageView, Transaction, TransactionalStore } from './types';
+import type { KeyValueStore, SharedDecoder, StorageView, Transaction, TransactionalStore } from './types';
 
 /** Maps keys relative to `prefix` onto an inner store. Listings of a directory are already
  * relative (immediate child names), so they pass through unchanged. */
@@ -50,6 +50,12 @@ class View extends PrefixedOperations<TransactionalStore> implements StorageView
     const json = JSON.stringify(value);
     if (json === undefined) throw new TypeError(`putJSON: the value for ${JSON.stringify(key)} has no JSON form`);
     return this.put(key, Buffer.from(json, 'utf8'));
+  }
+
+  getDecoded<T>(key: string, decode: SharedDecoder<T>): Promise<T | null> {
+    const resolved = this.resolve(key);
+    if (this.inner.getDecoded) return this.inner.getDecoded(resolved, decode);
+    return this.inner.get(resolved).then((value) => (value === null ? null : decode(value)));
   }
 
   async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {

@@ -1,6 +1,6 @@
 import type { AuditAuth, AuditBroker, AuditRequestEntry, AuditResponse } from '@svc/audit';
 import type { EngineReply, EngineRequest } from '@svc/engine-host';
-import { addressAllowed, type Capability, type Caller, type IssuedToken, type MountInfo, type Operation, type Response } from '@svc/framework';
+import { addressAllowed, responseData, type Capability, type Caller, type IssuedToken, type MountInfo, type Operation, type Response } from '@svc/framework';
 import { errorOf, ServiceError } from '@svc/http';
 import type { Timer } from '@svc/metrics';
 import type { Authorizer } from '../access/authorizer';
@@ -340,7 +340,7 @@ function auditEntry(ctx: Context, mount: MountInfo): AuditRequestEntry {
 
 /** The audit record of an answer: its data as an object, whichever form the engine gave it in. */
 function auditResponse(mount: MountInfo, response: Response | undefined, lease: Lease | undefined): AuditResponse {
-  const data = response?.dataJson === undefined ? (response?.data ?? (response?.raw as Record<string, unknown> | undefined) ?? null) : (JSON.parse(response.dataJson) as Record<string, unknown>);
+  const data = responseData(response) ?? (response?.raw as Record<string, unknown> | undefined) ?? null;
   return {
     mount_type: mount.type,
     mount_accessor: mount.accessor,

@@ -1,5 +1,5 @@
 /** Test support: a kv mount over real storage, driven through Backend.handle as the gateway would. */
-import type { Backend, Capability, MountInfo, Operation } from '@svc/framework';
+import { responseData, type Backend, type Capability, type MountInfo, type Operation } from '@svc/framework';
 import { toErrorBody } from '@svc/http';
 import type { Keyring, StorageView, TransactionalStore } from '@svc/storage';
 import { engineRequest, mountStorage, testMount } from '@svc/testing';
@@ -84,7 +84,7 @@ export class KvHarness {
         contentType: options.contentType ?? (operation === 'patch' ? 'application/merge-patch+json' : 'application/json'),
       });
       if (response === undefined) return { status: 204 };
-      return { status: response.status ?? 200, data: response.data, warnings: response.warnings };
+      return { status: response.status ?? 200, data: responseData(response), warnings: response.warnings };
     } catch (err) {
       const { status, errors } = toErrorBody(err);
       return { status, errors };

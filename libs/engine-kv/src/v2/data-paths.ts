@@ -4,7 +4,7 @@ import type { Clock } from '../clock';
 import { mergePatch, type JsonObject } from '../json';
 import { PATH_FIELD, secretKey, secretNotFound } from '../secret-path';
 import { changeVersions, SOFT_DELETE, versionResponse, writeVersion } from './key-operations';
-import { KvRecords } from './records';
+import { sharedReads } from './records';
 import { casOption, requestedVersion, requiredMap, requireMergePatch, VERSION_FIELD } from './request';
 
 /** data/:path: read a version, write a new one, patch the latest, soft-delete the latest. */
@@ -21,21 +21,12 @@ export function dataPaths(storage: StorageView, clock: Clock): PathDeclaration {
       data: { type: 'map', required: true, sensitive: true, description: 'The secret: a map of key/value pairs.' },
       options: { type: 'map', description: 'Write options: `cas` (int), the version this write expects to replace.' },
     },
-    existenceCheck: async (_req, fields) =>
-      (await new KvRecords(storage).metadata(secretKey(fields.params.path))) !== null,
+    existenceCheck: async (_req, fields) => (await sharedReads.metadata(storage, secretKey(fields.params.path))) !== null,
     operations: {
       read: {
         summary: 'Read a version of the secret.',
         forwardQuery: true,
-        handler: async (_req, fields) =>
-          versionResponse(
-            storage,
-            secretKey(fields.params.path),
-            requestedVersion(fields),
-            clock(),
-            'data',
-            (data) => data,
-          ),
+        handler: async (_req, fields) => versionResponse(storage, secretKey(fields.params.path), requestedVersion(fields), clock(), 'data'),
       },
       create: {
         summary: 'Write a new version of the secret.',

@@ -1,31 +1,45 @@
 import type { Response } from '@svc/framework';
 import type { StorageView } from '@svc/storage';
-import type { JsonObject } from '../json';
+import type { Frozen, JsonObject } from '../json';
 import { secretNotFound } from '../secret-path';
-import { KvRecords, updateKey, type KeyMetadata, type VersionState } from './records';
+import { KvRecords, sharedReads, updateKey, type KeyMetadata, type VersionState } from './records';
 import { addVersion, checkAndSet, emptyMetadata, isLive, pruneVersions, versionMetadata } from './versions';
 
 /**
  * A version as a read answers it: 404 for a key or version that does not exist, 404 with the
- * version's metadata for a deleted or destroyed one, otherwise `present(data)` under `field`.
+ * version's metadata for a deleted or destroyed one, otherwise the version's data under `field`,
+ * as stored (`data`) or as `present` shows it (`subkeys`).
  */
 export async function versionResponse(
   storage: StorageView,
   path: string,
   requested: number,
   now: Date,
-  field: 'data' | 'subkeys',
-  present: (data: JsonObject) => unknown,
+  ...[field, present]: ['data'] | ['subkeys', (data: JsonObject) => unknown]
 ): Promise<Response> {
-  const records = new KvRecords(storage);
-  const metadata = await records.metadata(path);
+  const metadata = await sharedReads.metadata(storage, path);
   const version = requested || (metadata?.current_version ?? 0);
   const state = metadata?.versions[version];
   if (!metadata || !state) throw secretNotFound();
-  const described = versionMetadata(metadata, version);
-  const data = isLive(state, now) ? await records.version(path, version) : null;
-  if (data === null) return { status: 404, data: { [field]: null, metadata: described } };
-  return { data: { [field]: present(data), metadata: described } };
+  const text = isLive(state, now) ? await sharedReads.versionText(storage, path, version) : null;
+  if (text === null) return { status: 404, data: { [field]: null, metadata: versionMetadata(metadata, version) } };
+  if (field === 'data') return { dataJson: storedDataAnswer(metadata, version, text) };
+  return { data: { [field]: present(JSON.parse(text) as JsonObject), metadata: versionMetadata(metadata, version) } };
+}
+
+/** The last answer made from each shared metadata record (see storedDataAnswer). */
+const storedDataAnswers = new WeakMap<object, { version: number; text: string; answer: string }>();
+
+/**
+ * A data read's answer from the version's stored text, which is the data's JSON as written: it goes
+ * into the answer unparsed. A hot key's answer is put together once per version of its metadata.
+ */
+function storedDataAnswer(metadata: Frozen<KeyMetadata>, version: number, text: string): string {
+  const last = storedDataAnswers.get(metadata);
+  if (last && last.version === version && last.text === text) return last.answer;
+  const answer = `{"data":${text},"metadata":${JSON.stringify(versionMetadata(metadata, version))}}`;
+  storedDataAnswers.set(metadata, { version, text, answer });
+  return answer;
 }
 
 /**

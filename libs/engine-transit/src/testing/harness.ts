@@ -1,4 +1,4 @@
-import type { Backend, Capability, MountInfo, Operation, Response } from '@svc/framework';
+import { responseData as dataOf, type Backend, type Capability, type MountInfo, type Operation, type Response } from '@svc/framework';
 import type { LockManager } from '@svc/locks';
 import type { StorageView } from '@svc/storage';
 import { engineContext, engineRequest, mountStorage, testMount } from '@svc/testing';
@@ -43,8 +43,7 @@ export class TransitMount {
 
 /** A response's data as a client reads it, whether the engine gave an object or JSON text. */
 export function responseData(response: Response | undefined): Data {
-  if (response?.dataJson !== undefined) return JSON.parse(response.dataJson) as Data;
-  return (response?.data ?? {}) as Data;
+  return (dataOf(response) ?? {}) as Data;
 }
 
 /** The status and messages of a rejected request. */
