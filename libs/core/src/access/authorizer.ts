@@ -44,7 +44,8 @@ export class Authorizer {
     const home = this.namespaces.get(token.namespace);
     if (!home || !namespace.path.startsWith(home.path)) throw ServiceError.forbidden();
     const aclPath = namespace.path.slice(home.path.length) + path;
-    const policies = await this.effectivePolicies(home, token);
+    // Without an entity the token's own policies apply: no storage read, no await.
+    const policies = token.entityId ? await this.effectivePolicies(home, token) : token.policies;
     const acl = home.policies.cachedAcl(policies) ?? (await home.policies.acl(policies));
     const capabilities = acl.capabilities(aclPath);
     if (acl.isRoot) return capabilities;
@@ -63,8 +64,7 @@ export class Authorizer {
   }
 
   /** The token's policies and its entity's, read now so a change to the entity applies at once. */
-  private async effectivePolicies(home: Namespace, token: TokenEntry): Promise<string[]> {
-    if (!token.entityId) return token.policies;
+  private async effectivePolicies(home: Namespace, token: TokenEntry & { entityId: string }): Promise<string[]> {
     const entity = await this.identity(home).entity(token.entityId);
     if (entity?.disabled) throw ServiceError.forbidden(`entity "${token.entityId}" is disabled`);
     return entity?.policies.length ? [...new Set([...token.policies, ...entity.policies])] : token.policies;

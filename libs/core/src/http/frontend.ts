@@ -88,27 +88,41 @@ function serveRequest(pipeline: HttpHandler, listener: ListenerContext, req: htt
     return;
   }
   const limit = listener.config.maxRequestSize;
-  readBody(req, limit).then(
-    (body) => {
-      if (body === TOO_LARGE) return afterUnreadBody(req, res, () => send(res, listener, jsonError(413, [`request body too large: the limit is ${limit} bytes`]), false));
-      if (isEndedBody(body)) return send(res, listener, body, false, true);
-      return pipeline
-        .handle({
-          method: req.method ?? 'GET',
-          url: req.url ?? '/',
-          headers: req.headers,
-          body,
-          remoteAddress: req.socket.remoteAddress,
-          ...listenerRules(listener.config),
-        })
-        .then((result) => send(res, listener, result, req.method === 'HEAD'));
-    },
-    // The client went away mid-body; no answer reaches it either way.
-    () => requestAnswered(req.socket),
-  ).catch(() => {
+  const serveBody = (body: ReadBody): Promise<void> | void => {
+    if (body === TOO_LARGE) return afterUnreadBody(req, res, () => send(res, listener, jsonError(413, [`request body too large: the limit is ${limit} bytes`]), false));
+    if (isEndedBody(body)) return send(res, listener, body, false, true);
+    return pipeline
+      .handle({
+        method: req.method ?? 'GET',
+        url: req.url ?? '/',
+        headers: req.headers,
+        body,
+        remoteAddress: req.socket.remoteAddress,
+        ...listenerRules(listener.config),
+      })
+      .then((result) => send(res, listener, result, req.method === 'HEAD'));
+  };
+  const failed = () => {
     requestAnswered(req.socket);
     res.destroy();
-  });
+  };
+  const body = readBody(req, limit);
+  // Most requests have no body, or one already read: they are served at once.
+  if (!(body instanceof Promise)) {
+    try {
+      serveBody(body)?.catch(failed);
+    } catch {
+      failed();
+    }
+    return;
+  }
+  body
+    .then(
+      serveBody,
+      // The client went away mid-body; no answer reaches it either way.
+      () => requestAnswered(req.socket),
+    )
+    .catch(failed);
 }
 
 /**
@@ -240,17 +254,20 @@ function isEndedBody(body: Buffer | undefined | HttpResult): body is HttpResult 
  */
 const bodyReaders = new WeakMap<Socket, (answer: HttpResult) => boolean>();
 
-/** Reads a request body, stopping at `limit` bytes; no body is `undefined`. */
-function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer | undefined | HttpResult | typeof TOO_LARGE> {
+/** A request's body as read: none is `undefined`. */
+type ReadBody = Buffer | undefined | HttpResult | typeof TOO_LARGE;
+
+/** Reads a request body, stopping at `limit` bytes; what needs no waiting is answered at once. */
+function readBody(req: http.IncomingMessage, limit: number): ReadBody | Promise<ReadBody> {
   const declared = Number(req.headers['content-length'] ?? -1);
   if (declared > limit) {
     req.resume();
-    return Promise.resolve(TOO_LARGE);
+    return TOO_LARGE;
   }
   // Nothing to wait for: the parser has already seen the end of a body-less request.
   if (declared === 0 || (declared < 0 && req.headers['transfer-encoding'] === undefined)) {
     req.resume();
-    return Promise.resolve(undefined);
+    return undefined;
   }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];

@@ -119,15 +119,20 @@ export function decodeForwardedReply(answer: Record<string, unknown>): EngineRep
  * reads never leave the secondary.
  */
 export function forwardingDispatcher(local: Dispatcher, forward: ForwardToPrimary): Dispatcher {
-  const serve = async (message: EngineRequest, run: (message: EngineRequest) => Promise<EngineReply>): Promise<EngineReply> => {
-    const reply = await run(message).catch((err: unknown) => {
-      if (isReadOnlyReplicated(err)) return { ok: false as const, kind: 'read-only-replicated' as const, errors: errorOf(err).errors };
-      throw err;
-    });
-    if (reply.ok || !isReadOnlyReplicated(reply) || message.kind !== 'operation' || message.body) return reply;
-    const forwarded = await forward('request', encodeForwardedRequest(message));
-    return withConsistency(decodeForwardedReply(forwarded.answer), message.operation, forwarded);
+  const forwarded = async (message: EngineRequest): Promise<EngineReply> => {
+    const answer = await forward('request', encodeForwardedRequest(message));
+    return withConsistency(decodeForwardedReply(answer.answer), message.operation, answer);
   };
+  // Every request passes here, so the local answer goes straight back without another await.
+  const serve = (message: EngineRequest, run: (message: EngineRequest) => Promise<EngineReply>): Promise<EngineReply> =>
+    run(message).then(
+      (reply) => (reply.ok || !isReadOnlyReplicated(reply) || message.kind !== 'operation' || message.body ? reply : forwarded(message)),
+      (err: unknown) => {
+        if (!isReadOnlyReplicated(err)) throw err;
+        if (message.kind !== 'operation' || message.body) return { ok: false as const, kind: 'read-only-replicated' as const, errors: errorOf(err).errors };
+        return forwarded(message);
+      },
+    );
   return {
     dispatch: (message) => serve(message, (m) => local.dispatch(m)),
     handleSystem: (message) => serve(message, (m) => local.handleSystem(m)),
