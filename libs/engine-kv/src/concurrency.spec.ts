@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { InmemPhysical, Keyring, PostgresPhysical } from '@svc/storage';
+import { CachedPhysical, InmemPhysical, Keyring, PostgresPhysical } from '@svc/storage';
 import { dropTable, POSTGRES_URL } from '@svc/testing';
 import { KvHarness, kvMount } from './testing/harness';
 
@@ -55,6 +55,22 @@ describe('kv check-and-set under concurrent writers', () => {
       await expectOneWinner(replicas, 'shared/race', 0);
       await expectOneWinner(replicas, 'shared/race', 1);
       expect((await replicas[1].read('metadata/shared/race')).data).toMatchObject({ current_version: 2 });
+    });
+
+    it('decides a write from a replica whose cache is behind under the key\'s lock, as if it were current', async () => {
+      const keyring = Keyring.generate();
+      const mount = kvMount('2');
+      // Each replica caches reads; nothing tells either of the other's writes.
+      const [first, behind] = stores.map((store) => KvHarness.over(new CachedPhysical(store), keyring, mount));
+      await first.write('data/stale', { data: { n: 1 } });
+      expect((await behind.read('data/stale')).data?.metadata).toMatchObject({ version: 1 });
+      await first.write('data/stale', { data: { n: 2 } });
+
+      const written = await behind.write('data/stale', { data: { n: 3 }, options: { cas: 2 } });
+      expect(written).toMatchObject({ status: 200, data: { version: 3 } });
+      expect(await behind.write('data/stale', { data: { n: 4 }, options: { cas: 2 } })).toMatchObject({ status: 400, errors: ['check-and-set parameter did not match the current version'] });
+      const uncached = KvHarness.over(stores[0], keyring, mount);
+      expect((await uncached.read('metadata/stale')).data).toMatchObject({ current_version: 3 });
     });
   });
 

@@ -1,4 +1,4 @@
-export { readFrozenJson, readJson, utf8Text, writeJson, type Frozen } from '@svc/storage';
+export { frozenJsonDecoder, readFrozenJson, readJson, utf8Text, writeJson, type Frozen } from '@svc/storage';
 
 export type JsonObject = Record<string, unknown>;
 

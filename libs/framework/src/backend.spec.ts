@@ -1,5 +1,5 @@
 import { ServiceError } from '@svc/http';
-import type { StorageView, Transaction } from '@svc/storage';
+import { createView, InmemPhysical, type StorageView } from '@svc/storage';
 import {
   Backend,
   listResponse,
@@ -10,50 +10,13 @@ import {
   type Response,
 } from './index';
 
-/** A StorageView over a Map: enough for handlers in these tests (storage itself is tested elsewhere). */
-class MapStorage implements StorageView, Transaction {
-  constructor(
-    private readonly entries = new Map<string, Buffer>(),
-    readonly prefix = '',
-  ) {}
-  async get(key: string): Promise<Buffer | null> {
-    return this.entries.get(this.prefix + key) ?? null;
-  }
-  async put(key: string, value: Buffer): Promise<void> {
-    this.entries.set(this.prefix + key, value);
-  }
-  async delete(key: string): Promise<void> {
-    this.entries.delete(this.prefix + key);
-  }
-  async list(prefix: string): Promise<string[]> {
-    const start = this.prefix + prefix;
-    const children = [...this.entries.keys()]
-      .filter((key) => key.startsWith(start))
-      .map((key) => key.slice(start.length).replace(/\/.*/, '/'));
-    return [...new Set(children)].sort();
-  }
-  async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
-    return fn(this);
-  }
-  async lock(): Promise<void> {}
-  sub(prefix: string): StorageView {
-    return new MapStorage(this.entries, this.prefix + prefix);
-  }
-  async getJSON<T>(key: string): Promise<T | null> {
-    const value = await this.get(key);
-    return value === null ? null : (JSON.parse(value.toString('utf8')) as T);
-  }
-  async putJSON(key: string, value: unknown): Promise<void> {
-    await this.put(key, Buffer.from(JSON.stringify(value)));
-  }
-  async getDecoded<T>(key: string, decode: (plaintext: Buffer) => T): Promise<T | null> {
-    const value = await this.get(key);
-    return value === null ? null : decode(value);
-  }
+/** Storage for handlers in these tests: a view of an in-memory store (storage itself is tested elsewhere). */
+function mapStorage(): StorageView {
+  return createView(new InmemPhysical(), '');
 }
 
 /** A transit-like backend: keys are created on first write and updated afterwards. */
-function keysBackend(storage: StorageView = new MapStorage()): { backend: Backend; revoked: Record<string, unknown>[] } {
+function keysBackend(storage: StorageView = mapStorage()): { backend: Backend; revoked: Record<string, unknown>[] } {
   const revoked: Record<string, unknown>[] = [];
   const keyPath = (fields: FieldData) => `keys/${fields.get<string>('name')}`;
   const declaration: BackendDeclaration = {
@@ -201,7 +164,7 @@ describe('Backend.handle routing', () => {
   });
 
   it('dispatches reads and lists to their handlers', async () => {
-    const storage = new MapStorage();
+    const storage = mapStorage();
     const { backend } = keysBackend(storage);
     await backend.handle(request({ operation: 'update', path: 'keys/a', data: { ttl: '1h' } }));
     await backend.handle(request({ operation: 'update', path: 'keys/b' }));
@@ -217,8 +180,8 @@ describe('Backend.handle routing', () => {
 describe('Backend.handle writes: existence check and capabilities', () => {
   const { backend } = keysBackend();
 
-  async function withExistingKey(): Promise<MapStorage> {
-    const storage = new MapStorage();
+  async function withExistingKey(): Promise<StorageView> {
+    const storage = mapStorage();
     const { backend } = keysBackend(storage);
     await backend.handle(request({ operation: 'update', path: 'keys/k' }));
     return storage;
@@ -237,7 +200,7 @@ describe('Backend.handle writes: existence check and capabilities', () => {
   });
 
   it('refuses a token with only update on a missing key', async () => {
-    const storage = new MapStorage();
+    const storage = mapStorage();
     const { backend } = keysBackend(storage);
     const err = await failure(backend.handle(request({ operation: 'update', path: 'keys/k', caps: ['update'] })));
     expect([err.kind, err.errors]).toEqual(['permission-denied', ['permission denied']]);
@@ -264,6 +227,29 @@ describe('Backend.handle writes: existence check and capabilities', () => {
     expect(denied.kind).toBe('permission-denied');
     const response = await backend.handle(request({ operation: 'update', path: 'keys/k', caps: ['root'] }));
     expect(response?.data).toEqual({ operation: 'create' });
+  });
+
+  it('skips the existence check of a path serving create and update alike for a caller that may do both', async () => {
+    let checks = 0;
+    const alike = new Backend({
+      type: 'alike',
+      help: 'Items.',
+      paths: [
+        {
+          pattern: 'items/:name',
+          synopsis: 'An item.',
+          fields: { name: { type: 'name', description: 'Name of the item', required: true } },
+          existenceCheck: () => (checks++, false),
+          createAndUpdateAlike: true,
+          operations: { create: async (req) => ({ data: { operation: req.operation } }) },
+        },
+      ],
+    });
+    expect((await alike.handle(request({ operation: 'update', path: 'items/a', caps: ['create', 'update'] })))?.data).toEqual({ operation: 'update' });
+    expect(checks).toBe(0);
+    expect((await alike.handle(request({ operation: 'update', path: 'items/a', caps: ['create'] })))?.data).toEqual({ operation: 'create' });
+    expect(checks).toBe(1);
+    expect((await failure(alike.handle(request({ operation: 'update', path: 'items/a', caps: ['update'] })))).kind).toBe('permission-denied');
   });
 
   it('without an existence check, a write is an update when update is declared', async () => {
@@ -301,7 +287,7 @@ describe('Backend.handle fields and warnings', () => {
   });
 
   it('warns about unknown fields, keeping the handler warnings', async () => {
-    const storage = new MapStorage();
+    const storage = mapStorage();
     const { backend } = keysBackend(storage);
     await backend.handle(request({ operation: 'update', path: 'keys/k' }));
     const response = await backend.handle(
@@ -311,7 +297,7 @@ describe('Backend.handle fields and warnings', () => {
   });
 
   it('creates a warnings-only response when the handler returns nothing', async () => {
-    const storage = new MapStorage();
+    const storage = mapStorage();
     const { backend } = keysBackend(storage);
     await backend.handle(request({ operation: 'update', path: 'keys/k' }));
     const response = await backend.handle(request({ operation: 'delete', path: 'keys/k', data: { extra: 1 } }));

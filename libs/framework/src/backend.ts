@@ -82,6 +82,7 @@ export class Backend {
   /** Create or update, per the existence check (which may answer at once); the caller must hold that capability. */
   private writeOperation(declaration: PathDeclaration, req: Request, fields: FieldData): WriteOperation | Promise<WriteOperation> {
     if (!declaration.existenceCheck) return permitted(req, declaration.operations.create && !declaration.operations.update ? 'create' : 'update');
+    if (declaration.createAndUpdateAlike && permits(req.capabilities, 'create') && permits(req.capabilities, 'update')) return 'update';
     const exists = declaration.existenceCheck(req, fields);
     if (typeof exists === 'boolean') return permitted(req, exists ? 'update' : 'create');
     return exists.then((found) => permitted(req, found ? 'update' : 'create'));

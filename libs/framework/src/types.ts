@@ -226,6 +226,11 @@ export interface PathDeclaration {
   operations: Partial<Record<Exclude<Operation, 'help'>, OperationDeclaration | OperationHandler>>;
   /** Decides create vs update for POST/PUT; without it a write is an update. May answer at once. */
   existenceCheck?: (req: Request, fields: FieldData) => boolean | Promise<boolean>;
+  /**
+   * The path's handlers serve a create and an update alike: the existence check only decides which
+   * capability the caller needs, and is skipped for a caller that holds both (the request stays an update).
+   */
+  createAndUpdateAlike?: boolean;
   /** Markdown, one line. */
   synopsis: string;
   /** Markdown, longer description. */

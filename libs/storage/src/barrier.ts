@@ -1,7 +1,8 @@
 import { ReadOnlyReplicatedStorageError, ServiceError } from '@svc/http';
 import { BarrierCipher } from './barrier-cipher';
+import { writeIfUnchangedInTransaction } from './conditional-write';
 import type { Keyring } from './keyring';
-import type { KeyValueStore, SharedDecoder, Transaction, TransactionalStore, WriteEvent } from './types';
+import { ReadStamp, type ConditionalWrite, type KeyValueStore, type SharedDecoder, type StampedValue, type Transaction, type TransactionalStore, type WriteEvent } from './types';
 
 export type WriteListener = (event: WriteEvent) => void;
 /** Whether this process may write a barrier key (a performance secondary writes only its local keys). */
@@ -119,6 +120,27 @@ export class Barrier implements TransactionalStore {
     const cipher = this.requireCipher();
     const blob = await this.physical.get(key);
     return blob === null ? null : cipher.decode(key, blob, decode);
+  }
+
+  /** The stamp is the stored ciphertext: a rewrite of the same plaintext is a change too (new nonce). */
+  async getStamped<T>(key: string, decode: SharedDecoder<T>): Promise<StampedValue<T>> {
+    const cipher = this.requireCipher();
+    const blob = await this.physical.get(key);
+    return { value: blob === null ? null : cipher.decode(key, blob, decode), stamp: new ReadStamp(blob) };
+  }
+
+  /** Written values are encrypted and guarded like a transaction's, and reported once written. */
+  async writeIfUnchanged({ locks, unchanged, writes }: ConditionalWrite): Promise<boolean> {
+    const cipher = this.requireCipher();
+    const encrypted = new Map<string, Buffer | null>();
+    for (const [key, value] of writes) {
+      if (!this.writable(key)) throw new ReadOnlyReplicatedStorageError();
+      encrypted.set(key, value === null ? null : cipher.encrypt(key, value));
+    }
+    const write = { locks, unchanged, writes: encrypted };
+    const written = await (this.physical.writeIfUnchanged ? this.physical.writeIfUnchanged(write) : writeIfUnchangedInTransaction(this.physical, write));
+    if (written) this.notify([...writes].map(([key, value]) => ({ op: value === null ? 'delete' : 'put', key })));
+    return written;
   }
 
   async put(key: string, value: Buffer): Promise<void> {

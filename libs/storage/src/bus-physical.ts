@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { decodeJson, encodeJson, type Bus, type BusMessage, type Subscription } from '@svc/bus';
 import { ServiceError, type ErrorKind } from '@svc/http';
-import { TRANSACTION_FINISHED, type MetaRecord, type Physical, type PhysicalTransaction, type StoredEntry, type StoreSnapshot, type WalEntry, type WriteAheadLog } from './types';
+import { writeIfUnchangedInTransaction } from './conditional-write';
+import { TRANSACTION_FINISHED, type ConditionalWrite, type MetaRecord, type Physical, type PhysicalTransaction, type StoredEntry, type StoreSnapshot, type WalEntry, type WriteAheadLog } from './types';
 
 /**
  * Storage that only one process may open (embedded: PGlite is one session in one process; inmem)
@@ -321,6 +322,11 @@ export class BusPhysical implements Physical {
 
   list(prefix: string): Promise<string[]> {
     return this.listIn(prefix);
+  }
+
+  /** As a transaction of the primary's store: a worker's round trips go to the primary, which is near. */
+  writeIfUnchanged(write: ConditionalWrite): Promise<boolean> {
+    return writeIfUnchangedInTransaction(this, write);
   }
 
   readonly log: WriteAheadLog = {

@@ -1,7 +1,8 @@
 import { Mutex } from 'async-mutex';
 import BTree from 'sorted-btree';
+import { writeIfUnchangedInTransaction } from './conditional-write';
 import { checkKey, checkListPrefix } from './keys';
-import { TRANSACTION_FINISHED, type MetaRecord, type Physical, type PhysicalTransaction, type StoredEntry, type StoreSnapshot, type WalEntry, type WriteAheadLog } from './types';
+import { TRANSACTION_FINISHED, type ConditionalWrite, type MetaRecord, type Physical, type PhysicalTransaction, type StoredEntry, type StoreSnapshot, type WalEntry, type WriteAheadLog } from './types';
 
 /**
  * Immediate children of `prefix` in a sorted key space. Keys under a sub-directory are skipped
@@ -166,6 +167,10 @@ export class InmemPhysical implements Physical {
 
   async delete(key: string): Promise<void> {
     await this.transaction((tx) => tx.delete(key));
+  }
+
+  writeIfUnchanged(write: ConditionalWrite): Promise<boolean> {
+    return writeIfUnchangedInTransaction(this, write);
   }
 
   async scan<T>(consume: (entries: AsyncIterable<StoredEntry>) => Promise<T>): Promise<T> {

@@ -26,10 +26,15 @@ export const utf8Text: SharedDecoder<string> = (plaintext) => plaintext.toString
 
 const frozenJson: SharedDecoder<unknown> = (plaintext) => deepFreeze(JSON.parse(plaintext.toString('utf8')));
 
+/** The decoder of readFrozenJson, for `getStamped`: a JSON record parsed and frozen. */
+export function frozenJsonDecoder<T>(): SharedDecoder<Frozen<T>> {
+  return frozenJson as SharedDecoder<Frozen<T>>;
+}
+
 /**
  * A JSON record read outside a transaction, parsed once while its stored value stays cached and
  * shared, frozen, by every reader: for hot read paths that only look at the record.
  */
 export function readFrozenJson<T>(store: Pick<StorageView, 'getDecoded'>, key: string): Promise<Frozen<T> | null> {
-  return store.getDecoded(key, frozenJson) as Promise<Frozen<T> | null>;
+  return store.getDecoded(key, frozenJsonDecoder<T>());
 }

@@ -1,5 +1,5 @@
 import type { Timer, TimerSeries } from '@svc/metrics';
-import type { Physical, PhysicalTransaction, StoredEntry, StoreSnapshot, WriteAheadLog } from './types';
+import type { ConditionalWrite, Physical, PhysicalTransaction, StoredEntry, StoreSnapshot, WriteAheadLog } from './types';
 
 /**
  * A physical store whose operations are timed (Vault's `vault.<backend>.get` and its siblings, as
@@ -12,6 +12,7 @@ export class MeteredPhysical implements Physical {
   private readonly deleteSeries: TimerSeries;
   private readonly listSeries: TimerSeries;
   private readonly transactionSeries: TimerSeries;
+  private readonly conditionalWriteSeries: TimerSeries;
 
   constructor(
     private readonly inner: Physical,
@@ -22,6 +23,7 @@ export class MeteredPhysical implements Physical {
     this.deleteSeries = timer.series(inner.kind, 'delete');
     this.listSeries = timer.series(inner.kind, 'list');
     this.transactionSeries = timer.series(inner.kind, 'transaction');
+    this.conditionalWriteSeries = timer.series(inner.kind, 'conditional-write');
   }
 
   get kind(): Physical['kind'] {
@@ -62,6 +64,10 @@ export class MeteredPhysical implements Physical {
 
   transaction<T>(fn: (tx: PhysicalTransaction) => Promise<T>): Promise<T> {
     return timed(this.transactionSeries, performance.now(), this.inner.transaction(fn));
+  }
+
+  writeIfUnchanged(write: ConditionalWrite): Promise<boolean> {
+    return timed(this.conditionalWriteSeries, performance.now(), this.inner.writeIfUnchanged(write));
   }
 
   scan<T>(consume: (entries: AsyncIterable<StoredEntry>) => Promise<T>): Promise<T> {

@@ -9,7 +9,7 @@ import { Keyring } from './keyring';
 import { PostgresPhysical } from './postgres';
 import { storedDirectory } from './sql/layout';
 import { storeStatements } from './sql/statements';
-import type { Physical } from './types';
+import { ReadStamp, type Physical } from './types';
 
 const BIG_DIRECTORY_SIZE = 100_000;
 
@@ -169,6 +169,42 @@ describe.each(STORE_BACKENDS)('Physical conformance: $name', (backend) => {
     expect((await Promise.all(['pair/a', 'pair/b'].map((key) => store.get(key)))).map(String)).toEqual([String(increments), String(2 * increments)]);
   });
 
+  it('makes a conditional write only while every key it compares holds what was read', async () => {
+    await store.put('cw/a', bytes('1'));
+    const read = new ReadStamp(await store.get('cw/a'));
+    const write = (unchanged: [string, ReadStamp][], writes: [string, Buffer | null][]) =>
+      store.writeIfUnchanged({ locks: ['cw/a'], unchanged: new Map(unchanged), writes: new Map(writes) });
+
+    expect(await write([['cw/a', read], ['cw/b', ReadStamp.ABSENT]], [['cw/c', bytes('new')], ['cw/a', bytes('2')]])).toBe(true);
+    expect((await Promise.all(['cw/a', 'cw/c'].map((key) => store.get(key)))).map(String)).toEqual(['2', 'new']);
+    // The stamp read before the write no longer matches; neither does an absence that ended.
+    expect(await write([['cw/a', read]], [['cw/d', bytes('lost')]])).toBe(false);
+    expect(await write([['cw/c', ReadStamp.ABSENT]], [['cw/d', bytes('lost')]])).toBe(false);
+    expect(await store.get('cw/d')).toBeNull();
+    expect(await write([['cw/a', new ReadStamp(await store.get('cw/a'))]], [['cw/c', null], ['cw/missing', null]])).toBe(true);
+    expect(await store.get('cw/c')).toBeNull();
+  });
+
+  it('loses no update when conditional writes and transactions change one key concurrently', async () => {
+    const increments = 16;
+    await store.put('cw/counter', bytes('0'));
+    const conditionally = async (from: Physical) => {
+      for (;;) {
+        const current = await from.get('cw/counter');
+        const next = bytes(String(Number(current!.toString()) + 1));
+        const locks = ['cw/counter'];
+        if (await from.writeIfUnchanged({ locks, unchanged: new Map([['cw/counter', new ReadStamp(current)]]), writes: new Map([['cw/counter', next]]) })) return;
+      }
+    };
+    const inTransaction = (from: Physical) =>
+      from.transaction(async (tx) => {
+        await tx.lock('cw/counter');
+        await tx.put('cw/counter', bytes(String(Number((await tx.get('cw/counter'))!.toString()) + 1)));
+      });
+    await Promise.all(Array.from({ length: increments }, (_, i) => (i % 2 === 0 ? conditionally : inTransaction)(i % 4 < 2 ? store : fixture.peer)));
+    expect((await store.get('cw/counter'))!.toString()).toBe(String(increments));
+  });
+
   it('lists 100,000 keys in one directory', async () => {
     const names = Array.from({ length: BIG_DIRECTORY_SIZE }, (_, i) => `key-${String(i).padStart(6, '0')}`);
     await bulkInsert(fixture, 'big/', names, bytes('v'));
@@ -277,6 +313,20 @@ describe.each(STORE_BACKENDS)('Physical conformance: $name', (backend) => {
       expect(await logged(4)).toEqual([
         [5, 'delete', 'a', null],
         [6, 'delete', 'c', null],
+      ]);
+    });
+
+    it('logs a conditional write like a transaction, the deletes of keys it found among them, and nothing when it refuses', async () => {
+      await store.log.setLogging(true);
+      await store.put('a', bytes('1'));
+      const writes = new Map<string, Buffer | null>([['b', bytes('2')], ['missing', null], ['a', null]]);
+      expect(await store.writeIfUnchanged({ locks: ['a'], unchanged: new Map([['b', new ReadStamp(bytes('other'))]]), writes })).toBe(false);
+      expect(await store.writeIfUnchanged({ locks: ['a'], unchanged: new Map([['b', ReadStamp.ABSENT]]), writes })).toBe(true);
+      expect(await logged()).toEqual([
+        [1, 'reset', '', null],
+        [2, 'put', 'a', '1'],
+        [3, 'put', 'b', '2'],
+        [4, 'delete', 'a', null],
       ]);
     });
 

@@ -33,11 +33,49 @@ export interface Transaction extends KeyValueStore {
  */
 export type SharedDecoder<T> = (plaintext: Buffer) => T;
 
+/**
+ * What a key held when it was read, for a conditional write to compare (see ConditionalWrite):
+ * the value as the store that read it holds it (ciphertext below the barrier). `ABSENT` stands for
+ * a key that was found absent, or that is expected to be.
+ */
+export class ReadStamp {
+  static readonly ABSENT = new ReadStamp(null);
+
+  constructor(readonly stored: Buffer | null) {}
+
+  /** Whether `current`, as the same store holds it now, is what was read. */
+  matches(current: Buffer | null): boolean {
+    return current === null || this.stored === null ? current === this.stored : current.equals(this.stored);
+  }
+}
+
+/** A value read for a conditional write: what it decodes to, and its stamp. */
+export interface StampedValue<T> {
+  value: T | null;
+  stamp: ReadStamp;
+}
+
+/**
+ * A write made in one step only if nothing changed since it was computed: `locks` are taken first
+ * (as `Transaction.lock` takes them, in this order, so it excludes the transactions that take
+ * them too), then every key of `unchanged` must still match its stamp; only then are `writes` made
+ * (null deletes) and logged, as a transaction's are. One round trip on SQL storage.
+ */
+export interface ConditionalWrite {
+  locks: readonly string[];
+  unchanged: ReadonlyMap<string, ReadStamp>;
+  writes: ReadonlyMap<string, Buffer | null>;
+}
+
 export interface TransactionalStore extends KeyValueStore {
   /** Runs `fn` atomically: all writes commit together or none do (on throw). */
   transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
   /** `get`, then `decode` (see SharedDecoder), on a store that remembers decoded values (the barrier). */
   getDecoded?<T>(key: string, decode: SharedDecoder<T>): Promise<T | null>;
+  /** `get`, then `decode`, with the stamp a conditional write compares, on a store that stamps its own way (the barrier). */
+  getStamped?<T>(key: string, decode: SharedDecoder<T>): Promise<StampedValue<T>>;
+  /** Answers whether it wrote; on a store without its own, a transaction does it (see writeIfUnchangedInTransaction). */
+  writeIfUnchanged?(write: ConditionalWrite): Promise<boolean>;
 }
 
 /** One stored entry as the physical store holds it (barrier ciphertext, or a seal entry). */
@@ -122,6 +160,7 @@ export interface Physical extends TransactionalStore {
   transaction<T>(fn: (tx: PhysicalTransaction) => Promise<T>): Promise<T>;
   /** Runs `consume` on the store, its log and its metadata as of one point in time (see `scan`). */
   snapshot<T>(consume: (snapshot: StoreSnapshot) => Promise<T>): Promise<T>;
+  writeIfUnchanged(write: ConditionalWrite): Promise<boolean>;
   readonly log: WriteAheadLog;
 }
 
@@ -140,6 +179,10 @@ export interface StorageView extends TransactionalStore {
   putJSON(key: string, value: unknown): Promise<void>;
   /** `get`, then `decode`: the decoded value is shared with every other reader of the same stored value (see SharedDecoder). */
   getDecoded<T>(key: string, decode: SharedDecoder<T>): Promise<T | null>;
+  /** `getDecoded`, with the stamp a conditional write compares. */
+  getStamped<T>(key: string, decode: SharedDecoder<T>): Promise<StampedValue<T>>;
+  /** A conditional write (see ConditionalWrite) of keys relative to the view; answers whether it wrote. */
+  writeIfUnchanged(write: ConditionalWrite): Promise<boolean>;
 }
 
 export interface StorageConfig {

@@ -1,5 +1,6 @@
 import { checkRelativeDirectory, checkRelativeKey } from './keys';
-import type { KeyValueStore, SharedDecoder, StorageView, Transaction, TransactionalStore } from './types';
+import { writeIfUnchangedInTransaction } from './conditional-write';
+import { ReadStamp, type ConditionalWrite, type KeyValueStore, type SharedDecoder, type StampedValue, type StorageView, type Transaction, type TransactionalStore } from './types';
 
 /** Maps keys relative to `prefix` onto an inner store. Listings of a directory are already
  * relative (immediate child names), so they pass through unchanged. */
@@ -56,6 +57,22 @@ class View extends PrefixedOperations<TransactionalStore> implements StorageView
     const resolved = this.resolve(key);
     if (this.inner.getDecoded) return this.inner.getDecoded(resolved, decode);
     return this.inner.get(resolved).then((value) => (value === null ? null : decode(value)));
+  }
+
+  async getStamped<T>(key: string, decode: SharedDecoder<T>): Promise<StampedValue<T>> {
+    const resolved = this.resolve(key);
+    if (this.inner.getStamped) return this.inner.getStamped(resolved, decode);
+    const value = await this.inner.get(resolved);
+    return { value: value === null ? null : decode(value), stamp: new ReadStamp(value) };
+  }
+
+  writeIfUnchanged({ locks, unchanged, writes }: ConditionalWrite): Promise<boolean> {
+    const resolved: ConditionalWrite = {
+      locks: locks.map((key) => this.resolve(key)),
+      unchanged: new Map([...unchanged].map(([key, stamp]) => [this.resolve(key), stamp])),
+      writes: new Map([...writes].map(([key, value]) => [this.resolve(key), value])),
+    };
+    return this.inner.writeIfUnchanged ? this.inner.writeIfUnchanged(resolved) : writeIfUnchangedInTransaction(this.inner, resolved);
   }
 
   async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {

@@ -49,6 +49,16 @@ function markerKey(path: string): string {
   return MARKER_PREFIX + secretHash(path);
 }
 
+/**
+ * What a conditional write of a secret (ConditionalWrite) must lock, and find absent, to owe the
+ * sync queue nothing: no association marker and no pending entry, under the queue's lock, which
+ * associating takes too. A secret that syncs fails the check; its writer then takes the
+ * transaction that queues the change (recordSecretChange).
+ */
+export function unsyncedSecret(path: string): { lock: string; absent: string[] } {
+  return { lock: queueKey(path), absent: [markerKey(path), queueKey(path)] };
+}
+
 export function readMarker(store: KeyValueStore, path: string): Promise<AssociationMarker | null> {
   return readJson<AssociationMarker>(store, markerKey(path));
 }

@@ -22,6 +22,7 @@ export function dataPaths(storage: StorageView, clock: Clock): PathDeclaration {
       options: { type: 'map', description: 'Write options: `cas` (int), the version this write expects to replace.' },
     },
     existenceCheck: async (_req, fields) => (await sharedReads.metadata(storage, secretKey(fields.params.path))) !== null,
+    createAndUpdateAlike: true,
     operations: {
       read: {
         summary: 'Read a version of the secret.',

@@ -2,7 +2,7 @@ import type { Response } from '@svc/framework';
 import type { StorageView } from '@svc/storage';
 import type { Frozen, JsonObject } from '../json';
 import { secretNotFound } from '../secret-path';
-import { KvRecords, sharedReads, updateKey, type KeyMetadata, type VersionState } from './records';
+import { KvRecords, sharedReads, stampedMetadata, updateKey, writeKeyIfUnchanged, type EngineConfig, type KeyChange, type KeyMetadata, type VersionState } from './records';
 import { addVersion, checkAndSet, emptyMetadata, isLive, pruneVersions, versionMetadata } from './versions';
 
 /**
@@ -43,8 +43,10 @@ function storedDataAnswer(metadata: Frozen<KeyMetadata>, version: number, text: 
 }
 
 /**
- * Writes a new version under the key's lock: `nextData` computes it from the key as it stands
- * (it may refuse), then check-and-set is enforced and versions beyond the limit are pruned.
+ * Writes a new version: `nextData` computes it from the key as it stands (it may refuse), then
+ * check-and-set is enforced and versions beyond the limit are pruned. The key is read without a
+ * lock and written in one step if it is still as read (one round trip to SQL storage); a key that
+ * changed meanwhile, or a secret that syncs, is written again under the key's lock.
  */
 export async function writeVersion(
   storage: StorageView,
@@ -53,21 +55,36 @@ export async function writeVersion(
   cas: number | undefined,
   nextData: (records: KvRecords, existing: KeyMetadata | null) => Promise<JsonObject>,
 ): Promise<Response> {
-  // The mount's settings are read before the key's transaction, through the storage cache: no
-  // round trip while the lock is held. They change rarely, and a change reaches every replica's
-  // cache by its invalidation.
+  // The mount's settings are read through the storage cache: no round trip while the lock is
+  // held. They change rarely, and a change reaches every replica's cache by its invalidation.
   const config = await new KvRecords(storage).config();
+  const read = await stampedMetadata(storage, path);
+  // What was read may be stale (the cache of another replica): a refusal is decided under the lock.
+  const unlocked = await nextChange(new KvRecords(storage), read.value && (structuredClone(read.value) as KeyMetadata), config, now, cas, nextData).catch(() => undefined);
+  if (unlocked && (await writeKeyIfUnchanged(storage, path, read.stamp, unlocked))) return { data: versionMetadata(unlocked.metadata, unlocked.version) };
   return updateKey(storage, path, async (records) => {
-    const existing = await records.metadata(path);
-    const data = await nextData(records, existing);
-    checkAndSet(existing, config, cas);
-    const metadata = existing ?? emptyMetadata(now);
-    const version = addVersion(metadata, config, now);
-    await records.putVersion(path, version, data);
-    for (const pruned of pruneVersions(metadata, config)) await records.deleteVersion(path, pruned);
-    await records.putMetadata(path, metadata);
-    return { data: versionMetadata(metadata, version) };
+    const change = await nextChange(records, await records.metadata(path), config, now, cas, nextData);
+    await records.putVersion(path, change.version, change.data);
+    for (const pruned of change.pruned) await records.deleteVersion(path, pruned);
+    await records.putMetadata(path, change.metadata);
+    return { data: versionMetadata(change.metadata, change.version) };
   });
+}
+
+/** The key's next state after a write of `nextData` onto `existing` (which it changes). */
+async function nextChange(
+  records: KvRecords,
+  existing: KeyMetadata | null,
+  config: EngineConfig,
+  now: Date,
+  cas: number | undefined,
+  nextData: (records: KvRecords, existing: KeyMetadata | null) => Promise<JsonObject>,
+): Promise<KeyChange> {
+  const data = await nextData(records, existing);
+  checkAndSet(existing, config, cas);
+  const metadata = existing ?? emptyMetadata(now);
+  const version = addVersion(metadata, config, now);
+  return { metadata, version, data, pruned: pruneVersions(metadata, config) };
 }
 
 /** What delete, undelete and destroy do to one version; `apply` says whether anything changed. */

@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
-import type { KeyValueStore, StorageView } from '@svc/storage';
-import { queueKey, recordSecretChange } from '@svc/sync-model';
-import { readFrozenJson, readJson, utf8Text, writeJson, type Frozen, type JsonObject } from '../json';
+import { ReadStamp, type KeyValueStore, type StampedValue, type StorageView } from '@svc/storage';
+import { queueKey, recordSecretChange, unsyncedSecret } from '@svc/sync-model';
+import { frozenJsonDecoder, readFrozenJson, readJson, utf8Text, writeJson, type Frozen, type JsonObject } from '../json';
 import { isLive } from './versions';
 
 /**
@@ -67,6 +67,42 @@ export const sharedReads = {
   metadata: (view: StorageView, path: string): Promise<Frozen<KeyMetadata> | null> => readFrozenJson<KeyMetadata>(view, METADATA_PREFIX + path),
   versionText: (view: StorageView, path: string, version: number): Promise<string | null> => view.getDecoded(versionKey(path, version), utf8Text),
 };
+
+/** A key's metadata, frozen, with the stamp a conditional write of the key compares (writeKeyIfUnchanged). */
+export function stampedMetadata(view: StorageView, path: string): Promise<StampedValue<Frozen<KeyMetadata>>> {
+  return view.getStamped(METADATA_PREFIX + path, frozenJsonDecoder<KeyMetadata>());
+}
+
+/** A key's next state: its metadata, the new version's data, and the versions it prunes. */
+export interface KeyChange {
+  metadata: KeyMetadata;
+  version: number;
+  data: JsonObject;
+  pruned: number[];
+}
+
+/**
+ * Writes `change` in one step, under the locks a transaction of the key takes (updateKey), if the
+ * key's metadata is still what `stamp` read and the secret owes the sync queue nothing; answers
+ * false otherwise, and the caller takes the transaction.
+ */
+export function writeKeyIfUnchanged(view: StorageView, path: string, stamp: ReadStamp, { metadata, version, data, pruned }: KeyChange): Promise<boolean> {
+  const sync = unsyncedSecret(path);
+  const metadataKey = METADATA_PREFIX + path;
+  return view.writeIfUnchanged({
+    locks: [metadataKey, sync.lock],
+    unchanged: new Map([[metadataKey, stamp], ...sync.absent.map((key): [string, ReadStamp] => [key, ReadStamp.ABSENT])]),
+    writes: new Map<string, Buffer | null>([
+      [versionKey(path, version), jsonBytes(data)],
+      ...pruned.map((old): [string, null] => [versionKey(path, old), null]),
+      [metadataKey, jsonBytes(metadata)],
+    ]),
+  });
+}
+
+function jsonBytes(value: unknown): Buffer {
+  return Buffer.from(JSON.stringify(value), 'utf8');
+}
 
 /** Typed access to a mount's records, over its view or over one of its transactions. */
 export class KvRecords {

@@ -1,5 +1,5 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import { quoteTable, replicationTables } from './statements';
+import { conditionalWriteFunction, quoteTable, replicationTables } from './statements';
 
 type MigrationClass = new () => MigrationInterface;
 
@@ -55,5 +55,62 @@ export function storeMigrations(table: string): MigrationClass[] {
     }
   }
 
-  return [CreateStoreTable1767225600000, CreateReplicationTables1795392000000];
+  const writeIfUnchanged = conditionalWriteFunction(table);
+
+  /**
+   * The conditional write as a function, so it is one round trip: each statement in it sees what
+   * was committed before it ran (read committed), so the values are compared after the locks are
+   * taken, as a transaction of the store compares them.
+   */
+  class CreateConditionalWrite1796774400000 implements MigrationInterface {
+    readonly name = 'CreateConditionalWrite1796774400000';
+
+    async up(runner: QueryRunner): Promise<void> {
+      await runner.query(`CREATE FUNCTION ${writeIfUnchanged}(
+          lock_keys text[], check_dirs text[], check_names text[], expected bytea[],
+          write_dirs text[], write_names text[], write_values bytea[], write_keys text[]
+        ) RETURNS boolean LANGUAGE plpgsql AS $$
+        DECLARE
+          found_value bytea;
+          logged int[] := '{}';
+          last bigint;
+        BEGIN
+          PERFORM pg_advisory_xact_lock(hashtextextended('${table}:' || k, 0)) FROM unnest(lock_keys) WITH ORDINALITY AS l(k, ord) ORDER BY ord;
+          FOR i IN 1 .. coalesce(array_length(check_dirs, 1), 0) LOOP
+            found_value := NULL;
+            SELECT value INTO found_value FROM ${t} WHERE parent_path = check_dirs[i] AND name = check_names[i];
+            IF found_value IS DISTINCT FROM expected[i] THEN
+              RETURN false;
+            END IF;
+          END LOOP;
+          FOR i IN 1 .. coalesce(array_length(write_dirs, 1), 0) LOOP
+            IF write_values[i] IS NULL THEN
+              DELETE FROM ${t} WHERE parent_path = write_dirs[i] AND name = write_names[i];
+              IF FOUND THEN
+                logged := logged || i;
+              END IF;
+            ELSE
+              INSERT INTO ${t} (parent_path, name, value) VALUES (write_dirs[i], write_names[i], write_values[i])
+                ON CONFLICT (parent_path, name) DO UPDATE SET value = EXCLUDED.value;
+              logged := logged || i;
+            END IF;
+          END LOOP;
+          -- The head row last, after the data rows, as every writer of the store takes them.
+          UPDATE ${head} SET last_idx = last_idx + cardinality(logged) WHERE logging AND cardinality(logged) > 0 RETURNING last_idx INTO last;
+          IF last IS NOT NULL THEN
+            INSERT INTO ${wal} (idx, op, key, value)
+              SELECT last - cardinality(logged) + ord, CASE WHEN write_values[i] IS NULL THEN 'delete' ELSE 'put' END, write_keys[i], write_values[i]
+              FROM unnest(logged) WITH ORDINALITY AS l(i, ord);
+          END IF;
+          RETURN true;
+        END
+        $$`);
+    }
+
+    async down(runner: QueryRunner): Promise<void> {
+      await runner.query(`DROP FUNCTION ${writeIfUnchanged}`);
+    }
+  }
+
+  return [CreateStoreTable1767225600000, CreateReplicationTables1795392000000, CreateConditionalWrite1796774400000];
 }

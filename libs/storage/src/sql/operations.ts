@@ -1,5 +1,5 @@
 import { checkKey } from '../keys';
-import { TRANSACTION_FINISHED, type MetaRecord, type PhysicalTransaction, type WalEntry } from '../types';
+import { TRANSACTION_FINISHED, type ConditionalWrite, type MetaRecord, type PhysicalTransaction, type WalEntry } from '../types';
 import { directoryUpperBound, rowAddress, storedDirectory, type RowAddress } from './layout';
 import type { Statement, StoreStatements } from './statements';
 
@@ -131,6 +131,21 @@ export class SqlOperations implements PhysicalTransaction {
     const directory = storedDirectory(prefix);
     const rows = await this.run(this.statements.list, [directory, directoryUpperBound(directory)]);
     return rows.map((row) => row.entry as string);
+  }
+
+  /** One statement, outside a transaction (see StoreStatements.writeIfUnchanged). */
+  async writeIfUnchanged({ locks, unchanged, writes }: ConditionalWrite): Promise<boolean> {
+    const values: unknown[] = locks.map(checkKey);
+    for (const [key, stamp] of unchanged) {
+      const { directory, name } = rowAddress(key);
+      values.push(directory, name, stamp.stored);
+    }
+    for (const [key, value] of writes) {
+      const { directory, name } = rowAddress(key);
+      values.push(directory, name, key, value);
+    }
+    const rows = await this.run(this.statements.writeIfUnchanged(locks.length, unchanged.size, writes.size), values);
+    return rows[0].written === true;
   }
 
   /** Held until the transaction ends (pg_advisory_xact_lock); locks asked for together are taken in one statement. */

@@ -1,5 +1,5 @@
 import { DataSource, MigrationExecutor, type DataSourceOptions } from 'typeorm';
-import type { Physical, PhysicalTransaction, StoredEntry, StoreSnapshot, WriteAheadLog } from '../types';
+import type { ConditionalWrite, Physical, PhysicalTransaction, StoredEntry, StoreSnapshot, WriteAheadLog } from '../types';
 import { storeMigrations } from './migrations';
 import { rowAddress } from './layout';
 import { asBuffer, type Row, SqlOperations } from './operations';
@@ -87,6 +87,10 @@ export abstract class SqlPhysical implements Physical {
 
   async transaction<T>(fn: (tx: PhysicalTransaction) => Promise<T>): Promise<T> {
     return this.inTransaction('READ COMMITTED', fn);
+  }
+
+  writeIfUnchanged(write: ConditionalWrite): Promise<boolean> {
+    return this.operations().writeIfUnchanged(write);
   }
 
   async scan<T>(consume: (entries: AsyncIterable<StoredEntry>) => Promise<T>): Promise<T> {

@@ -39,6 +39,13 @@ export interface StoreStatements {
    */
   putRowsLogged(rows: number, entries: number): Statement;
   appendReset: Statement;
+  /**
+   * A conditional write (ConditionalWrite) of `locks` locked keys, `checks` compared keys and
+   * `writes` written ones, in one statement, one parameter per value in this order: the keys to
+   * lock; the directory, name and expected value (null: absent) of each compared key; the
+   * directory, name, key and value (null deletes) of each written key. Answers `written`.
+   */
+  writeIfUnchanged(locks: number, checks: number, writes: number): Statement;
   setLogging: Statement;
   logging: Statement;
   lastIndex: Statement;
@@ -48,6 +55,27 @@ export interface StoreStatements {
   metaWithPrefix: Statement;
   putMeta: Statement;
   deleteMeta: Statement;
+}
+
+/**
+ * The call of the conditional write function with one parameter per value (see
+ * StoreStatements.writeIfUnchanged), put into arrays by the server: the embedded store's driver
+ * cannot send an array of bytea, and pg escapes a text array element by element.
+ */
+function conditionalWriteCall(fn: string, locks: number, checks: number, writes: number): string {
+  let next = 1;
+  const columns = (count: number, stride: number) => {
+    const first = next;
+    next += count * stride;
+    return (offset: number, type: string) => `ARRAY[${Array.from({ length: count }, (_, i) => `$${first + i * stride + offset}::${type}`).join(', ')}]::${type}[]`;
+  };
+  const locked = columns(locks, 1);
+  const checked = columns(checks, 3);
+  const written = columns(writes, 4);
+  return (
+    `SELECT ${fn}(${locked(0, 'text')}, ${checked(0, 'text')}, ${checked(1, 'text')}, ${checked(2, 'bytea')}, ` +
+    `${written(0, 'text')}, ${written(1, 'text')}, ${written(3, 'bytea')}, ${written(2, 'text')}) AS written`
+  );
 }
 
 const SAFE_TABLE_NAME = /^[a-z_][a-z0-9_]{0,47}$/;
@@ -78,6 +106,12 @@ export function replicationTables(table: string): { wal: string; head: string; m
   return { wal, head, meta };
 }
 
+/** The function a conditional write calls (a migration creates it), quoted: its name is the table's with a suffix. */
+export function conditionalWriteFunction(table: string): string {
+  quoteTable(table);
+  return `"${table}_write_if_unchanged"`;
+}
+
 /**
  * The statements every SQL backend runs, for one table (see layout.ts for the row layout).
  * `list` returns the directory's own rows plus its sub-directories, found by a skip scan: each
@@ -99,6 +133,7 @@ export function storeStatements(table: string, scanBatchRows: number): StoreStat
     Array.from({ length: rows }, (_, i) => `($${first + 3 * i}, $${first + 3 * i + 1}, $${first + 3 * i + 2})`).join(', ');
   const upsert = 'ON CONFLICT (parent_path, name) DO UPDATE SET value = EXCLUDED.value';
   const nextSegment = `split_part(substr(parent_path, length($1::text) + 1), '/', 1)`;
+  const conditionalWrites = new Map<string, Statement>();
   return {
     begin: (isolation) => ({ name: '', text: `BEGIN ISOLATION LEVEL ${isolation}` }),
     commit: { name: '', text: 'COMMIT' },
@@ -175,6 +210,15 @@ export function storeStatements(table: string, scanBatchRows: number): StoreStat
     appendReset: {
       name: 'svc_storage_log_reset',
       text: `WITH head AS (${nextIndexes('1', '')}) INSERT INTO ${wal} (idx, op, key, value) SELECT last_idx, 'reset', '', NULL FROM head`,
+    },
+    writeIfUnchanged: (locks, checks, writes) => {
+      const shape = `${locks}_${checks}_${writes}`;
+      let statement = conditionalWrites.get(shape);
+      if (!statement) {
+        statement = { name: `svc_storage_write_if_unchanged_${shape}`, text: conditionalWriteCall(conditionalWriteFunction(table), locks, checks, writes) };
+        conditionalWrites.set(shape, statement);
+      }
+      return statement;
     },
     setLogging: { name: 'svc_storage_set_logging', text: `UPDATE ${head} SET logging = $1 WHERE logging <> $1 RETURNING logging` },
     logging: { name: 'svc_storage_logging', text: `SELECT logging FROM ${head}` },
