@@ -61,8 +61,12 @@ export function isUploadRequest(method: string | undefined, url: string | undefi
   return UPLOAD_PATHS.has(queryStart < 0 ? (url ?? '') : url!.slice(0, queryStart));
 }
 
-/** Longest logical path taken (namespace included), which bounds every name in it: keys, roles, namespaces. */
-const MAX_PATH_BYTES = 4096;
+/**
+ * Longest logical path taken (namespace included), which bounds every name in it: keys, roles,
+ * namespaces. SQL storage indexes a key whole, and an index entry holds at most about 2.7 KB: a
+ * longer path failed there, as a 500, after it was accepted.
+ */
+const MAX_PATH_BYTES = 2048;
 
 /** The unauthenticated seal operations a listener can refuse. */
 const UNAUTHED_REKEY = /^sys\/(?:rekey|rekey-recovery-key)\/(?:init|update|verify)$/;
