@@ -56,6 +56,8 @@ export class ReplicaSync {
   /** Peers by id: when each was last heard from (performance.now()). */
   private readonly members = new Map<string, number>();
   private readonly pending = new Set<string>();
+  /** Propagations under way: a request that finds its keys already taken by one waits for it. */
+  private readonly propagating = new Set<Promise<void>>();
   private readonly subscriptions: Subscription[] = [];
   /** By nonce: the application of an invalidation, which a second copy of it waits for. */
   private readonly applied = new Map<string, Promise<void>>();
@@ -133,21 +135,29 @@ export class ReplicaSync {
     if (this.watched(key)) this.pending.add(key);
   }
 
-  /** Whether a change waits to be propagated (the common request changes nothing). */
+  /** Whether a change waits to be propagated, or is being propagated (the common request changes nothing). */
   get hasPending(): boolean {
-    return this.pending.size > 0;
+    return this.pending.size > 0 || this.propagating.size > 0;
   }
 
   /**
    * Propagates the noted changes and waits until every replica has applied them or has certainly
-   * stopped trusting its caches. Throws 503 when this replica cannot reach the bus: the change is
-   * stored, and is propagated once the link is back.
+   * stopped trusting its caches; changes noted earlier and taken by a propagation still under way
+   * (another request's flush) are waited for too. Throws 503 when this replica cannot reach the
+   * bus: the change is stored, and is propagated once the link is back.
    */
   async flush(): Promise<void> {
-    if (this.pending.size === 0) return;
-    if (this.bus.kind === 'nats' && !this.bus.connected) throw ServiceError.unavailable(`the change is stored, but ${LOST_CONTACT_MESSAGE}`);
-    const keys = [...this.pending];
-    this.pending.clear();
+    if (this.pending.size > 0) {
+      if (this.bus.kind === 'nats' && !this.bus.connected) throw ServiceError.unavailable(`the change is stored, but ${LOST_CONTACT_MESSAGE}`);
+      const propagation = this.propagate([...this.pending]);
+      this.pending.clear();
+      this.propagating.add(propagation);
+      void propagation.catch(() => undefined).finally(() => this.propagating.delete(propagation));
+    }
+    await Promise.all(this.propagating);
+  }
+
+  private async propagate(keys: string[]): Promise<void> {
     const message = encodeJson({ from: this.id, nonce: randomUUID(), keys } satisfies InvalidateMessage);
     await this.bus.publish(this.subjects().invalidate, message);
     await Promise.all([...this.members.keys()].map((member) => this.tellMember(member, message)));

@@ -1,0 +1,48 @@
+import { MemoryBus, MemoryBusHub } from '@svc/bus';
+import { ReplicaSync } from './replica-sync';
+
+/** Two replicas on one in-memory bus; the second applies invalidations only when the test lets it. */
+async function twoReplicas() {
+  const hub = new MemoryBusHub();
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const applied: string[][] = [];
+  const writer = new ReplicaSync(new MemoryBus({ hub }), 'test', () => true, { apply: async () => undefined, resync: async () => undefined });
+  const peer = new ReplicaSync(new MemoryBus({ hub }), 'test', () => true, {
+    apply: async (keys) => {
+      await released;
+      applied.push(keys);
+    },
+    resync: async () => undefined,
+  });
+  writer.start();
+  peer.start();
+  // Each learns of the other from its heartbeat.
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  return { writer, peer, applied, release, stop: () => [writer, peer].forEach((sync) => sync.stop()) };
+}
+
+describe('ReplicaSync', () => {
+  it('keeps a request whose change another request is propagating waiting until the peers applied it', async () => {
+    const { writer, applied, release, stop } = await twoReplicas();
+    try {
+      // Two requests wrote; the first to finish propagates both changes.
+      writer.noteWrite('first');
+      writer.noteWrite('second');
+      let firstDone = false;
+      let secondDone = false;
+      const first = writer.flush().then(() => (firstDone = true));
+      expect(writer.hasPending).toBe(true);
+      const second = writer.flush().then(() => (secondDone = true));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect([firstDone, secondDone]).toEqual([false, false]);
+
+      release();
+      await Promise.all([first, second]);
+      expect(applied).toEqual([['first', 'second']]);
+      expect(writer.hasPending).toBe(false);
+    } finally {
+      stop();
+    }
+  });
+});
