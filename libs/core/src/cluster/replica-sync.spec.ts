@@ -22,6 +22,14 @@ async function twoReplicas() {
   return { writer, peer, applied, release, stop: () => [writer, peer].forEach((sync) => sync.stop()) };
 }
 
+/** Whether each promise has settled, after the bus has had time to deliver everything it could. */
+async function settled(promises: Promise<unknown>[]): Promise<boolean[]> {
+  const done = promises.map(() => false);
+  promises.forEach((promise, i) => void promise.then(() => (done[i] = true)));
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  return done;
+}
+
 describe('ReplicaSync', () => {
   it('keeps a request whose change another request is propagating waiting until the peers applied it', async () => {
     const { writer, applied, release, stop } = await twoReplicas();
@@ -29,18 +37,34 @@ describe('ReplicaSync', () => {
       // Two requests wrote; the first to finish propagates both changes.
       writer.noteWrite('first');
       writer.noteWrite('second');
-      let firstDone = false;
-      let secondDone = false;
-      const first = writer.flush().then(() => (firstDone = true));
+      const first = writer.flush();
       expect(writer.hasPending).toBe(true);
-      const second = writer.flush().then(() => (secondDone = true));
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      expect([firstDone, secondDone]).toEqual([false, false]);
+      const second = writer.flush();
+      expect(await settled([first, second])).toEqual([false, false]);
 
       release();
       await Promise.all([first, second]);
       expect(applied).toEqual([['first', 'second']]);
       expect(writer.hasPending).toBe(false);
+    } finally {
+      stop();
+    }
+  });
+
+  it('propagates the changes of requests that finish during a propagation together, in the next one', async () => {
+    const { writer, applied, release, stop } = await twoReplicas();
+    try {
+      writer.noteWrite('first');
+      const first = writer.flush();
+      writer.noteWrite('second');
+      const second = writer.flush();
+      writer.noteWrite('third');
+      const third = writer.flush();
+      expect(await settled([first, second, third])).toEqual([false, false, false]);
+
+      release();
+      await Promise.all([first, second, third]);
+      expect(applied).toEqual([['first'], ['second', 'third']]);
     } finally {
       stop();
     }

@@ -56,8 +56,10 @@ export class ReplicaSync {
   /** Peers by id: when each was last heard from (performance.now()). */
   private readonly members = new Map<string, number>();
   private readonly pending = new Set<string>();
-  /** Propagations under way: a request that finds its keys already taken by one waits for it. */
-  private readonly propagating = new Set<Promise<void>>();
+  /** The propagation under way: a request that finds its keys already taken by it waits for it. */
+  private current?: Promise<void>;
+  /** The propagation that starts when the current one ends, with every change noted until then. */
+  private next?: Promise<void>;
   private readonly subscriptions: Subscription[] = [];
   /** By nonce: the application of an invalidation, which a second copy of it waits for. */
   private readonly applied = new Map<string, Promise<void>>();
@@ -137,28 +139,41 @@ export class ReplicaSync {
 
   /** Whether a change waits to be propagated, or is being propagated (the common request changes nothing). */
   get hasPending(): boolean {
-    return this.pending.size > 0 || this.propagating.size > 0;
+    return this.pending.size > 0 || this.current !== undefined;
   }
 
   /**
    * Propagates the noted changes and waits until every replica has applied them or has certainly
-   * stopped trusting its caches; changes noted earlier and taken by a propagation still under way
-   * (another request's flush) are waited for too. Throws 503 when this replica cannot reach the
-   * bus: the change is stored, and is propagated once the link is back.
+   * stopped trusting its caches. One propagation is under way at a time: changes noted meanwhile
+   * go together in the next, so concurrent writers share the round trips; a request whose changes
+   * another request's propagation took waits for that one. Throws 503 when this replica cannot
+   * reach the bus: the change is stored, and is propagated once the link is back.
    */
-  async flush(): Promise<void> {
-    if (this.pending.size > 0) {
-      if (this.bus.kind === 'nats' && !this.bus.connected) throw ServiceError.unavailable(`the change is stored, but ${LOST_CONTACT_MESSAGE}`);
-      const propagation = this.propagate([...this.pending]);
-      this.pending.clear();
-      this.propagating.add(propagation);
-      void propagation.catch(() => undefined).finally(() => this.propagating.delete(propagation));
-    }
-    await Promise.all(this.propagating);
+  flush(): Promise<void> {
+    if (this.pending.size === 0 || !this.current) return this.begin();
+    this.next ??= this.current
+      .catch(() => undefined)
+      .then(() => {
+        this.next = undefined;
+        return this.begin();
+      });
+    return this.next;
   }
 
-  private async propagate(keys: string[]): Promise<void> {
-    const message = encodeJson({ from: this.id, nonce: randomUUID(), keys } satisfies InvalidateMessage);
+  /** Starts propagating every change noted so far; with none, the propagation that took them. */
+  private begin(): Promise<void> {
+    if (this.pending.size === 0) return this.current ?? Promise.resolve();
+    if (this.bus.kind === 'nats' && !this.bus.connected) return Promise.reject(ServiceError.unavailable(`the change is stored, but ${LOST_CONTACT_MESSAGE}`));
+    const message = encodeJson({ from: this.id, nonce: randomUUID(), keys: [...this.pending] } satisfies InvalidateMessage);
+    this.pending.clear();
+    const propagation = this.propagate(message).finally(() => {
+      if (this.current === propagation) this.current = undefined;
+    });
+    this.current = propagation;
+    return propagation;
+  }
+
+  private async propagate(message: Uint8Array): Promise<void> {
     await this.bus.publish(this.subjects().invalidate, message);
     await Promise.all([...this.members.keys()].map((member) => this.tellMember(member, message)));
   }
