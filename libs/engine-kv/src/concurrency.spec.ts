@@ -71,6 +71,12 @@ describe('kv check-and-set under concurrent writers', () => {
       expect(await behind.write('data/stale', { data: { n: 4 }, options: { cas: 2 } })).toMatchObject({ status: 400, errors: ['check-and-set parameter did not match the current version'] });
       const uncached = KvHarness.over(stores[0], keyring, mount);
       expect((await uncached.read('metadata/stale')).data).toMatchObject({ current_version: 3 });
+
+      // A replica whose cache knows nothing of the key takes it for new at first.
+      const fresh = () => KvHarness.over(new CachedPhysical(stores[1]), keyring, mount);
+      expect(await fresh().write('data/stale', { data: { n: 5 }, options: { cas: 0 } })).toMatchObject({ status: 400, errors: ['check-and-set parameter did not match the current version'] });
+      expect(await fresh().write('data/stale', { data: { n: 5 } })).toMatchObject({ status: 200, data: { version: 4 } });
+      expect((await uncached.read('data/stale')).data).toMatchObject({ data: { n: 5 }, metadata: { version: 4 } });
     });
   });
 

@@ -129,6 +129,14 @@ export class Barrier implements TransactionalStore {
     return { value: blob === null ? null : cipher.decode(key, blob, decode), stamp: new ReadStamp(blob) };
   }
 
+  /** `getStamped` from the physical store's read cache alone: undefined when it holds nothing of the key. */
+  peekStamped<T>(key: string, decode: SharedDecoder<T>): StampedValue<T> | undefined {
+    const cipher = this.requireCipher();
+    const blob = this.physical.peek?.(key);
+    if (blob === undefined) return undefined;
+    return { value: blob === null ? null : cipher.decode(key, blob, decode), stamp: new ReadStamp(blob) };
+  }
+
   /** Written values are encrypted and guarded like a transaction's, and reported once written. */
   async writeIfUnchanged({ locks, unchanged, writes }: ConditionalWrite): Promise<boolean> {
     const cipher = this.requireCipher();

@@ -75,6 +75,10 @@ export class CachedPhysical implements Physical {
     await this.inner.close();
   }
 
+  peek(key: string): Buffer | null | undefined {
+    return this.entries.get(key);
+  }
+
   async get(key: string): Promise<Buffer | null> {
     const cached = this.entries.get(key);
     if (cached !== undefined) return cached;

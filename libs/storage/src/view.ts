@@ -66,6 +66,10 @@ class View extends PrefixedOperations<TransactionalStore> implements StorageView
     return { value: value === null ? null : decode(value), stamp: new ReadStamp(value) };
   }
 
+  peekStamped<T>(key: string, decode: SharedDecoder<T>): StampedValue<T> | undefined {
+    return this.inner.peekStamped?.(this.resolve(key), decode);
+  }
+
   writeIfUnchanged({ locks, unchanged, writes }: ConditionalWrite): Promise<boolean> {
     const resolved: ConditionalWrite = {
       locks: locks.map((key) => this.resolve(key)),

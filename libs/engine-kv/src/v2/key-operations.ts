@@ -1,8 +1,8 @@
 import type { Response } from '@svc/framework';
-import type { StorageView } from '@svc/storage';
+import { ReadStamp, type StorageView } from '@svc/storage';
 import type { Frozen, JsonObject } from '../json';
 import { secretNotFound } from '../secret-path';
-import { KvRecords, sharedReads, stampedMetadata, updateKey, writeKeyIfUnchanged, type EngineConfig, type KeyChange, type KeyMetadata, type VersionState } from './records';
+import { cachedStampedMetadata, KvRecords, sharedReads, stampedMetadata, updateKey, writeKeyIfUnchanged, type EngineConfig, type KeyChange, type KeyMetadata, type VersionState } from './records';
 import { addVersion, checkAndSet, emptyMetadata, isLive, pruneVersions, versionMetadata } from './versions';
 
 /**
@@ -42,11 +42,15 @@ function storedDataAnswer(metadata: Frozen<KeyMetadata>, version: number, text: 
   return answer;
 }
 
+/** Conditional writes of a version before the locked transaction: the guess from the cache, then what storage holds. */
+const OPTIMISTIC_ATTEMPTS = 2;
+
 /**
  * Writes a new version: `nextData` computes it from the key as it stands (it may refuse), then
  * check-and-set is enforced and versions beyond the limit are pruned. The key is read without a
- * lock and written in one step if it is still as read (one round trip to SQL storage); a key that
- * changed meanwhile, or a secret that syncs, is written again under the key's lock.
+ * lock (from the read cache when it holds the key) and written in one step if it is still as read
+ * (one round trip to SQL storage); a key that keeps changing, or a secret that syncs, is written
+ * under the key's lock.
  */
 export async function writeVersion(
   storage: StorageView,
@@ -58,10 +62,16 @@ export async function writeVersion(
   // The mount's settings are read through the storage cache: no round trip while the lock is
   // held. They change rarely, and a change reaches every replica's cache by its invalidation.
   const config = await new KvRecords(storage).config();
-  const read = await stampedMetadata(storage, path);
-  // What was read may be stale (the cache of another replica): a refusal is decided under the lock.
-  const unlocked = await nextChange(new KvRecords(storage), read.value && (structuredClone(read.value) as KeyMetadata), config, now, cas, nextData).catch(() => undefined);
-  if (unlocked && (await writeKeyIfUnchanged(storage, path, read.stamp, unlocked))) return { data: versionMetadata(unlocked.metadata, unlocked.version) };
+  // A key the read cache knows nothing of is taken for new, so a new key costs one round trip; if
+  // it exists, the write is tried again with what storage holds (the failed write made the cache
+  // forget the key).
+  let read = cachedStampedMetadata(storage, path) ?? { value: null, stamp: ReadStamp.ABSENT };
+  for (let attempt = 1; attempt <= OPTIMISTIC_ATTEMPTS; attempt++) {
+    if (attempt > 1) read = await stampedMetadata(storage, path);
+    // What was read may be stale (the cache of another replica): a refusal is decided under the lock.
+    const unlocked = await nextChange(new KvRecords(storage), read.value && (structuredClone(read.value) as KeyMetadata), config, now, cas, nextData).catch(() => undefined);
+    if (unlocked && (await writeKeyIfUnchanged(storage, path, read.stamp, unlocked))) return { data: versionMetadata(unlocked.metadata, unlocked.version) };
+  }
   return updateKey(storage, path, async (records) => {
     const change = await nextChange(records, await records.metadata(path), config, now, cas, nextData);
     await records.putVersion(path, change.version, change.data);

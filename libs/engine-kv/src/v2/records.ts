@@ -73,6 +73,11 @@ export function stampedMetadata(view: StorageView, path: string): Promise<Stampe
   return view.getStamped(METADATA_PREFIX + path, frozenJsonDecoder<KeyMetadata>());
 }
 
+/** `stampedMetadata` from the read cache alone; undefined when the cache holds nothing of the key. */
+export function cachedStampedMetadata(view: StorageView, path: string): StampedValue<Frozen<KeyMetadata>> | undefined {
+  return view.peekStamped(METADATA_PREFIX + path, frozenJsonDecoder<KeyMetadata>());
+}
+
 /** A key's next state: its metadata, the new version's data, and the versions it prunes. */
 export interface KeyChange {
   metadata: KeyMetadata;
