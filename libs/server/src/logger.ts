@@ -1,3 +1,4 @@
+import { writeSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
 import type { ServerConfig } from '@svc/config';
 import type { RequestLine } from '@svc/core';
@@ -56,9 +57,11 @@ export function createLoggers(config: Pick<ServerConfig, 'logLevel'>, service: s
     destination.flush();
   };
   setInterval(flush, FLUSH_INTERVAL_MS).unref();
+  // At exit only synchronous writes happen: what sonic-boom holds, then our own lines (handed to
+  // sonic-boom now, they would go into an asynchronous write that never completes).
   process.once('exit', () => {
-    handOver();
     destination.flushSync();
+    if (pending !== '') writeSync(1, pending);
   });
   const base = { service, pid: process.pid };
   const logger = pino(

@@ -1,5 +1,5 @@
 import type { FieldData, FieldMap, FieldSchema, PathDeclaration, Request, Response } from '@svc/framework';
-import { listResponse } from '@svc/framework';
+import { listResponse, responseData } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import { mountStoragePrefix } from '@svc/engine-host';
 import { createView, readJson, writeJson } from '@svc/storage';
@@ -205,7 +205,7 @@ export function syncPaths(core: Core): PathDeclaration[] {
       if (reply.kind === 'not-found') return null;
       throw new ServiceError(reply.kind, reply.errors);
     }
-    const data = reply.response?.data?.data;
+    const data = responseData(reply.response)?.data;
     return reply.response?.status === 404 || typeof data !== 'object' || data === null ? null : (data as Record<string, unknown>);
   };
 
