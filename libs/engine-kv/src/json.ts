@@ -1,4 +1,4 @@
-export { frozenJsonDecoder, readFrozenJson, readJson, utf8Text, writeJson, type Frozen } from '@svc/storage';
+export { frozenJsonDecoder, jsonBytes, readFrozenJson, readJson, utf8Text, writeJson, type Frozen } from '@svc/storage';
 
 export type JsonObject = Record<string, unknown>;
 

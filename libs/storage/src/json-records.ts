@@ -6,8 +6,13 @@ export async function readJson<T>(store: KeyValueStore, key: string): Promise<T 
   return value === null ? null : (JSON.parse(value.toString('utf8')) as T);
 }
 
+/** A value as a JSON record's bytes. */
+export function jsonBytes(value: unknown): Buffer {
+  return Buffer.from(JSON.stringify(value), 'utf8');
+}
+
 export async function writeJson(store: KeyValueStore, key: string, value: unknown): Promise<void> {
-  await store.put(key, Buffer.from(JSON.stringify(value), 'utf8'));
+  await store.put(key, jsonBytes(value));
 }
 
 /** A value no reader can change: what a shared decoding hands out (see SharedDecoder). */

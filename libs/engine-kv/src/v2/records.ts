@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
 import { ReadStamp, type KeyValueStore, type StampedValue, type StorageView } from '@svc/storage';
 import { queueKey, recordSecretChange, unsyncedSecret } from '@svc/sync-model';
-import { frozenJsonDecoder, readFrozenJson, readJson, utf8Text, writeJson, type Frozen, type JsonObject } from '../json';
+import { frozenJsonDecoder, jsonBytes, readFrozenJson, readJson, utf8Text, writeJson, type Frozen, type JsonObject } from '../json';
 import { isLive } from './versions';
 
 /**
@@ -103,10 +103,6 @@ export function writeKeyIfUnchanged(view: StorageView, path: string, stamp: Read
       [metadataKey, jsonBytes(metadata)],
     ]),
   });
-}
-
-function jsonBytes(value: unknown): Buffer {
-  return Buffer.from(JSON.stringify(value), 'utf8');
 }
 
 /** Typed access to a mount's records, over its view or over one of its transactions. */
