@@ -100,13 +100,22 @@ export class EngineHost {
 
   /**
    * Serves one message from the gateway and logs it at debug: the gateway's request id, where and
-   * what, the outcome and how long it took; never the request's or the response's data.
+   * what, the outcome and how long it took; never the request's or the response's data. One async
+   * frame from here to the backend: every request of every engine passes through it.
    */
   async handle(message: EngineRequest): Promise<EngineReply> {
     const started = performance.now();
-    const reply = await this.serve(message);
-    this.requests?.series(this.service, message.mount.namespace, message.mount.path, message.operation).record(started, !reply.ok);
     const { logger } = this.services;
+    let reply: EngineReply;
+    try {
+      if (this.requireUnsealed && this.barrier.sealed) throw ServiceError.sealed(`service ${this.service} is sealed`);
+      const mounted = this.forMount(message.mount);
+      if (!mounted.initialized) await this.initialized(message.mount.uuid, mounted);
+      reply = await (message.replicatedReadOnly ? readOnlyRequests.run(true, () => serveBackend(mounted.backend, message)) : serveBackend(mounted.backend, message));
+    } catch (err) {
+      reply = errorReply(err, message, logger);
+    }
+    this.requests?.series(this.service, message.mount.namespace, message.mount.path, message.operation).record(started, !reply.ok);
     if (logger.isLevelEnabled('debug')) {
       logger.debug(
         {
@@ -124,18 +133,6 @@ export class EngineHost {
       );
     }
     return reply;
-  }
-
-  private async serve(message: EngineRequest): Promise<EngineReply> {
-    try {
-      if (this.requireUnsealed && this.barrier.sealed) throw ServiceError.sealed(`service ${this.service} is sealed`);
-      const mounted = this.forMount(message.mount);
-      if (!mounted.initialized) await this.initialized(message.mount.uuid, mounted);
-      if (message.replicatedReadOnly) return await readOnlyRequests.run(true, () => serveBackend(mounted.backend, message));
-      return await serveBackend(mounted.backend, message);
-    } catch (err) {
-      return errorReply(err, message, this.services.logger);
-    }
   }
 
   /** Whether an operation of a mount's backend is unauthenticated (a login), for the gateway to know before it checks a token. */
@@ -250,26 +247,24 @@ export class EngineHost {
   }
 }
 
-/** Runs one message on a mount's backend: the operation flags are enforced here, for every engine alike. */
-export async function serveBackend(backend: Backend, message: EngineRequest): Promise<EngineReply> {
-  const open = message.kind === 'operation' && enforceOperationFlags(backend, message);
-  const req: Request = {
-    requestId: message.requestId,
-    operation: message.operation,
-    path: message.path,
-    data: message.data,
-    headers: message.headers,
-    mount: message.mount,
-    caller: message.caller,
-    // Unauthenticated operations (init, login) are outside the ACL, as in Vault.
-    capabilities: open ? UNRESTRICTED : capabilitySet(message.capabilities),
-    remoteAddress: message.remoteAddress,
-    contentType: message.contentType,
-    body: message.body,
-  };
+/** Runs one message on a mount's backend. */
+export function serveBackend(backend: Backend, message: EngineRequest): Promise<EngineReply> {
+  try {
+    if (message.kind === 'operation') return answerOperation(backend, message);
+    return serveMessage(backend, message);
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
+
+/** An operation, the message almost every request is: its answer without another async frame. */
+function answerOperation(backend: Backend, message: EngineRequest): Promise<EngineReply> {
+  return backend.handle(backendRequest(backend, message)).then((response) => ({ ok: true, response }));
+}
+
+async function serveMessage(backend: Backend, message: Exclude<EngineRequest, { kind: 'operation' }>): Promise<EngineReply> {
+  const req = backendRequest(backend, message);
   switch (message.kind) {
-    case 'operation':
-      return { ok: true, response: await backend.handle(req) };
     case 'help':
       return { ok: true, help: backend.help(message.path) };
     case 'renew':
@@ -283,6 +278,25 @@ export async function serveBackend(backend: Backend, message: EngineRequest): Pr
       await backend.revokeSecret(req, message.secretType, message.internalData);
       return { ok: true };
   }
+}
+
+/** The message as the backend's request; the operation flags are enforced here, for every engine alike. */
+function backendRequest(backend: Backend, message: EngineRequest): Request {
+  const open = message.kind === 'operation' && enforceOperationFlags(backend, message);
+  return {
+    requestId: message.requestId,
+    operation: message.operation,
+    path: message.path,
+    data: message.data,
+    headers: message.headers,
+    mount: message.mount,
+    caller: message.caller,
+    // Unauthenticated operations (init, login) are outside the ACL, as in Vault.
+    capabilities: open ? UNRESTRICTED : capabilitySet(message.capabilities),
+    remoteAddress: message.remoteAddress,
+    contentType: message.contentType,
+    body: message.body,
+  };
 }
 
 /** The reply for a failed message; the caller sees only "internal error", the log is where an operator finds the cause. */

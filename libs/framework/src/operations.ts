@@ -22,8 +22,25 @@ export function isWrite(operation: Operation): operation is 'create' | 'update' 
   return operation === 'create' || operation === 'update';
 }
 
+/** Resolved operations by declaration: declarations live as long as their backends, and every request resolves one. */
+const resolvedOperations = new WeakMap<PathDeclaration, Map<PathOperation, ResolvedOperation | null>>();
+
 /** The declared operation that serves `operation`; create and update stand in for each other. */
 export function resolveOperation(declaration: PathDeclaration, operation: PathOperation): ResolvedOperation | null {
+  let resolved = resolvedOperations.get(declaration);
+  if (!resolved) {
+    resolved = new Map();
+    resolvedOperations.set(declaration, resolved);
+  }
+  let found = resolved.get(operation);
+  if (found === undefined) {
+    found = resolveUncached(declaration, operation);
+    resolved.set(operation, found);
+  }
+  return found;
+}
+
+function resolveUncached(declaration: PathDeclaration, operation: PathOperation): ResolvedOperation | null {
   const candidates: PathOperation[] =
     operation === 'create' ? ['create', 'update'] : operation === 'update' ? ['update', 'create'] : [operation];
   for (const candidate of candidates) {

@@ -1,4 +1,4 @@
-import { wrappingTtlViolation, type AclOperation } from '@svc/acl';
+import { wrappingTtlViolation, type Acl, type AclOperation } from '@svc/acl';
 import type { Capability, Operation } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import type { IdentityStore } from '../identity/identity-store';
@@ -34,33 +34,24 @@ export class Authorizer {
     private readonly identity: (namespace: Namespace) => IdentityStore,
   ) {}
 
-  async capabilities(request: AccessRequest): Promise<ReadonlySet<Capability>> {
-    const { token, namespace, path, operation } = request;
+  /** At once when the token has no entity and its policies' ACL is cached, as for most requests. */
+  capabilities(request: AccessRequest): ReadonlySet<Capability> | Promise<ReadonlySet<Capability>> {
+    const { token, namespace } = request;
     if (!token) return NONE;
     if (token.wrapping) {
-      if (!namespace.path.startsWith(token.namespace) || !WRAPPING_PATHS.has(path)) throw ServiceError.forbidden();
+      if (!namespace.path.startsWith(token.namespace) || !WRAPPING_PATHS.has(request.path)) throw ServiceError.forbidden();
       return WRAPPING_CAPABILITIES;
     }
     const home = this.namespaces.get(token.namespace);
     if (!home || !namespace.path.startsWith(home.path)) throw ServiceError.forbidden();
-    const aclPath = namespace.path.slice(home.path.length) + path;
-    // Without an entity the token's own policies apply: no storage read, no await.
-    const policies = token.entityId ? await this.effectivePolicies(home, token) : token.policies;
-    const acl = home.policies.cachedAcl(policies) ?? (await home.policies.acl(policies));
-    const capabilities = acl.capabilities(aclPath);
-    if (acl.isRoot) return capabilities;
+    if (token.entityId) return this.effectivePolicies(home, token).then((policies) => this.withPolicies(request, home, policies));
+    return this.withPolicies(request, home, token.policies);
+  }
 
-    if (operation === 'help') {
-      if (capabilities.size === 0 || capabilities.has('deny')) throw ServiceError.forbidden();
-      return capabilities;
-    }
-    const checked: AclOperation =
-      operation === 'update' ? (capabilities.has('update') ? 'update' : 'create') : (operation as AclOperation);
-    const decision = acl.authorize(aclPath, checked, request.data);
-    if (!decision.allowed) throw ServiceError.forbidden(decision.reason ? `permission denied: ${decision.reason}` : undefined);
-    const wrapProblem = decision.rule && wrappingTtlViolation(decision.rule, request.wrapTtl);
-    if (wrapProblem) throw ServiceError.badRequest(wrapProblem);
-    return capabilities;
+  private withPolicies(request: AccessRequest, home: Namespace, policies: string[]): ReadonlySet<Capability> | Promise<ReadonlySet<Capability>> {
+    const acl = home.policies.cachedAcl(policies);
+    if (acl) return decide(request, home, acl);
+    return home.policies.acl(policies).then((loaded) => decide(request, home, loaded));
   }
 
   /** The token's policies and its entity's, read now so a change to the entity applies at once. */
@@ -69,4 +60,24 @@ export class Authorizer {
     if (entity?.disabled) throw ServiceError.forbidden(`entity "${token.entityId}" is disabled`);
     return entity?.policies.length ? [...new Set([...token.policies, ...entity.policies])] : token.policies;
   }
+}
+
+/** What the ACL grants on the request's path, with the checks that need the request itself. */
+function decide(request: AccessRequest, home: Namespace, acl: Acl): ReadonlySet<Capability> {
+  const { namespace, path, operation } = request;
+  const aclPath = namespace.path.slice(home.path.length) + path;
+  const capabilities = acl.capabilities(aclPath);
+  if (acl.isRoot) return capabilities;
+
+  if (operation === 'help') {
+    if (capabilities.size === 0 || capabilities.has('deny')) throw ServiceError.forbidden();
+    return capabilities;
+  }
+  const checked: AclOperation =
+    operation === 'update' ? (capabilities.has('update') ? 'update' : 'create') : (operation as AclOperation);
+  const decision = acl.authorize(aclPath, checked, request.data);
+  if (!decision.allowed) throw ServiceError.forbidden(decision.reason ? `permission denied: ${decision.reason}` : undefined);
+  const wrapProblem = decision.rule && wrappingTtlViolation(decision.rule, request.wrapTtl);
+  if (wrapProblem) throw ServiceError.badRequest(wrapProblem);
+  return capabilities;
 }

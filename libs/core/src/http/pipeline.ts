@@ -92,26 +92,27 @@ export class RequestPipeline {
   async handle(req: HttpRequest): Promise<HttpResult> {
     const started = performance.now();
     const requestId = randomUUID();
+    const queryStart = req.url.indexOf('?');
+    const urlPath = queryStart < 0 ? req.url : req.url.slice(0, queryStart);
     let result: HttpResult;
     try {
-      result = await this.route(req, requestId);
+      const routed = this.route(req, requestId, urlPath, queryStart);
+      result = routed instanceof Promise ? await routed : routed;
     } catch (err) {
       result = this.errorResult(err, requestId);
     }
-    const queryStart = req.url.indexOf('?');
     this.logRequest({
       requestId,
       method: req.method,
-      path: queryStart < 0 ? req.url : req.url.slice(0, queryStart),
+      path: urlPath,
       status: result.status,
       durationMs: Math.round((performance.now() - started) * 1000) / 1000,
     });
     return result;
   }
 
-  private async route(req: HttpRequest, requestId: string): Promise<HttpResult> {
-    const queryStart = req.url.indexOf('?');
-    const urlPath = queryStart < 0 ? req.url : req.url.slice(0, queryStart);
+  /** Not an async function: every request passes here, and an async frame is an allocation more. */
+  private route(req: HttpRequest, requestId: string, urlPath: string, queryStart: number): HttpResult | Promise<HttpResult> {
     const query = queryStart < 0 ? NO_QUERY : new URLSearchParams(req.url.slice(queryStart + 1));
 
     if (!urlPath.startsWith('/v1/')) return this.uiResult(urlPath);
@@ -123,7 +124,7 @@ export class RequestPipeline {
     }
     const logical = logicalRequest(req, requestId, urlPath, query);
     refuseUnauthedIfDisabled(req, logical.path);
-    return httpResult(logical, await this.handler.handle(logical));
+    return this.handler.handle(logical).then((result) => httpResult(logical, result));
   }
 
   /** `/` and `/ui` lead to the UI, whose files are under `/ui/`; without the UI, nothing is there. */

@@ -133,19 +133,34 @@ export class RequestHandler {
     return token === req.token ? req : { ...req, token };
   }
 
-  private async route(req: LogicalRequest): Promise<LogicalResult> {
-    const { seal, replicas, router, tokens } = this.deps;
+  /**
+   * Not an async function, nor is `withToken`: a request in contact with its peers and with a
+   * cached token reaches `serve` without an await (each is a tick and an allocation).
+   */
+  private route(req: LogicalRequest): Promise<LogicalResult> {
+    const { seal, replicas } = this.deps;
     if (seal.state !== 'unsealed') return this.whileSealed(req);
     if (this.deps.isDrSecondary?.() && !servedOnDrSecondary(req.path)) throw drSecondaryRefusal();
     // Caches (tokens, mounts, policies, storage reads) are trusted only while in contact with the peers.
-    if (!replicas.inContact && !SEALED_PATHS.has(req.path)) await replicas.awaitContact();
+    if (!replicas.inContact && !SEALED_PATHS.has(req.path)) return replicas.awaitContact().then(() => this.routeInContact(req));
+    return this.routeInContact(req);
+  }
 
-    const { namespace, path, route } = router.route(req.path);
-    const authRoute = route && path.startsWith('auth/') ? route : undefined;
+  private routeInContact(req: LogicalRequest): Promise<LogicalResult> {
+    const { router, tokens } = this.deps;
+    const routed = router.route(req.path);
+    const authRoute = routed.route && routed.path.startsWith('auth/') ? routed.route : undefined;
     // A login ignores a token sent with it, as Vault does on its unauthenticated paths.
-    let tokenValue = authRoute && router.isLogin(authRoute.mount, authRoute.path, req.operation) ? undefined : req.token;
-    let token = tokenValue ? tokens.cached(tokenValue) : null;
-    if (token === undefined) token = await tokens.lookup(tokenValue!);
+    const tokenValue = authRoute && router.isLogin(authRoute.mount, authRoute.path, req.operation) ? undefined : req.token;
+    const token = tokenValue ? tokens.cached(tokenValue) : null;
+    if (token === undefined) return tokens.lookup(tokenValue!).then((found) => this.withToken(req, routed, tokenValue, found));
+    return this.withToken(req, routed, tokenValue, token);
+  }
+
+  private withToken(req: LogicalRequest, { namespace, path, route }: ReturnType<RequestRouter['route']>, sent: string | undefined, token: TokenEntry | null): Promise<LogicalResult> {
+    const { router } = this.deps;
+    const authRoute = route && path.startsWith('auth/') ? route : undefined;
+    let tokenValue = sent;
     // An auth method in an engine service knows which of its operations are logins: a token that is
     // no longer valid is dropped, and the service answers only its logins without one.
     if (tokenValue && !token && authRoute && !router.isCoreEngine(authRoute.mount)) tokenValue = undefined;
@@ -193,11 +208,14 @@ export class RequestHandler {
     const series = this.deps.requests.series(ctx.namespace.path, mount.path, ctx.req.operation);
     const entry = audit.hasDevices ? auditEntry(ctx, mount) : undefined;
     try {
-      const capabilities = await this.authorize(ctx);
+      const granted = this.authorize(ctx);
+      // Capabilities usually come at once (a cached ACL): no await, which is a tick and an allocation.
+      const capabilities = granted instanceof Promise ? await granted : granted;
       // An audit device that cannot record the request stops it: nothing is served unaudited.
       if (entry) await audit.logRequest(entry);
-      const dispatch = () => this.dispatch(ctx, mount, mountPath, inProcess, capabilities);
-      const result = ctx.token && ctx.token.numUses > 0 ? await this.spendingUse(ctx.token, dispatch) : await dispatch();
+      const result = await (ctx.token && ctx.token.numUses > 0
+        ? this.spendingUse(ctx.token, () => this.dispatch(ctx, mount, mountPath, inProcess, capabilities))
+        : this.dispatch(ctx, mount, mountPath, inProcess, capabilities));
       if (entry) await audit.logResponse({ ...entry, response: ctx.auditResponse });
       series.record(started, false);
       return result;
@@ -208,10 +226,10 @@ export class RequestHandler {
     }
   }
 
-  private authorize(ctx: Context): Promise<ReadonlySet<Capability>> {
+  private authorize(ctx: Context): ReadonlySet<Capability> | Promise<ReadonlySet<Capability>> {
     const { token, namespace, path, req } = ctx;
     if (!token && req.operation === 'help') throw ServiceError.forbidden();
-    if (ctx.outsideAcl) return Promise.resolve(NO_CAPABILITIES);
+    if (ctx.outsideAcl) return NO_CAPABILITIES;
     return this.deps.authorizer.capabilities({ token, namespace, path, operation: req.operation, data: req.data, wrapTtl: req.wrapTtl });
   }
 
@@ -226,11 +244,11 @@ export class RequestHandler {
     }
   }
 
-  private async dispatch(ctx: Context, mount: MountInfo, mountPath: string, inProcess: boolean, capabilities: ReadonlySet<Capability>): Promise<LogicalResult> {
+  private dispatch(ctx: Context, mount: MountInfo, mountPath: string, inProcess: boolean, capabilities: ReadonlySet<Capability>): Promise<LogicalResult> {
     const { dispatcher } = this.deps;
     const message = engineRequest(ctx, mount, mountPath, capabilities, inProcess);
-    const reply = await (mount.uuid === SYSTEM_MOUNT.uuid ? dispatcher.handleSystem(message) : dispatcher.dispatch(message));
-    return this.finish(ctx, mount, reply);
+    const sent = mount.uuid === SYSTEM_MOUNT.uuid ? dispatcher.handleSystem(message) : dispatcher.dispatch(message);
+    return sent.then((reply) => this.finish(ctx, mount, reply));
   }
 
   /**
