@@ -57,30 +57,42 @@ export class Backend {
     return this.declaration.type;
   }
 
-  async handle(req: Request): Promise<Response | undefined> {
-    if (req.operation === 'help') return { raw: this.help(req.path) };
-    const route = this.match(req.path);
-    if (!route) throw ServiceError.unsupportedPath();
-    const { declaration, params } = route;
-    const requested = req.operation;
+  /**
+   * Not an async function: a read's answer is its handler's own promise, unless the answer needs
+   * something added (every request of every engine passes here, and an async frame is an allocation).
+   */
+  handle(req: Request): Promise<Response | undefined> {
+    try {
+      if (req.operation === 'help') return Promise.resolve({ raw: this.help(req.path) });
+      const route = this.match(req.path);
+      if (!route) throw ServiceError.unsupportedPath();
+      const { declaration, params } = route;
+      const requested = req.operation;
 
-    const declared = resolveOperation(declaration, requested);
-    if (!declared) throw ServiceError.methodNotAllowed();
-    // Refuse a write outright when neither capability could allow it, before looking at data.
-    if (isWrite(requested) && !permits(req.capabilities, 'create') && !permits(req.capabilities, 'update')) {
-      throw ServiceError.forbidden();
+      const declared = resolveOperation(declaration, requested);
+      if (!declared) throw ServiceError.methodNotAllowed();
+      if (!isWrite(requested)) return this.serveOperation(declaration, declared, req, createFieldData(declaration.fields ?? NO_FIELDS, req.data, params, { enforceRequired: false }), params);
+      // Refuse a write outright when neither capability could allow it, before looking at data.
+      if (!permits(req.capabilities, 'create') && !permits(req.capabilities, 'update')) throw ServiceError.forbidden();
+      const fields = createFieldData(declaration.fields ?? NO_FIELDS, req.data, params, { enforceRequired: true });
+      const operation = this.writeOperation(declaration, req, fields);
+      const serve = (resolved: WriteOperation) =>
+        // create and update stand in for each other, so the resolved write is always served
+        this.serveOperation(declaration, resolveOperation(declaration, resolved) ?? declared, resolved === requested ? req : { ...req, operation: resolved }, fields, params);
+      return typeof operation === 'string' ? serve(operation) : operation.then(serve);
+    } catch (err) {
+      return Promise.reject(err);
     }
-    const fields = createFieldData(declaration.fields ?? NO_FIELDS, req.data, params, {
-      enforceRequired: isWrite(requested),
-    });
-    const operation = isWrite(requested) ? await this.writeOperation(declaration, req, fields) : requested;
-    // create and update stand in for each other, so the resolved write is always served
-    const served = resolveOperation(declaration, operation) ?? declared;
+  }
 
-    const answer = await served.handler(operation === req.operation ? req : { ...req, operation }, fields);
-    const response = declaration.dataAtTopLevel && answer ? { ...answer, dataAtTopLevel: true } : answer;
+  private serveOperation(declaration: PathDeclaration, served: ResolvedOperation, req: Request, fields: FieldData, params: Record<string, string>): Promise<Response | undefined> {
     const ignored = declaration.acceptsAnyFields ? [] : unknownFields(declaration.fields ?? NO_FIELDS, req.data, params);
-    return ignored.length === 0 ? response : withWarning(response, unknownFieldsWarning(ignored));
+    const answer = served.handler(req, fields);
+    if (!declaration.dataAtTopLevel && ignored.length === 0) return answer;
+    return answer.then((answered) => {
+      const response = declaration.dataAtTopLevel && answered ? { ...answered, dataAtTopLevel: true } : answered;
+      return ignored.length === 0 ? response : withWarning(response, unknownFieldsWarning(ignored));
+    });
   }
 
   /** Create or update, per the existence check (which may answer at once); the caller must hold that capability. */

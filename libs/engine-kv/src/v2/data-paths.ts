@@ -27,7 +27,7 @@ export function dataPaths(storage: StorageView, clock: Clock): PathDeclaration {
       read: {
         summary: 'Read a version of the secret.',
         forwardQuery: true,
-        handler: async (_req, fields) => versionResponse(storage, secretKey(fields.params.path), requestedVersion(fields), clock(), 'data'),
+        handler: (_req, fields) => versionResponse(storage, secretKey(fields.params.path), requestedVersion(fields), clock(), 'data'),
       },
       create: {
         summary: 'Write a new version of the secret.',
