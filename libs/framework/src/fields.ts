@@ -99,14 +99,15 @@ export function createFieldData(
   const compiled = compile(schema);
   const values = new Map<string, unknown>();
   const sent = new Set<string>();
+  const enforceRequired = options.enforceRequired ?? true;
   /** Fields given a value, valid or not: an invalid required field is reported once, as invalid. */
-  const given = new Set<string>();
+  const given = enforceRequired && compiled.required.length > 0 ? new Set<string>() : undefined;
   let problems: { index: number; message: string }[] | undefined;
 
   const take = (name: string, input: unknown) => {
     const declared = compiled.byName.get(name);
     if (!declared || input === undefined || input === null) return;
-    given.add(name);
+    given?.add(name);
     try {
       values.set(name, coerceValue(declared.field, input));
       sent.add(name);
@@ -118,7 +119,7 @@ export function createFieldData(
   };
   for (const name in params) if (Object.hasOwn(params, name)) take(name, params[name]);
   for (const name in raw) if (Object.hasOwn(raw, name) && !Object.hasOwn(params, name)) take(name, raw[name]);
-  if (options.enforceRequired ?? true) {
+  if (given) {
     for (const field of compiled.required) {
       if (!given.has(field.name)) (problems ??= []).push({ index: field.index, message: `missing required field "${field.name}"` });
     }

@@ -10,21 +10,30 @@ import { addVersion, checkAndSet, emptyMetadata, isLive, pruneVersions, versionM
  * version's metadata for a deleted or destroyed one, otherwise the version's data under `field`,
  * as stored (`data`) or as `present` shows it (`subkeys`).
  */
-export async function versionResponse(
+export function versionResponse(
   storage: StorageView,
   path: string,
   requested: number,
   now: Date,
   ...[field, present]: ['data'] | ['subkeys', (data: JsonObject) => unknown]
 ): Promise<Response> {
-  const metadata = await sharedReads.metadata(storage, path);
-  const version = requested || (metadata?.current_version ?? 0);
-  const state = metadata?.versions[version];
-  if (!metadata || !state) throw secretNotFound();
-  const text = isLive(state, now) ? await sharedReads.versionText(storage, path, version) : null;
-  if (text === null) return { status: 404, data: { [field]: null, metadata: versionMetadata(metadata, version) } };
-  if (field === 'data') return { dataJson: storedDataAnswer(metadata, version, text) };
-  return { data: { [field]: present(JSON.parse(text) as JsonObject), metadata: versionMetadata(metadata, version) } };
+  // A chain rather than an async function: the hottest read of the engine allocates less this way.
+  return sharedReads.metadata(storage, path).then((metadata) => {
+    const version = requested || (metadata?.current_version ?? 0);
+    const state = metadata?.versions[version];
+    if (!metadata || !state) throw secretNotFound();
+    if (!isLive(state, now)) return goneVersion(field, metadata, version);
+    return sharedReads.versionText(storage, path, version).then((text): Response => {
+      if (text === null) return goneVersion(field, metadata, version);
+      if (field === 'data') return { dataJson: storedDataAnswer(metadata, version, text) };
+      return { data: { [field]: present(JSON.parse(text) as JsonObject), metadata: versionMetadata(metadata, version) } };
+    });
+  });
+}
+
+/** A deleted or destroyed version: 404, with its metadata. */
+function goneVersion(field: 'data' | 'subkeys', metadata: Frozen<KeyMetadata>, version: number): Response {
+  return { status: 404, data: { [field]: null, metadata: versionMetadata(metadata, version) } };
 }
 
 /** The last answer made from each shared metadata record (see storedDataAnswer). */
