@@ -299,6 +299,9 @@ describe('a distributed primary', () => {
 
     const standby = services.find((process) => process !== owning[0])!;
     await eventually(async () => standby.logs.some((line) => line.includes('cluster listener started')), LINK_TIMEOUT_MS);
+    // The new owner answers the gateway's calls once its takeover is complete, a moment after its
+    // listener starts: until then a status read is a 503 naming the service.
+    await eventually(async () => (await api(d.url, 'GET', '/v1/sys/replication/performance/status')).status === 200, LINK_TIMEOUT_MS);
     expect(await status(d, 'performance')).toMatchObject({ mode: 'primary', cluster_id: clusterId });
     // The new owner's cluster listener is another address: a secondary activated now dials it.
     await joinD('perf-b3');
