@@ -71,10 +71,11 @@ export class Backend {
 
       const declared = resolveOperation(declaration, requested);
       if (!declared) throw ServiceError.methodNotAllowed();
-      if (!isWrite(requested)) return this.serveOperation(declaration, declared, req, createFieldData(declaration.fields ?? NO_FIELDS, req.data, params, { enforceRequired: false }), params);
+      const write = isWrite(requested);
       // Refuse a write outright when neither capability could allow it, before looking at data.
-      if (!permits(req.capabilities, 'create') && !permits(req.capabilities, 'update')) throw ServiceError.forbidden();
-      const fields = createFieldData(declaration.fields ?? NO_FIELDS, req.data, params, { enforceRequired: true });
+      if (write && !permits(req.capabilities, 'create') && !permits(req.capabilities, 'update')) throw ServiceError.forbidden();
+      const fields = createFieldData(declaration.fields ?? NO_FIELDS, req.data, params, { enforceRequired: write });
+      if (!write) return this.serveOperation(declaration, declared, req, fields, params);
       const operation = this.writeOperation(declaration, req, fields);
       const serve = (resolved: WriteOperation) =>
         // create and update stand in for each other, so the resolved write is always served

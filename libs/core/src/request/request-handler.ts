@@ -31,9 +31,12 @@ export interface ReplicaContact {
   flush(): Promise<void>;
 }
 
+/** The namespace a full path falls in, the path inside it, and the mount serving it. */
+type Routed = { namespace: Namespace; path: string; route?: Route };
+
 export interface RequestRouter {
   /** The namespace a full path falls in, and the mount serving the rest of it. */
-  route(fullPath: string): { namespace: Namespace; path: string; route?: Route };
+  route(fullPath: string): Routed;
   /** Whether a mount type runs in this process (its engine is given the token value and the headers). */
   isCoreEngine(mount: MountInfo): boolean;
   /** Whether an operation is a login to an auth method of this process (outside the ACL). */
@@ -153,13 +156,12 @@ export class RequestHandler {
     // A login ignores a token sent with it, as Vault does on its unauthenticated paths.
     const tokenValue = authRoute && router.isLogin(authRoute.mount, authRoute.path, req.operation) ? undefined : req.token;
     const token = tokenValue ? tokens.cached(tokenValue) : null;
-    if (token === undefined) return tokens.lookup(tokenValue!).then((found) => this.withToken(req, routed, tokenValue, found));
-    return this.withToken(req, routed, tokenValue, token);
+    if (token === undefined) return tokens.lookup(tokenValue!).then((found) => this.withToken(req, routed, authRoute, tokenValue, found));
+    return this.withToken(req, routed, authRoute, tokenValue, token);
   }
 
-  private withToken(req: LogicalRequest, { namespace, path, route }: ReturnType<RequestRouter['route']>, sent: string | undefined, token: TokenEntry | null): Promise<LogicalResult> {
+  private withToken(req: LogicalRequest, { namespace, path, route }: Routed, authRoute: Route | undefined, sent: string | undefined, token: TokenEntry | null): Promise<LogicalResult> {
     const { router } = this.deps;
-    const authRoute = route && path.startsWith('auth/') ? route : undefined;
     let tokenValue = sent;
     // An auth method in an engine service knows which of its operations are logins: a token that is
     // no longer valid is dropped, and the service answers only its logins without one.
