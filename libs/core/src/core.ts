@@ -954,7 +954,11 @@ export class Core {
       leases: this.leaseLifecycle,
       logins: this.logins,
       wrapper: this.wrapping,
-      dispatcher: forwardingDispatcher(this, (call, body) => this.replication.forwardToPrimary(call, body)),
+      dispatcher: forwardingDispatcher(
+        this,
+        (call, body) => this.replication.forwardToPrimary(call, body),
+        () => this.replication.isPerformanceSecondary,
+      ),
       resolveToken: (value) => this.replication.resolveWrappingToken(value),
       isDrSecondary: () => this.replication.isDrSecondary,
       requests: this.options.metrics.timer('core.handle_request', 'Requests handled by the gateway, by namespace, mount and operation', ['namespace', 'mount', 'operation']),

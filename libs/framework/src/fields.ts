@@ -50,28 +50,32 @@ function defaultValue(compiled: CompiledField): unknown {
 }
 
 class CoercedFields implements FieldData {
+  /** Defaults of fields the client did not send, made when first asked for. */
+  private defaults?: Map<string, unknown>;
+
   constructor(
     private readonly schema: CompiledSchema,
-    /** The fields the client sent, coerced; defaults join them when first asked for. */
+    /** The fields the client sent, coerced. */
     private readonly values: Map<string, unknown>,
-    private readonly sent: Set<string>,
     readonly raw: Record<string, unknown>,
     readonly params: Record<string, string>,
   ) {}
 
   get<T = unknown>(name: string): T {
     const compiled = this.declared(name);
-    if (!this.values.has(name) && compiled.coercedDefault !== undefined) this.values.set(name, defaultValue(compiled));
-    return this.values.get(name) as T;
+    if (this.values.has(name) || compiled.coercedDefault === undefined) return this.values.get(name) as T;
+    this.defaults ??= new Map();
+    if (!this.defaults.has(name)) this.defaults.set(name, defaultValue(compiled));
+    return this.defaults.get(name) as T;
   }
 
   has(name: string): boolean {
     this.declared(name);
-    return this.sent.has(name);
+    return this.values.has(name);
   }
 
   sentDeclared(name: string): boolean {
-    return this.schema.byName.has(name) && this.sent.has(name);
+    return this.schema.byName.has(name) && this.values.has(name);
   }
 
   /** Asking for an undeclared field is a bug in the handler, not bad input. */
@@ -98,7 +102,6 @@ export function createFieldData(
 ): FieldData {
   const compiled = compile(schema);
   const values = new Map<string, unknown>();
-  const sent = new Set<string>();
   const enforceRequired = options.enforceRequired ?? true;
   /** Fields given a value, valid or not: an invalid required field is reported once, as invalid. */
   const given = enforceRequired && compiled.required.length > 0 ? new Set<string>() : undefined;
@@ -110,7 +113,6 @@ export function createFieldData(
     given?.add(name);
     try {
       values.set(name, coerceValue(declared.field, input));
-      sent.add(name);
     } catch (err) {
       if (!(err instanceof InvalidValue)) throw err;
       const message = `field "${name}": ${declared.field.sensitive ? 'value' : describeValue(input)} ${err.reason}`;
@@ -125,7 +127,7 @@ export function createFieldData(
     }
   }
   if (problems) throw new ServiceError('bad-request', problems.sort((a, b) => a.index - b.index).map((p) => p.message));
-  return new CoercedFields(compiled, values, sent, raw, params);
+  return new CoercedFields(compiled, values, raw, params);
 }
 
 function coerceDefault(name: string, field: FieldSchema): unknown {

@@ -415,6 +415,11 @@ export class Replication {
     return this.states.get('dr')?.mode === 'secondary';
   }
 
+  /** Whether this cluster is a performance secondary, whose writes of replicated data go to its primary. */
+  get isPerformanceSecondary(): boolean {
+    return this.states.get('performance')?.mode === 'secondary';
+  }
+
   private peerStatus(mode: ReplicationMode, id: string): Record<string, unknown> {
     const peer = this.peers.get(`${mode}/${id}`);
     const fresh = peer !== undefined && Date.now() - peer.lastHeartbeat.getTime() < HEARTBEAT_STALE_MS;

@@ -42,14 +42,24 @@ export async function startHttpFrontend(pipeline: HttpHandler, listeners: Listen
   };
 }
 
+type ListenerRules = Pick<HttpRequest, 'requireRequestHeader' | 'jsonLimits' | 'refusedUnauthed' | 'unauthenticatedMetrics'>;
+
+/** Rules by listener configuration, made once per configuration rather than once per request. */
+const rulesByConfig = new WeakMap<ListenerConfig, ListenerRules>();
+
 /** What the pipeline applies per listener. */
-function listenerRules(config: ListenerConfig): Pick<HttpRequest, 'requireRequestHeader' | 'jsonLimits' | 'refusedUnauthed' | 'unauthenticatedMetrics'> {
-  return {
-    unauthenticatedMetrics: config.unauthenticatedMetricsAccess,
-    requireRequestHeader: config.requireRequestHeader,
-    jsonLimits: config.jsonLimits,
-    refusedUnauthed: { rekey: config.disableUnauthedRekeyEndpoints, generateRoot: config.disableUnauthedGenerateRootEndpoints },
-  };
+function listenerRules(config: ListenerConfig): ListenerRules {
+  let rules = rulesByConfig.get(config);
+  if (!rules) {
+    rules = {
+      unauthenticatedMetrics: config.unauthenticatedMetricsAccess,
+      requireRequestHeader: config.requireRequestHeader,
+      jsonLimits: config.jsonLimits,
+      refusedUnauthed: { rekey: config.disableUnauthedRekeyEndpoints, generateRoot: config.disableUnauthedGenerateRootEndpoints },
+    };
+    rulesByConfig.set(config, rules);
+  }
+  return rules;
 }
 
 /**
@@ -88,6 +98,17 @@ function serveRequest(pipeline: HttpHandler, listener: ListenerContext, req: htt
     return;
   }
   const limit = listener.config.maxRequestSize;
+  const failed = () => {
+    requestAnswered(req.socket);
+    res.destroy();
+  };
+  const answer = (result: HttpResult) => {
+    try {
+      send(res, listener, result, req.method === 'HEAD');
+    } catch {
+      failed();
+    }
+  };
   const serveBody = (body: ReadBody): Promise<void> | void => {
     if (body === TOO_LARGE) return afterUnreadBody(req, res, () => send(res, listener, jsonError(413, [`request body too large: the limit is ${limit} bytes`]), false));
     if (isEndedBody(body)) return send(res, listener, body, false, true);
@@ -100,17 +121,14 @@ function serveRequest(pipeline: HttpHandler, listener: ListenerContext, req: htt
         remoteAddress: req.socket.remoteAddress,
         ...listenerRules(listener.config),
       })
-      .then((result) => send(res, listener, result, req.method === 'HEAD'));
-  };
-  const failed = () => {
-    requestAnswered(req.socket);
-    res.destroy();
+      .then(answer, failed);
   };
   const body = readBody(req, limit);
-  // Most requests have no body, or one already read: they are served at once.
+  // Most requests have no body, or one already read: they are served at once. The answer's own
+  // step catches what fails in it, so nothing is chained on here.
   if (!(body instanceof Promise)) {
     try {
-      serveBody(body)?.catch(failed);
+      void serveBody(body);
     } catch {
       failed();
     }

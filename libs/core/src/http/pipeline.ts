@@ -74,6 +74,12 @@ const UNAUTHED_GENERATE_ROOT = /^sys\/generate-root\/(?:attempt|update)$/;
 
 const NO_QUERY = new URLSearchParams();
 
+/** A request handed to the core, with the core's result to come. */
+interface CoreCall {
+  logical: LogicalRequest;
+  result: Promise<LogicalResult>;
+}
+
 /**
  * The HTTP side of the gateway's request path, independent of the HTTP framework: the listener's
  * checks, then the HTTP request as a logical request for the core's `RequestHandler`, then its
@@ -102,13 +108,24 @@ export class RequestPipeline {
     const failed = (err: unknown) => logged(this.errorResult(err, requestId));
     try {
       const routed = this.route(req, requestId, urlPath, queryStart);
-      return routed instanceof Promise ? routed.then(logged, failed) : Promise.resolve(logged(routed));
+      if (routed instanceof Promise) return routed.then(logged, failed);
+      if (!('logical' in routed)) return Promise.resolve(logged(routed));
+      // The core's result becomes the HTTP answer and is logged in one step.
+      const { logical, result } = routed;
+      return result.then((answer) => {
+        try {
+          return logged(httpResult(logical, answer));
+        } catch (err) {
+          return failed(err);
+        }
+      }, failed);
     } catch (err) {
       return Promise.resolve(failed(err));
     }
   }
 
-  private route(req: HttpRequest, requestId: string, urlPath: string, queryStart: number): HttpResult | Promise<HttpResult> {
+  /** The answer, or the request handed to the core and the core's result to come. */
+  private route(req: HttpRequest, requestId: string, urlPath: string, queryStart: number): HttpResult | Promise<HttpResult> | CoreCall {
     const query = queryStart < 0 ? NO_QUERY : new URLSearchParams(req.url.slice(queryStart + 1));
 
     if (!urlPath.startsWith('/v1/')) return this.uiResult(urlPath);
@@ -120,7 +137,7 @@ export class RequestPipeline {
     }
     const logical = logicalRequest(req, requestId, urlPath, query);
     refuseUnauthedIfDisabled(req, logical.path);
-    return this.handler.handle(logical).then((result) => httpResult(logical, result));
+    return { logical, result: this.handler.handle(logical) };
   }
 
   /** `/` and `/ui` lead to the UI, whose files are under `/ui/`; without the UI, nothing is there. */

@@ -67,13 +67,17 @@ describe('forwarded request codec', () => {
 });
 
 describe('forwardingDispatcher', () => {
-  function setup(local: (message: EngineRequest) => Promise<EngineReply>, answer: Partial<ForwardedAnswer> = {}) {
+  function setup(local: (message: EngineRequest) => Promise<EngineReply>, answer: Partial<ForwardedAnswer> = {}, secondary = true) {
     const forwarded: Record<string, unknown>[] = [];
     const inner: Dispatcher = { dispatch: local, handleSystem: local };
-    const dispatcher = forwardingDispatcher(inner, async (call, body) => {
-      forwarded.push({ call, ...body });
-      return { answer: encodeForwardedReply({ ok: true, response: { data: { written: true } } }), index: 42, consistent: true, ...answer };
-    });
+    const dispatcher = forwardingDispatcher(
+      inner,
+      async (call, body) => {
+        forwarded.push({ call, ...body });
+        return { answer: encodeForwardedReply({ ok: true, response: { data: { written: true } } }), index: 42, consistent: true, ...answer };
+      },
+      () => secondary,
+    );
     return { dispatcher, forwarded };
   }
 
@@ -112,6 +116,12 @@ describe('forwardingDispatcher', () => {
     expect(other.forwarded).toEqual([]);
     const thrown = setup(() => Promise.reject(ServiceError.badRequest('nope')));
     await expect(thrown.dispatcher.dispatch(request)).rejects.toThrow('nope');
+  });
+
+  it('forwards nothing where this cluster is no performance secondary: the local answer is the answer', async () => {
+    const { dispatcher, forwarded } = setup(async () => readOnly, {}, false);
+    expect(await dispatcher.dispatch(request)).toBe(readOnly);
+    expect(forwarded).toEqual([]);
   });
 });
 

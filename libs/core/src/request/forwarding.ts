@@ -118,14 +118,15 @@ export function decodeForwardedReply(answer: Record<string, unknown>): EngineRep
  * the primary, whose answer carries the consistency headers. Only writes are ever refused, so
  * reads never leave the secondary.
  */
-export function forwardingDispatcher(local: Dispatcher, forward: ForwardToPrimary): Dispatcher {
+export function forwardingDispatcher(local: Dispatcher, forward: ForwardToPrimary, isPerformanceSecondary: () => boolean): Dispatcher {
   const forwarded = async (message: EngineRequest): Promise<EngineReply> => {
     const answer = await forward('request', encodeForwardedRequest(message));
     return withConsistency(decodeForwardedReply(answer.answer), message.operation, answer);
   };
-  // Every request passes here, so the local answer goes straight back without another await.
+  // Every request passes here: elsewhere than on a performance secondary nothing is refused for
+  // being replicated, and the local answer is handed back as it is.
   const serve = (message: EngineRequest, run: (message: EngineRequest) => Promise<EngineReply>): Promise<EngineReply> =>
-    run(message).then(
+    !isPerformanceSecondary() ? run(message) : run(message).then(
       (reply) => (reply.ok || !isReadOnlyReplicated(reply) || message.kind !== 'operation' || message.body ? reply : forwarded(message)),
       (err: unknown) => {
         if (!isReadOnlyReplicated(err)) throw err;

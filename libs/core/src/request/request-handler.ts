@@ -120,12 +120,16 @@ export class RequestHandler {
 
   constructor(private readonly deps: RequestHandlerDeps) {}
 
-  async handle(req: LogicalRequest): Promise<LogicalResult> {
+  /**
+   * Not an async function: a request changes cached state only where it is served (`serve`,
+   * `whileSealed`), and each of those waits there until every replica has heard of the change
+   * before the caller hears back.
+   */
+  handle(req: LogicalRequest): Promise<LogicalResult> {
     try {
-      return await this.route(this.withResolvedToken(req));
-    } finally {
-      // Changes to cached state reach every replica before the caller hears back.
-      if (this.deps.replicas.hasPending) await this.deps.replicas.flush();
+      return this.route(this.withResolvedToken(req));
+    } catch (err) {
+      return Promise.reject(err);
     }
   }
 
@@ -183,12 +187,20 @@ export class RequestHandler {
 
   /** Uninitialized or sealed: only the seal endpoints of the root namespace answer. */
   private async whileSealed(req: LogicalRequest): Promise<LogicalResult> {
-    const { seal, dispatcher } = this.deps;
+    const { seal } = this.deps;
     const state = await seal.refreshSealState();
     if (state === 'unsealed') return this.route(req);
     const allowed = state === 'uninitialized' ? UNINITIALIZED_PATHS : SEALED_PATHS;
     if (!allowed.has(req.path) || req.operation === 'help') seal.assertUnsealed();
-    const reply = await dispatcher.handleSystem({
+    try {
+      return await this.serveSealed(req);
+    } finally {
+      if (this.deps.replicas.hasPending) await this.deps.replicas.flush();
+    }
+  }
+
+  private async serveSealed(req: LogicalRequest): Promise<LogicalResult> {
+    const reply = await this.deps.dispatcher.handleSystem({
       kind: 'operation',
       requestId: req.id,
       mount: SYSTEM_MOUNT,
@@ -215,9 +227,14 @@ export class RequestHandler {
       const capabilities = granted instanceof Promise ? await granted : granted;
       // An audit device that cannot record the request stops it: nothing is served unaudited.
       if (entry) await audit.logRequest(entry);
-      const result = await (ctx.token && ctx.token.numUses > 0
-        ? this.spendingUse(ctx.token, () => this.dispatch(ctx, mount, mountPath, inProcess, capabilities))
-        : this.dispatch(ctx, mount, mountPath, inProcess, capabilities));
+      let result: LogicalResult;
+      if (ctx.token && ctx.token.numUses > 0) {
+        result = await this.spendingUse(ctx.token, () => this.dispatch(ctx, mount, mountPath, inProcess, capabilities).then((reply) => this.finish(ctx, mount, reply)));
+      } else {
+        // The common answer needs no storage: it is finished without another await.
+        const finished = this.finish(ctx, mount, await this.dispatch(ctx, mount, mountPath, inProcess, capabilities));
+        result = finished instanceof Promise ? await finished : finished;
+      }
       if (entry) await audit.logResponse({ ...entry, response: ctx.auditResponse });
       series.record(started, false);
       return result;
@@ -225,6 +242,8 @@ export class RequestHandler {
       series.record(started, true);
       if (entry) await audit.logResponse({ ...entry, errors: errorOf(err).errors });
       throw err;
+    } finally {
+      if (this.deps.replicas.hasPending) await this.deps.replicas.flush();
     }
   }
 
@@ -246,11 +265,10 @@ export class RequestHandler {
     }
   }
 
-  private dispatch(ctx: Context, mount: MountInfo, mountPath: string, inProcess: boolean, capabilities: ReadonlySet<Capability>): Promise<LogicalResult> {
+  private dispatch(ctx: Context, mount: MountInfo, mountPath: string, inProcess: boolean, capabilities: ReadonlySet<Capability>): Promise<EngineReply> {
     const { dispatcher } = this.deps;
     const message = engineRequest(ctx, mount, mountPath, capabilities, inProcess);
-    const sent = mount.uuid === SYSTEM_MOUNT.uuid ? dispatcher.handleSystem(message) : dispatcher.dispatch(message);
-    return sent.then((reply) => this.finish(ctx, mount, reply));
+    return mount.uuid === SYSTEM_MOUNT.uuid ? dispatcher.handleSystem(message) : dispatcher.dispatch(message);
   }
 
   /**
