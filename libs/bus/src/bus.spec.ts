@@ -229,6 +229,46 @@ describe.each(transports.map((t) => ({ ...t, label: t.label ?? t.name })))('$lab
     expect(received).toEqual([]);
   });
 
+  it('reaches a subscriber that joins after a subject has carried messages, and no longer one that left', async () => {
+    const [publisher, early, late] = [await open(), await open(), await open()];
+    const subject = `${prefix}.changes`;
+    const received: Record<'early' | 'late', string[]> = { early: [], late: [] };
+    const next = () => {
+      const both = [signal(), signal()];
+      return { both, done: Promise.all(both.map((s) => s.promise)) };
+    };
+    let round = next();
+    const earlySubscription = early.subscribe(subject, (msg) => {
+      received.early.push(str(msg.payload));
+      round.both[0].fire();
+    });
+    await early.flush();
+    round.both[1].fire();
+    await publisher.publish(subject, text('first'));
+    await round.done;
+
+    round = next();
+    late.subscribe(subject, (msg) => {
+      received.late.push(str(msg.payload));
+      round.both[1].fire();
+    });
+    await late.flush();
+    await publisher.publish(subject, text('second'));
+    await round.done;
+
+    earlySubscription.unsubscribe();
+    const marker = signal();
+    early.subscribe(`${prefix}.marker`, () => marker.fire());
+    await early.flush();
+    round = next();
+    round.both[0].fire();
+    await publisher.publish(subject, text('third'));
+    // Both reach the early connection in order, so once the marker is in, a third would be too.
+    await publisher.publish(`${prefix}.marker`, text(''));
+    await Promise.all([round.done, marker.promise]);
+    expect(received).toEqual({ early: ['first', 'second'], late: ['second', 'third'] });
+  });
+
   it('answers no-responders once the only server unsubscribes', async () => {
     const [server, client] = [await open(), await open()];
     const subject = `${prefix}.gone`;
@@ -376,6 +416,8 @@ describe('createBus', () => {
     try {
       expect(memory).toBeInstanceOf(MemoryBus);
       expect(nats).toBeInstanceOf(NatsBus);
+      // Only an in-memory bus on a hub of its own is alone: one on a shared hub, or NATS, has peers.
+      expect([memory.alone, nats.alone, new MemoryBus({ hub: new MemoryBusHub() }).alone]).toEqual([true, false, false]);
     } finally {
       await Promise.all([memory.close(), nats.close()]);
     }

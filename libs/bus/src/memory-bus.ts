@@ -15,6 +15,7 @@ export interface MemoryBusOptions {
 /** The all-in-one transport: the NATS contract within one process. */
 export class MemoryBus implements Bus {
   readonly kind = 'memory';
+  readonly alone: boolean;
   /** In one process there is no link to lose. */
   readonly connected = true;
   private readonly hub: BusHub;
@@ -26,6 +27,7 @@ export class MemoryBus implements Bus {
   private closing?: Promise<void>;
 
   constructor(options: MemoryBusOptions = {}) {
+    this.alone = options.hub === undefined;
     this.hub = options.hub ?? new MemoryBusHub();
     this.defaultTimeoutMs = requestTimeout(options.requestTimeoutMs, DEFAULT_REQUEST_TIMEOUT_MS);
   }

@@ -29,35 +29,40 @@ export interface Endpoint {
  * The in-process broker: what the NATS server is to NatsBus. Several MemoryBus instances on one
  * hub behave like several connections (replicas) in one process.
  */
+/** The endpoints a subject reaches: every broadcast subscriber, and each queue group's members. */
+interface SubjectRoute {
+  broadcast: Endpoint[];
+  groups: { key: string; members: Endpoint[] }[];
+}
+
+/** Subjects whose routes are remembered, at most; past it the memory starts afresh. */
+const MAX_REMEMBERED_ROUTES = 1024;
+
 export class MemoryBusHub implements BusHub {
   private readonly endpoints = new Set<Endpoint>();
   /** Round-robin position per queue group. */
   private readonly turns = new Map<string, number>();
+  /**
+   * Routes by subject, made on a subject's first message and forgotten whenever an endpoint comes
+   * or goes: a publish then costs its receivers, not a match against every endpoint of the process.
+   */
+  private readonly routes = new Map<string, SubjectRoute>();
 
   /** Registers an endpoint; returns the function that removes it. */
   add(endpoint: Endpoint): () => void {
     validateSubject(endpoint.pattern, true);
     this.endpoints.add(endpoint);
-    return () => this.endpoints.delete(endpoint);
+    this.routes.clear();
+    return () => {
+      this.endpoints.delete(endpoint);
+      this.routes.clear();
+    };
   }
 
   /** Delivers asynchronously, as a broker would (see `BusHub.dispatch`). */
   dispatch(subject: string, msg: BusMessage, reply?: Replier, noResponders?: () => void): void {
-    validateSubject(subject, false);
-    const receivers: Endpoint[] = [];
-    const groups = new Map<string, Endpoint[]>();
-    for (const endpoint of this.endpoints) {
-      if (!subjectMatches(endpoint.pattern, subject)) continue;
-      if (endpoint.queue === undefined) {
-        receivers.push(endpoint);
-      } else {
-        const key = `${endpoint.pattern} ${endpoint.queue}`;
-        const members = groups.get(key) ?? [];
-        members.push(endpoint);
-        groups.set(key, members);
-      }
-    }
-    for (const [key, members] of groups) receivers.push(members[this.nextTurn(key) % members.length]);
+    const route = this.routes.get(subject) ?? this.route(subject);
+    const receivers = route.groups.length === 0 ? route.broadcast : [...route.broadcast, ...route.groups.map(({ key, members }) => members[this.nextTurn(key) % members.length])];
     for (const receiver of receivers) {
       const copy: BusMessage = { payload: Uint8Array.from(msg.payload), headers: { ...msg.headers } };
       queueMicrotask(() => receiver.deliver(copy, reply));
@@ -67,6 +72,27 @@ export class MemoryBusHub implements BusHub {
 
   async flush(): Promise<void> {
     // Endpoints are active as soon as they are added.
+  }
+
+  private route(subject: string): SubjectRoute {
+    validateSubject(subject, false);
+    const broadcast: Endpoint[] = [];
+    const groups = new Map<string, Endpoint[]>();
+    for (const endpoint of this.endpoints) {
+      if (!subjectMatches(endpoint.pattern, subject)) continue;
+      if (endpoint.queue === undefined) {
+        broadcast.push(endpoint);
+      } else {
+        const key = `${endpoint.pattern} ${endpoint.queue}`;
+        const members = groups.get(key) ?? [];
+        members.push(endpoint);
+        groups.set(key, members);
+      }
+    }
+    const route = { broadcast, groups: [...groups].map(([key, members]) => ({ key, members })) };
+    if (this.routes.size >= MAX_REMEMBERED_ROUTES) this.routes.clear();
+    this.routes.set(subject, route);
+    return route;
   }
 
   private nextTurn(group: string): number {

@@ -40,6 +40,7 @@ const NO_RESPONDERS = 503;
  */
 export class NatsBus implements Bus {
   readonly kind = 'nats';
+  readonly alone = false;
   private readonly inFlight = new InFlight();
   /** Our own subscriptions, drained first on close so in-flight handlers can still reply. */
   private readonly subscriptions = new Set<NatsSubscription>();

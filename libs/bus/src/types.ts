@@ -41,6 +41,12 @@ export interface Subscription {
 
 export interface Bus {
   readonly kind: 'nats' | 'memory';
+  /**
+   * No other connection can hear this bus: an in-memory bus on a hub of its own, whose every
+   * subscriber is in this process on this very object (one process, one replica). What is
+   * broadcast only for other replicas need not be sent on it.
+   */
+  readonly alone: boolean;
   /** Request-reply; one member of the subject's queue group answers. */
   request(subject: string, payload: Uint8Array, opts?: RequestOptions): Promise<BusMessage>;
   /** Serve a subject within a queue group (load-balanced across replicas). The handler's

@@ -235,21 +235,26 @@ export class EngineHost {
     await backend.cleanup().catch((err: unknown) => this.services.logger.warn({ mount_type: backend.type, err: describeRequestError(err) }, 'backend cleanup failed'));
   }
 
-  /** Publishes this replica's writes to mount storage, once per event-loop turn, and applies the other replicas'. */
+  /**
+   * Publishes this replica's writes to mount storage, once per event-loop turn, and applies the
+   * other replicas' (and replication's). On a bus of its own there is no other replica to tell.
+   */
   private shareInvalidations(bus: Bus, subject: string): () => void {
     const sender = randomUUID();
     let pending: string[] = [];
-    const stopWatching = this.barrier.onWrite(({ key }) => {
-      if (!key.startsWith(MOUNT_DATA_PREFIX)) return;
-      if (pending.length === 0) {
-        setImmediate(() => {
-          const keys = pending;
-          pending = [];
-          bus.publish(subject, encodeJson({ sender, keys } satisfies MountInvalidation)).catch((err: unknown) => this.services.logger.warn({ err: describeRequestError(err) }, 'publishing cache invalidations failed'));
+    const stopWatching = bus.alone
+      ? () => undefined
+      : this.barrier.onWrite(({ key }) => {
+          if (!key.startsWith(MOUNT_DATA_PREFIX)) return;
+          if (pending.length === 0) {
+            setImmediate(() => {
+              const keys = pending;
+              pending = [];
+              bus.publish(subject, encodeJson({ sender, keys } satisfies MountInvalidation)).catch((err: unknown) => this.services.logger.warn({ err: describeRequestError(err) }, 'publishing cache invalidations failed'));
+            });
+          }
+          pending.push(key);
         });
-      }
-      pending.push(key);
-    });
     const received = bus.subscribe(subject, (msg) => {
       const invalidation = decodeJson<MountInvalidation>(msg.payload);
       if (invalidation.sender !== sender) this.invalidate(invalidation.keys);

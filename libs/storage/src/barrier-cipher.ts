@@ -14,6 +14,21 @@ const TERM_BYTES = 4;
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 const HEADER_BYTES = TERM_BYTES + NONCE_BYTES;
+/** Nonces drawn from the random source at once: one draw per this many encryptions instead of one each. */
+const NONCES_PER_DRAW = 256;
+let nonces: Buffer = Buffer.alloc(0);
+let nextNonce = 0;
+
+/** Writes a fresh random nonce at `offset` of `target`; each drawn nonce is used once. */
+function writeNonce(target: Buffer, offset: number): void {
+  if (nextNonce + NONCE_BYTES > nonces.length) {
+    nonces = randomBytes(NONCE_BYTES * NONCES_PER_DRAW);
+    nextNonce = 0;
+  }
+  nonces.copy(target, offset, nextNonce, nextNonce + NONCE_BYTES);
+  nextNonce += NONCE_BYTES;
+}
+
 /** Larger values are decrypted on every read: remembering them would double the cache's memory for little gain. */
 const MAX_REMEMBERED_BYTES = 64 * 1024;
 
@@ -44,7 +59,7 @@ export class BarrierCipher {
     const active = this.keyring.active();
     const header = Buffer.allocUnsafe(HEADER_BYTES);
     header.writeUInt32BE(active.term, 0);
-    randomBytes(NONCE_BYTES).copy(header, TERM_BYTES);
+    writeNonce(header, TERM_BYTES);
     const cipher = createCipheriv('aes-256-gcm', this.keyOf(active), header.subarray(TERM_BYTES));
     cipher.setAAD(Buffer.from(path, 'utf8'));
     return Buffer.concat([header, cipher.update(plaintext), cipher.final(), cipher.getAuthTag()]);

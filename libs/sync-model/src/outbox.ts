@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { hash, randomUUID } from 'node:crypto';
 import { readJson, writeJson, type KeyValueStore, type Transaction } from '@svc/storage';
 
 /**
@@ -38,7 +38,7 @@ export interface QueueEntry {
 }
 
 export function secretHash(path: string): string {
-  return createHash('sha256').update(path).digest('hex');
+  return hash('sha256', path, 'hex');
 }
 
 export function queueKey(path: string): string {
@@ -56,7 +56,9 @@ function markerKey(path: string): string {
  * transaction that queues the change (recordSecretChange).
  */
 export function unsyncedSecret(path: string): { lock: string; absent: string[] } {
-  return { lock: queueKey(path), absent: [markerKey(path), queueKey(path)] };
+  const hashed = secretHash(path);
+  const queue = QUEUE_PREFIX + hashed;
+  return { lock: queue, absent: [MARKER_PREFIX + hashed, queue] };
 }
 
 export function readMarker(store: KeyValueStore, path: string): Promise<AssociationMarker | null> {

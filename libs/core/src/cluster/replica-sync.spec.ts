@@ -31,6 +31,18 @@ async function settled(promises: Promise<unknown>[]): Promise<boolean[]> {
 }
 
 describe('ReplicaSync', () => {
+  it('has nothing to propagate on a bus no other replica can be on', async () => {
+    const alone = new ReplicaSync(new MemoryBus(), 'test', () => true, { apply: async () => undefined, resync: async () => undefined });
+    alone.start();
+    try {
+      alone.noteWrite('written');
+      expect(alone.hasPending).toBe(false);
+      await alone.flush();
+    } finally {
+      alone.stop();
+    }
+  });
+
   it('keeps a request whose change another request is propagating waiting until the peers applied it', async () => {
     const { writer, applied, release, stop } = await twoReplicas();
     try {

@@ -132,9 +132,9 @@ export class ReplicaSync {
     if (!regained || !this.inContact) throw ServiceError.unavailable(LOST_CONTACT_MESSAGE);
   }
 
-  /** Barrier write listener. */
+  /** Barrier write listener; on a bus no other replica can be on, there is no one to tell. */
   noteWrite(key: string): void {
-    if (this.watched(key)) this.pending.add(key);
+    if (!this.bus.alone && this.watched(key)) this.pending.add(key);
   }
 
   /** Whether a change waits to be propagated, or is being propagated (the common request changes nothing). */

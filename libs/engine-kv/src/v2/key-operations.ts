@@ -70,7 +70,7 @@ export async function writeVersion(
 ): Promise<Response> {
   // The mount's settings are read through the storage cache: no round trip while the lock is
   // held. They change rarely, and a change reaches every replica's cache by its invalidation.
-  const config = await new KvRecords(storage).config();
+  const config = await sharedReads.config(storage);
   // A key the read cache knows nothing of is taken for new, so a new key costs one round trip; if
   // it exists, the write is tried again with what storage holds (the failed write made the cache
   // forget the key).

@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { ReadStamp, type KeyValueStore, type StampedValue, type StorageView } from '@svc/storage';
+import { ReadStamp, type KeyValueStore, type SharedDecoder, type StampedValue, type StorageView } from '@svc/storage';
 import { queueKey, recordSecretChange, unsyncedSecret } from '@svc/sync-model';
 import { frozenJsonDecoder, jsonBytes, readFrozenJson, readJson, utf8Text, writeJson, type Frozen, type JsonObject } from '../json';
 import { isLive } from './versions';
@@ -42,7 +42,10 @@ export interface EngineConfig {
   delete_version_after: number;
 }
 
-export const DEFAULT_CONFIG: EngineConfig = { max_versions: 0, cas_required: false, delete_version_after: 0 };
+export const DEFAULT_CONFIG: EngineConfig = Object.freeze({ max_versions: 0, cas_required: false, delete_version_after: 0 });
+
+/** The mount's stored settings over the defaults, merged once per stored value and shared. */
+const sharedConfig: SharedDecoder<Frozen<EngineConfig>> = (plaintext) => Object.freeze({ ...DEFAULT_CONFIG, ...(JSON.parse(plaintext.toString('utf8')) as Partial<EngineConfig>) });
 
 /** Hashed paths of recently used keys: hashing was a tenth of a cached read's own work. */
 const versionDirectories = new Map<string, string>();
@@ -66,6 +69,7 @@ function versionKey(path: string, version: number): string {
 export const sharedReads = {
   metadata: (view: StorageView, path: string): Promise<Frozen<KeyMetadata> | null> => readFrozenJson<KeyMetadata>(view, METADATA_PREFIX + path),
   versionText: (view: StorageView, path: string, version: number): Promise<string | null> => view.getDecoded(versionKey(path, version), utf8Text),
+  config: (view: StorageView): Promise<Frozen<EngineConfig>> => view.getDecoded(CONFIG_KEY, sharedConfig).then((config) => config ?? DEFAULT_CONFIG),
 };
 
 /** A key's metadata, frozen, with the stamp a conditional write of the key compares (writeKeyIfUnchanged). */
