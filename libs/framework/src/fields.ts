@@ -50,7 +50,7 @@ function defaultValue(compiled: CompiledField): unknown {
 }
 
 class CoercedFields implements FieldData {
-  /** Defaults of fields the client did not send, made when first asked for. */
+  /** Copies of the mutable defaults (lists, maps) of fields the client did not send, made when first asked for. */
   private defaults?: Map<string, unknown>;
 
   constructor(
@@ -63,7 +63,9 @@ class CoercedFields implements FieldData {
 
   get<T = unknown>(name: string): T {
     const compiled = this.declared(name);
-    if (this.values.has(name) || compiled.coercedDefault === undefined) return this.values.get(name) as T;
+    const value = compiled.coercedDefault;
+    if (this.values.has(name) || value === undefined) return this.values.get(name) as T;
+    if (value === null || typeof value !== 'object') return value as T;
     this.defaults ??= new Map();
     if (!this.defaults.has(name)) this.defaults.set(name, defaultValue(compiled));
     return this.defaults.get(name) as T;

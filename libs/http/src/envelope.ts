@@ -66,14 +66,22 @@ export type JsonBody = string | Buffer;
  * every answer is an envelope, and this is a third cheaper than stringifying the whole.
  */
 export function envelopeJson(e: OutgoingEnvelope, dataAtTopLevel = false): JsonBody {
-  const mountType = e.mount_type === undefined ? '' : `,"mount_type":${JSON.stringify(e.mount_type)}`;
   const data = e.data instanceof JsonText ? e.data.text : orNull(e.data);
   const head =
-    `{${dataAtTopLevel ? topLevelMembers(e.data, data) : ''}"request_id":${JSON.stringify(e.request_id)},"lease_id":${JSON.stringify(e.lease_id)},"renewable":${e.renewable ? 'true' : 'false'}` +
-    `,"lease_duration":${Number.isFinite(e.lease_duration) ? e.lease_duration : 'null'},"data":`;
-  const tail = `,"wrap_info":${orNull(e.wrap_info)},"warnings":${orNull(e.warnings)},"auth":${orNull(e.auth)}${mountType}}`;
+    !dataAtTopLevel && e.lease_id === '' && !e.renewable && e.lease_duration === 0
+      ? `{"request_id":${JSON.stringify(e.request_id)}${NO_LEASE}`
+      : `{${dataAtTopLevel ? topLevelMembers(e.data, data) : ''}"request_id":${JSON.stringify(e.request_id)},"lease_id":${JSON.stringify(e.lease_id)},"renewable":${e.renewable ? 'true' : 'false'}` +
+        `,"lease_duration":${Number.isFinite(e.lease_duration) ? e.lease_duration : 'null'},"data":`;
+  const tail =
+    e.wrap_info === null && e.warnings === null && e.auth === null && e.mount_type === undefined
+      ? NOTHING_AFTER_DATA
+      : `,"wrap_info":${orNull(e.wrap_info)},"warnings":${orNull(e.warnings)},"auth":${orNull(e.auth)}${e.mount_type === undefined ? '' : `,"mount_type":${JSON.stringify(e.mount_type)}`}}`;
   return data.length > LARGE_BODY_CHARS ? utf8Joined([head, data, tail]) : head + data + tail;
 }
+
+/** The members between the request id and the data of an answer without a lease, and after data without the rest: most answers. */
+const NO_LEASE = ',"lease_id":"","renewable":false,"lease_duration":0,"data":';
+const NOTHING_AFTER_DATA = ',"wrap_info":null,"warnings":null,"auth":null}';
 
 const ENVELOPE_KEYS = new Set(['request_id', 'lease_id', 'renewable', 'lease_duration', 'data', 'wrap_info', 'warnings', 'auth', 'mount_type']);
 

@@ -119,13 +119,21 @@ export class Barrier implements TransactionalStore {
   /** A cached value is decoded at once, without an async frame: the hot read path allocates as little as it can. */
   getDecoded<T>(key: string, decode: SharedDecoder<T>): Promise<T | null> {
     try {
+      const cached = this.peekDecoded(key, decode);
+      if (cached !== undefined) return Promise.resolve(cached);
       const cipher = this.requireCipher();
-      const cached = this.physical.peek?.(key);
-      if (cached !== undefined) return Promise.resolve(cached === null ? null : cipher.decode(key, cached, decode));
       return this.physical.get(key).then((blob) => (blob === null ? null : cipher.decode(key, blob, decode)));
     } catch (err) {
       return Promise.reject(err);
     }
+  }
+
+  /** `getDecoded` from the physical store's read cache alone: undefined when it holds nothing of the key. */
+  peekDecoded<T>(key: string, decode: SharedDecoder<T>): T | null | undefined {
+    const cipher = this.requireCipher();
+    const blob = this.physical.peek?.(key);
+    if (blob === undefined) return undefined;
+    return blob === null ? null : cipher.decode(key, blob, decode);
   }
 
   /** The stamp is the stored ciphertext: a rewrite of the same plaintext is a change too (new nonce). */

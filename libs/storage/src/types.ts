@@ -78,6 +78,8 @@ export interface TransactionalStore extends KeyValueStore {
   writeIfUnchanged?(write: ConditionalWrite): Promise<boolean>;
   /** What a read cache holds of a key, without a round trip (null: known absent); undefined when it holds nothing. */
   peek?(key: string): Buffer | null | undefined;
+  /** `peek`, decoded (the barrier, over a physical store with a read cache). */
+  peekDecoded?<T>(key: string, decode: SharedDecoder<T>): T | null | undefined;
   /** `peek`, decoded and stamped (the barrier, over a physical store with a read cache). */
   peekStamped?<T>(key: string, decode: SharedDecoder<T>): StampedValue<T> | undefined;
 }
@@ -185,6 +187,8 @@ export interface StorageView extends TransactionalStore {
   getDecoded<T>(key: string, decode: SharedDecoder<T>): Promise<T | null>;
   /** `getDecoded`, with the stamp a conditional write compares. */
   getStamped<T>(key: string, decode: SharedDecoder<T>): Promise<StampedValue<T>>;
+  /** `getDecoded` from the read cache alone: undefined when the cache holds nothing of the key (or there is none). */
+  peekDecoded<T>(key: string, decode: SharedDecoder<T>): T | null | undefined;
   /** `getStamped` from the read cache alone: undefined when the cache holds nothing of the key (or there is none). */
   peekStamped<T>(key: string, decode: SharedDecoder<T>): StampedValue<T> | undefined;
   /** A conditional write (see ConditionalWrite) of keys relative to the view; answers whether it wrote. */

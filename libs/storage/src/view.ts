@@ -66,6 +66,10 @@ class View extends PrefixedOperations<TransactionalStore> implements StorageView
     return { value: value === null ? null : decode(value), stamp: new ReadStamp(value) };
   }
 
+  peekDecoded<T>(key: string, decode: SharedDecoder<T>): T | null | undefined {
+    return this.inner.peekDecoded?.(this.resolve(key), decode);
+  }
+
   peekStamped<T>(key: string, decode: SharedDecoder<T>): StampedValue<T> | undefined {
     return this.inner.peekStamped?.(this.resolve(key), decode);
   }

@@ -39,6 +39,26 @@ describe('MountTable', () => {
     ]);
   });
 
+  it('matches a path to the mount it falls under, the longest even in a table stored with nested mounts', async () => {
+    const table = new MountTable(core, 'secret', '');
+    await table.load();
+    await table.mount({ path: 'team', type: 'kv' }, DEFAULTS);
+    await table.mount({ path: 'team-b/apps', type: 'kv' }, DEFAULTS);
+    expect(table.match('team/x/y')?.path).toBe('team/');
+    expect(table.match('team-b/apps/z')?.path).toBe('team-b/apps/');
+    expect(table.match('team-b/other')).toBeUndefined();
+    await expect(table.mount({ path: 'team/inner', type: 'kv' }, DEFAULTS)).rejects.toThrow('path is already in use at team/');
+
+    await core.putJSON('mounts', [
+      { path: 'outer/', type: 'kv', uuid: 'u1', accessor: 'kv_1' },
+      { path: 'outer/inner/', type: 'kv', uuid: 'u2', accessor: 'kv_2' },
+    ]);
+    const nested = new MountTable(core, 'secret', '');
+    await nested.load();
+    expect(nested.match('outer/inner/key')?.path).toBe('outer/inner/');
+    expect(nested.match('outer/key')?.path).toBe('outer/');
+  });
+
   it('keeps auth methods apart the same way', async () => {
     const table = new MountTable(core, 'auth', '');
     await table.load();

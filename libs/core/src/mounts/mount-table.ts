@@ -61,6 +61,12 @@ export function normalizeMountPath(path: string): string {
  */
 export class MountTable {
   private entries = new Map<string, MountEntry>();
+  /**
+   * Whether one mount's path is a prefix of another's. New mounts never nest (assertFree), so the
+   * first mount found from the left is the longest match; a table stored otherwise is matched from
+   * the right.
+   */
+  private nested = false;
   /** The two tables as last read or written (JSON), to write only the one a change touches. */
   private stored = { replicated: '', local: '' };
 
@@ -77,7 +83,7 @@ export class MountTable {
     // Local entries stored in the replicated table before the local one existed move there with the next change.
     const stored = [...(replicated ?? []), ...(local ?? [])];
     // Auth entries stored before mounts named their table get it here.
-    this.entries = new Map(stored.map((e) => [e.path, this.kind === 'auth' ? { ...e, table: 'auth' as const } : e]));
+    this.replaceEntries(new Map(stored.map((e) => [e.path, this.kind === 'auth' ? { ...e, table: 'auth' as const } : e])));
     this.stored = { replicated: JSON.stringify(replicated ?? []), local: JSON.stringify(local ?? []) };
   }
 
@@ -95,6 +101,13 @@ export class MountTable {
 
   /** Longest mount whose path is a prefix of `path`. */
   match(path: string): MountEntry | undefined {
+    if (!this.nested) {
+      for (let slash = path.indexOf('/'); slash >= 0; slash = path.indexOf('/', slash + 1)) {
+        const hit = this.entries.get(path.slice(0, slash + 1));
+        if (hit) return hit;
+      }
+      return undefined;
+    }
     let end = path.length;
     for (;;) {
       const slash = path.lastIndexOf('/', end - 1);
@@ -190,6 +203,13 @@ export class MountTable {
     }
   }
 
+  private replaceEntries(entries: Map<string, MountEntry>): void {
+    // Sorted, a path and one that extends it have only its other extensions between them.
+    const paths = [...entries.keys()].sort();
+    this.nested = paths.some((path, i) => i > 0 && path.startsWith(paths[i - 1]));
+    this.entries = entries;
+  }
+
   private assertMutable(path: string): void {
     if (RESERVED[this.kind].includes(path)) throw ServiceError.badRequest(`cannot unmount or move "${path}"`);
   }
@@ -206,7 +226,7 @@ export class MountTable {
     this.stored.local = text.local;
     if (text.replicated !== this.stored.replicated) await this.storage.putJSON(keys.replicated, replicated);
     this.stored.replicated = text.replicated;
-    this.entries = next;
+    this.replaceEntries(next);
   }
 }
 

@@ -17,18 +17,29 @@ export function versionResponse(
   now: Date,
   ...[field, present]: ['data'] | ['subkeys', (data: JsonObject) => unknown]
 ): Promise<Response> {
-  // A chain rather than an async function: the hottest read of the engine allocates less this way.
-  return sharedReads.metadata(storage, path).then((metadata) => {
+  // The hottest read of the engine: what the read cache holds is answered at once, without a step
+  // through the microtask queue per record.
+  const answer = (metadata: Frozen<KeyMetadata> | null): Response | Promise<Response> => {
     const version = requested || (metadata?.current_version ?? 0);
     const state = metadata?.versions[version];
     if (!metadata || !state) throw secretNotFound();
     if (!isLive(state, now)) return goneVersion(field, metadata, version);
-    return sharedReads.versionText(storage, path, version).then((text): Response => {
+    const withText = (text: string | null): Response => {
       if (text === null) return goneVersion(field, metadata, version);
       if (field === 'data') return { dataJson: storedDataAnswer(metadata, version, text) };
       return { data: { [field]: present(JSON.parse(text) as JsonObject), metadata: versionMetadata(metadata, version) } };
-    });
-  });
+    };
+    const text = sharedReads.cachedVersionText(storage, path, version);
+    return text === undefined ? sharedReads.versionText(storage, path, version).then(withText) : withText(text);
+  };
+  try {
+    const metadata = sharedReads.cachedMetadata(storage, path);
+    if (metadata === undefined) return sharedReads.metadata(storage, path).then(answer);
+    const answered = answer(metadata);
+    return answered instanceof Promise ? answered : Promise.resolve(answered);
+  } catch (err) {
+    return Promise.reject(err);
+  }
 }
 
 /** A deleted or destroyed version: 404, with its metadata. */

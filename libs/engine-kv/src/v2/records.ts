@@ -64,11 +64,14 @@ function versionKey(path: string, version: number): string {
 /**
  * Reads outside a transaction for answers that only look at the records: the metadata frozen and
  * the version's data as its stored JSON text, both shared with every other reader of the same
- * stored value, so a hot key is neither parsed nor serialized again on each read.
+ * stored value, so a hot key is neither parsed nor serialized again on each read. The `cached`
+ * forms answer from the read cache alone, at once (undefined when it holds nothing of the key).
  */
 export const sharedReads = {
   metadata: (view: StorageView, path: string): Promise<Frozen<KeyMetadata> | null> => readFrozenJson<KeyMetadata>(view, METADATA_PREFIX + path),
+  cachedMetadata: (view: StorageView, path: string): Frozen<KeyMetadata> | null | undefined => view.peekDecoded(METADATA_PREFIX + path, frozenJsonDecoder<KeyMetadata>()),
   versionText: (view: StorageView, path: string, version: number): Promise<string | null> => view.getDecoded(versionKey(path, version), utf8Text),
+  cachedVersionText: (view: StorageView, path: string, version: number): string | null | undefined => view.peekDecoded(versionKey(path, version), utf8Text),
   config: (view: StorageView): Promise<Frozen<EngineConfig>> => view.getDecoded(CONFIG_KEY, sharedConfig).then((config) => config ?? DEFAULT_CONFIG),
 };
 
