@@ -60,6 +60,8 @@ test('what A held before activation and writes after reaches the performance sec
 test('a transit key made through the secondary\'s transit service is made on the primary, and encrypts on both', async () => {
   await A.ok('POST', 'sys/mounts/transit', { type: 'transit' });
   await caughtUp(b, 'performance');
+  // The log's index moves when B's storage has the mount; B's gateway reloads its mount table just after.
+  await eventually(async () => (await B.call('GET', 'sys/mounts')).body.data?.['transit/'] !== undefined, REPLICATED_MS);
   // B's transit service refuses to write the key into B's replicated storage; the gateway forwards the request.
   await B.ok('POST', 'transit/keys/orders', {});
   expect((await A.ok('GET', 'transit/keys/orders')).data.name).toBe('orders');
