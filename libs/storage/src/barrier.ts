@@ -8,6 +8,11 @@ export type WriteListener = (event: WriteEvent) => void;
 /** Whether this process may write a barrier key (a performance secondary writes only its local keys). */
 export type WriteGuard = (key: string) => boolean;
 
+/** A stored value (null: absent) decoded and shared (see SharedDecoder). */
+function decodeStored<T>(cipher: BarrierCipher, key: string, blob: Buffer | null, decode: SharedDecoder<T>): T | null {
+  return blob === null ? null : cipher.decode(key, blob, decode);
+}
+
 /** Encrypting operations over a physical store or one of its transactions. */
 class EncryptedOperations<Inner extends KeyValueStore> implements KeyValueStore {
   constructor(
@@ -122,7 +127,7 @@ export class Barrier implements TransactionalStore {
       const cached = this.peekDecoded(key, decode);
       if (cached !== undefined) return Promise.resolve(cached);
       const cipher = this.requireCipher();
-      return this.physical.get(key).then((blob) => (blob === null ? null : cipher.decode(key, blob, decode)));
+      return this.physical.get(key).then((blob) => decodeStored(cipher, key, blob, decode));
     } catch (err) {
       return Promise.reject(err);
     }
@@ -133,14 +138,14 @@ export class Barrier implements TransactionalStore {
     const cipher = this.requireCipher();
     const blob = this.physical.peek?.(key);
     if (blob === undefined) return undefined;
-    return blob === null ? null : cipher.decode(key, blob, decode);
+    return decodeStored(cipher, key, blob, decode);
   }
 
   /** The stamp is the stored ciphertext: a rewrite of the same plaintext is a change too (new nonce). */
   async getStamped<T>(key: string, decode: SharedDecoder<T>): Promise<StampedValue<T>> {
     const cipher = this.requireCipher();
     const blob = await this.physical.get(key);
-    return { value: blob === null ? null : cipher.decode(key, blob, decode), stamp: new ReadStamp(blob) };
+    return { value: decodeStored(cipher, key, blob, decode), stamp: new ReadStamp(blob) };
   }
 
   /** `getStamped` from the physical store's read cache alone: undefined when it holds nothing of the key. */
@@ -148,7 +153,7 @@ export class Barrier implements TransactionalStore {
     const cipher = this.requireCipher();
     const blob = this.physical.peek?.(key);
     if (blob === undefined) return undefined;
-    return { value: blob === null ? null : cipher.decode(key, blob, decode), stamp: new ReadStamp(blob) };
+    return { value: decodeStored(cipher, key, blob, decode), stamp: new ReadStamp(blob) };
   }
 
   /** Written values are encrypted and guarded like a transaction's, and reported once written. */
