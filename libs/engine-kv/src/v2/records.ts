@@ -44,8 +44,13 @@ export interface EngineConfig {
 
 export const DEFAULT_CONFIG: EngineConfig = Object.freeze({ max_versions: 0, cas_required: false, delete_version_after: 0 });
 
-/** The mount's stored settings over the defaults, merged once per stored value and shared. */
-const sharedConfig: SharedDecoder<Frozen<EngineConfig>> = (plaintext) => Object.freeze({ ...DEFAULT_CONFIG, ...(JSON.parse(plaintext.toString('utf8')) as Partial<EngineConfig>) });
+/** The mount's settings: those stored, over the defaults. */
+function withDefaults(stored: Partial<EngineConfig> | null): EngineConfig {
+  return { ...DEFAULT_CONFIG, ...stored };
+}
+
+/** `withDefaults` of the stored settings, merged once per stored value and shared. */
+const sharedConfig: SharedDecoder<Frozen<EngineConfig>> = (plaintext) => Object.freeze(withDefaults(JSON.parse(plaintext.toString('utf8')) as Partial<EngineConfig>));
 
 /** Hashed paths of recently used keys: hashing was a tenth of a cached read's own work. */
 const versionDirectories = new Map<string, string>();
@@ -155,7 +160,7 @@ export class KvRecords {
   }
 
   async config(): Promise<EngineConfig> {
-    return { ...DEFAULT_CONFIG, ...(await readJson<Partial<EngineConfig>>(this.store, CONFIG_KEY)) };
+    return withDefaults(await readJson<Partial<EngineConfig>>(this.store, CONFIG_KEY));
   }
 }
 
