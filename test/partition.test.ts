@@ -3,6 +3,7 @@
  * gateway when the call returns: a replica that cannot be told stops serving from its caches until
  * it has resynchronized, and a replica that is gone is not waited for.
  */
+import type { ChildProcess } from 'node:child_process';
 import { api, eventually, initAndUnseal, NATS_URL, startTopology, TcpProxy, type Topology } from '@svc/testing';
 
 describe('a gateway cut off from the bus, distributed', () => {
@@ -151,5 +152,52 @@ describe('a service that dies while handling a request, distributed', () => {
     expect(answer.body.errors[0]).toMatch(/service "transit" is unavailable/);
     // The bus timeout is 10 s; a second's sweep and one round trip find the service gone.
     expect(performance.now() - started).toBeLessThan(5_000);
+  });
+});
+
+describe('a service slower than the bus timeout, distributed', () => {
+  let topology: Topology;
+  let url: string;
+  let root: string;
+  let transit: ChildProcess;
+  const random = () => api<{ errors: string[] }>(url, 'POST', '/v1/transit/random/8', { token: root });
+
+  beforeAll(async () => {
+    topology = await startTopology('distributed', {
+      services: ['transit'],
+      nats: { url: NATS_URL, gateway: 'request_timeout = "2s"' },
+      gatewayConfig: 'default_max_request_duration = "6s"',
+    });
+    url = topology.urls[0];
+    root = (await initAndUnseal(url)).rootToken;
+    expect((await api(url, 'POST', '/v1/sys/mounts/transit', { token: root, body: { type: 'transit' } })).status).toBe(204);
+    await eventually(async () => (await random()).status === 200);
+    transit = topology.processes.find((p) => p.name === 'transit')!.child;
+  }, 120_000);
+
+  afterAll(() => topology?.stop());
+
+  test('an engine request is waited for up to default_max_request_duration, not the bus request_timeout', async () => {
+    // Frozen for 3 s: longer than the bus's 2 s, well within the request's 6 s.
+    transit.kill('SIGSTOP');
+    const started = performance.now();
+    const answer = random();
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    transit.kill('SIGCONT');
+    expect((await answer).status).toBe(200);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(3_000);
+  });
+
+  test('an engine request not answered within default_max_request_duration is a 503 then', async () => {
+    transit.kill('SIGSTOP');
+    const started = performance.now();
+    const answer = await random();
+    const elapsedMs = performance.now() - started;
+    transit.kill('SIGCONT');
+    expect([answer.status, answer.body.errors[0]]).toEqual([503, expect.stringMatching(/service "transit" is unavailable \(timeout\)/)]);
+    expect(elapsedMs).toBeGreaterThanOrEqual(6_000);
+    // The bus's own default would have been 10 s.
+    expect(elapsedMs).toBeLessThan(10_000);
+    await eventually(async () => (await random()).status === 200);
   });
 });

@@ -293,6 +293,18 @@ max_lease_ttl = "120"
     expect([config.defaultLeaseTtl, config.maxLeaseTtl]).toEqual([60, 120]);
   });
 
+  it('reads default_max_request_duration and refuses one that is not a positive duration', async () => {
+    const base = 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\n';
+    expect((await parseConfig(`${base}default_max_request_duration = "2m"`, 'hcl', 'config.hcl')).maxRequestDurationMs).toBe(120_000);
+    expect((await parseConfig(base, 'hcl', 'config.hcl')).maxRequestDurationMs).toBeUndefined();
+    await expect(parseConfig(`${base}default_max_request_duration = "0s"`, 'hcl', 'config.hcl')).rejects.toThrow(
+      'config.hcl: default_max_request_duration must be positive',
+    );
+    await expect(parseConfig(`${base}default_max_request_duration = "soon"`, 'hcl', 'config.hcl')).rejects.toThrow(
+      /default_max_request_duration must be a duration/,
+    );
+  });
+
   it('treats max_request_size 0 as the default and a negative value as no limit', async () => {
     const config = await parseConfig(
       'listener "tcp" {\n tls_disable = true\n max_request_size = 0\n}\n' +

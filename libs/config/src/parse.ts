@@ -15,6 +15,8 @@ import { parseTelemetry } from './telemetry';
 export type ConfigFormat = 'hcl' | 'json';
 
 export const DEFAULT_LEASE_TTL_SECONDS = 768 * 3600;
+/** How long a request may take by default, as in Vault. */
+export const DEFAULT_MAX_REQUEST_DURATION_MS = 90_000;
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
 
 /**
@@ -94,6 +96,9 @@ async function buildConfig(top: Section, sourceName: string, environment: NodeJS
   const maxLeaseTtl = top.durationSeconds('max_lease_ttl') || DEFAULT_LEASE_TTL_SECONDS;
   if (defaultLeaseTtl > maxLeaseTtl) throw top.error('default_lease_ttl must not exceed max_lease_ttl');
 
+  const maxRequestDurationMs = top.durationMs('default_max_request_duration');
+  if (maxRequestDurationMs !== undefined && maxRequestDurationMs <= 0) throw top.error('default_max_request_duration must be positive');
+
   const apiAddr = url(top, 'api_addr');
   const clusterAddr = url(top, 'cluster_addr');
   const services = serviceNames(top, knownServices);
@@ -116,6 +121,7 @@ async function buildConfig(top: Section, sourceName: string, environment: NodeJS
     logLevel: logLevel(top),
     defaultLeaseTtl,
     maxLeaseTtl,
+    ...(maxRequestDurationMs !== undefined ? { maxRequestDurationMs } : {}),
     ...(workers !== undefined ? { workers } : {}),
     ...(services ? { services } : {}),
     providerEndpoints,

@@ -88,6 +88,11 @@ export interface ServerConfig {
   logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error';
   defaultLeaseTtl: number;
   maxLeaseTtl: number;
+  /**
+   * How long a gateway waits for an engine service's answer to a request (`default_max_request_duration`,
+   * milliseconds); absent: the default. Key generation (RSA-4096) can take seconds on a busy host.
+   */
+  maxRequestDurationMs?: number;
   /** Where the executables of external plugins live (`plugin_directory`): catalog commands are resolved inside it. */
   pluginDirectory?: string;
   /**

@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Bus, Subscription } from '@svc/bus';
 import { BusUnavailableError, decodeJson, encodeJson } from '@svc/bus';
-import type { ServerConfig } from '@svc/config';
+import { DEFAULT_MAX_REQUEST_DURATION_MS, type ServerConfig } from '@svc/config';
 import { EngineHost, EngineRegistry, GATEWAY, mountInvalidationSubject, mountOfKey, mountRemovedSubject, mountStoragePrefix, serviceSubject, type EngineReply, type EngineRequest, type EngineType, type MountInvalidation, type OperationFields } from '@svc/engine-host';
 import type { Backend, MountInfo, Operation, Request } from '@svc/framework';
 import { ServiceError, envelope, errorOf } from '@svc/http';
@@ -905,7 +905,9 @@ export class Core {
     const started = performance.now();
     try {
       // The request id travels inside the message; no bus headers to encode on the hot path.
-      const reply = await this.services.track(service, this.options.bus.request(serviceSubject(service, this.config.bus?.subjectPrefix), encodeJson(message)));
+      const subject = serviceSubject(service, this.config.bus?.subjectPrefix);
+      const timeoutMs = this.config.maxRequestDurationMs ?? DEFAULT_MAX_REQUEST_DURATION_MS;
+      const reply = await this.services.track(service, this.options.bus.request(subject, encodeJson(message), { timeoutMs }));
       const decoded = decodeJson<EngineReply>(reply.payload);
       this.busRequests.series(service).record(started, false);
       return decoded;
