@@ -145,7 +145,7 @@ export class SqlOperations implements PhysicalTransaction {
       values.push(directory, name, key, value);
     }
     const rows = await this.run(this.statements.writeIfUnchanged(locks.length, unchanged.size, writes.size), values);
-    return rows[0].written === true;
+    return rows.length === 1;
   }
 
   /** Held until the transaction ends (pg_advisory_xact_lock); locks asked for together are taken in one statement. */
