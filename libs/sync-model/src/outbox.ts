@@ -41,12 +41,16 @@ export function secretHash(path: string): string {
   return hash('sha256', path, 'hex');
 }
 
+/** The outbox keys of a secret, from the hash of its path (secretHash). */
+const queueKeyOfHash = (hashed: string): string => QUEUE_PREFIX + hashed;
+const markerKeyOfHash = (hashed: string): string => MARKER_PREFIX + hashed;
+
 export function queueKey(path: string): string {
-  return QUEUE_PREFIX + secretHash(path);
+  return queueKeyOfHash(secretHash(path));
 }
 
 function markerKey(path: string): string {
-  return MARKER_PREFIX + secretHash(path);
+  return markerKeyOfHash(secretHash(path));
 }
 
 /**
@@ -57,8 +61,8 @@ function markerKey(path: string): string {
  */
 export function unsyncedSecret(path: string): { lock: string; absent: string[] } {
   const hashed = secretHash(path);
-  const queue = QUEUE_PREFIX + hashed;
-  return { lock: queue, absent: [MARKER_PREFIX + hashed, queue] };
+  const queue = queueKeyOfHash(hashed);
+  return { lock: queue, absent: [markerKeyOfHash(hashed), queue] };
 }
 
 export function readMarker(store: KeyValueStore, path: string): Promise<AssociationMarker | null> {
