@@ -169,6 +169,7 @@ provider_endpoints {
       logLevel: 'debug',
       defaultLeaseTtl: 3600,
       maxLeaseTtl: 172800,
+      maxRequestDurationMs: 90_000,
       services: ['gateway', 'transit'],
       providerEndpoints: { codehost: 'https://github.example.com/api/v3', cloud_sm: 'http://127.0.0.1:4566' },
       telemetry: DEFAULT_TELEMETRY,
@@ -296,7 +297,7 @@ max_lease_ttl = "120"
   it('reads default_max_request_duration and refuses one that is not a positive duration', async () => {
     const base = 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\n';
     expect((await parseConfig(`${base}default_max_request_duration = "2m"`, 'hcl', 'config.hcl')).maxRequestDurationMs).toBe(120_000);
-    expect((await parseConfig(base, 'hcl', 'config.hcl')).maxRequestDurationMs).toBeUndefined();
+    expect((await parseConfig(base, 'hcl', 'config.hcl')).maxRequestDurationMs).toBe(90_000);
     await expect(parseConfig(`${base}default_max_request_duration = "0s"`, 'hcl', 'config.hcl')).rejects.toThrow(
       'config.hcl: default_max_request_duration must be positive',
     );

@@ -1,7 +1,7 @@
 import { DEFAULT_TELEMETRY } from '@svc/metrics';
 import type { ServerConfig } from './types';
 import { DEFAULT_ADDRESS, DEFAULT_JSON_LIMITS, defaultClusterAddress, DEFAULT_MAX_REQUEST_SIZE, DEFAULT_TIMEOUTS } from './listener';
-import { DEFAULT_LEASE_TTL_SECONDS } from './parse';
+import { DEFAULT_LEASE_TTL_SECONDS, DEFAULT_MAX_REQUEST_DURATION_MS } from './parse';
 import { parseProviderEndpoints } from './provider-endpoints';
 
 /** The all-in-one development configuration: one plain-HTTP listener, in-memory storage, bus and locks. */
@@ -30,6 +30,7 @@ export function devConfig(opts: { listenAddress?: string } = {}): ServerConfig {
     logLevel: 'info',
     defaultLeaseTtl: DEFAULT_LEASE_TTL_SECONDS,
     maxLeaseTtl: DEFAULT_LEASE_TTL_SECONDS,
+    maxRequestDurationMs: DEFAULT_MAX_REQUEST_DURATION_MS,
     providerEndpoints: parseProviderEndpoints(undefined, 'environment', process.env, []),
     telemetry: DEFAULT_TELEMETRY,
     warnings: [],

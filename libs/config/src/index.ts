@@ -1,6 +1,6 @@
 export * from './types';
 export { ConfigError } from './errors';
-export { loadConfigFile, parseConfig, DEFAULT_LEASE_TTL_SECONDS, DEFAULT_MAX_REQUEST_DURATION_MS, MAX_WORKERS } from './parse';
+export { loadConfigFile, parseConfig, DEFAULT_LEASE_TTL_SECONDS, MAX_WORKERS } from './parse';
 export type { ConfigFormat } from './parse';
 export { DEFAULT_ADDRESS, DEFAULT_JSON_LIMITS, DEFAULT_MAX_REQUEST_SIZE, DEFAULT_TIMEOUTS } from './listener';
 export { devConfig } from './dev';

@@ -96,8 +96,8 @@ async function buildConfig(top: Section, sourceName: string, environment: NodeJS
   const maxLeaseTtl = top.durationSeconds('max_lease_ttl') || DEFAULT_LEASE_TTL_SECONDS;
   if (defaultLeaseTtl > maxLeaseTtl) throw top.error('default_lease_ttl must not exceed max_lease_ttl');
 
-  const maxRequestDurationMs = top.durationMs('default_max_request_duration');
-  if (maxRequestDurationMs !== undefined && maxRequestDurationMs <= 0) throw top.error('default_max_request_duration must be positive');
+  const maxRequestDurationMs = top.durationMs('default_max_request_duration') ?? DEFAULT_MAX_REQUEST_DURATION_MS;
+  if (maxRequestDurationMs <= 0) throw top.error('default_max_request_duration must be positive');
 
   const apiAddr = url(top, 'api_addr');
   const clusterAddr = url(top, 'cluster_addr');
@@ -121,7 +121,7 @@ async function buildConfig(top: Section, sourceName: string, environment: NodeJS
     logLevel: logLevel(top),
     defaultLeaseTtl,
     maxLeaseTtl,
-    ...(maxRequestDurationMs !== undefined ? { maxRequestDurationMs } : {}),
+    maxRequestDurationMs,
     ...(workers !== undefined ? { workers } : {}),
     ...(services ? { services } : {}),
     providerEndpoints,

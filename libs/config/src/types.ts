@@ -90,9 +90,9 @@ export interface ServerConfig {
   maxLeaseTtl: number;
   /**
    * How long a gateway waits for an engine service's answer to a request (`default_max_request_duration`,
-   * milliseconds); absent: the default. Key generation (RSA-4096) can take seconds on a busy host.
+   * milliseconds). Key generation (RSA-4096) can take seconds on a busy host.
    */
-  maxRequestDurationMs?: number;
+  maxRequestDurationMs: number;
   /** Where the executables of external plugins live (`plugin_directory`): catalog commands are resolved inside it. */
   pluginDirectory?: string;
   /**

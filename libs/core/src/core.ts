@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Bus, Subscription } from '@svc/bus';
 import { BusUnavailableError, decodeJson, encodeJson } from '@svc/bus';
-import { DEFAULT_MAX_REQUEST_DURATION_MS, type ServerConfig } from '@svc/config';
+import type { ServerConfig } from '@svc/config';
 import { EngineHost, EngineRegistry, GATEWAY, mountInvalidationSubject, mountOfKey, mountRemovedSubject, mountStoragePrefix, serviceSubject, type EngineReply, type EngineRequest, type EngineType, type MountInvalidation, type OperationFields } from '@svc/engine-host';
 import type { Backend, MountInfo, Operation, Request } from '@svc/framework';
 import { ServiceError, envelope, errorOf } from '@svc/http';
@@ -906,8 +906,7 @@ export class Core {
     try {
       // The request id travels inside the message; no bus headers to encode on the hot path.
       const subject = serviceSubject(service, this.config.bus?.subjectPrefix);
-      const timeoutMs = this.config.maxRequestDurationMs ?? DEFAULT_MAX_REQUEST_DURATION_MS;
-      const reply = await this.services.track(service, this.options.bus.request(subject, encodeJson(message), { timeoutMs }));
+      const reply = await this.services.track(service, this.options.bus.request(subject, encodeJson(message), { timeoutMs: this.config.maxRequestDurationMs }));
       const decoded = decodeJson<EngineReply>(reply.payload);
       this.busRequests.series(service).record(started, false);
       return decoded;
