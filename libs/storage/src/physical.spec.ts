@@ -330,6 +330,29 @@ describe.each(STORE_BACKENDS)('Physical conformance: $name', (backend) => {
       ]);
     });
 
+    it('makes many concurrent conditional writes as if one after another, and logs each one that wrote', async () => {
+      // More at once than SQL storage keeps statements of them under way: the others go together, in one transaction.
+      await store.log.setLogging(true);
+      await store.put('shared', bytes('0'));
+      const read = new ReadStamp(await store.get('shared'));
+      const conditional = (lock: string, stamp: ReadStamp, key: string, value: Buffer | null) =>
+        store.writeIfUnchanged({ locks: [lock], unchanged: new Map([[lock, stamp]]), writes: new Map([[key, value]]) });
+      const fresh = Array.from({ length: 30 }, (_, i) => conditional(`new/${i}`, ReadStamp.ABSENT, `new/${i}`, bytes(`v${i}`)));
+      const racing = Array.from({ length: 6 }, (_, i) => conditional('shared', read, 'shared', bytes(`racer ${i}`)));
+      const refused = Array.from({ length: 4 }, (_, i) => conditional('shared', new ReadStamp(bytes('stale')), `refused/${i}`, bytes('never')));
+      const [freshWrote, racingWrote, refusedWrote] = await Promise.all([fresh, racing, refused].map((writes) => Promise.all(writes)));
+      expect(freshWrote).toEqual(fresh.map(() => true));
+      expect(racingWrote.filter(Boolean)).toHaveLength(1);
+      expect(refusedWrote).toEqual(refused.map(() => false));
+      expect((await store.get('shared'))!.toString()).toBe(`racer ${racingWrote.indexOf(true)}`);
+      expect((await Promise.all(fresh.map((_, i) => store.get(`new/${i}`)))).map(String)).toEqual(fresh.map((_, i) => `v${i}`));
+      expect(await store.list('')).toEqual(['new/', 'shared']);
+      // After the reset entry and the first put: one entry per write that wrote, indexes without a gap.
+      const entries = await logged(2);
+      expect(entries.map(([idx]) => idx)).toEqual(Array.from({ length: 31 }, (_, i) => i + 3));
+      expect(entries.map(([, , key]) => key).sort()).toEqual([...fresh.map((_, i) => `new/${i}`), 'shared'].sort());
+    });
+
     it('commits and logs a transaction of more writes than one SQL statement takes parameters', async () => {
       // 30,000 puts are 90,000 parameters as rows and again as log entries: PostgreSQL takes 65,535 per statement.
       const count = 30_000;

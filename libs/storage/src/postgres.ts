@@ -12,6 +12,7 @@ export interface PostgresPhysicalOptions {
 }
 
 export const DEFAULT_TABLE = 'svc_store';
+const DEFAULT_POOL_SIZE = 10;
 
 /** Production backend: PostgreSQL through a pg pool; statements stay prepared per connection. */
 export class PostgresPhysical extends SqlPhysical {
@@ -22,7 +23,16 @@ export class PostgresPhysical extends SqlPhysical {
   }
 
   protected connectionOptions(): Partial<PostgresDataSourceOptions> {
-    return { url: this.options.connectionUrl, poolSize: this.options.maxConnections ?? 10 };
+    return { url: this.options.connectionUrl, poolSize: this.poolSize() };
+  }
+
+  /** Half the pool: however many writes wait, reads and transactions still find connections. */
+  protected conditionalWritesUnderWay(): number {
+    return Math.max(1, Math.floor(this.poolSize() / 2));
+  }
+
+  private poolSize(): number {
+    return this.options.maxConnections ?? DEFAULT_POOL_SIZE;
   }
 
   protected async runOn(connection: SqlConnection, statement: Statement, values: unknown[]): Promise<Row[]> {

@@ -1,5 +1,5 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import { conditionalWriteFunction, quoteTable, replicationTables } from './statements';
+import { conditionalWriteBatchFunction, conditionalWriteFunction, quoteTable, replicationTables } from './statements';
 
 type MigrationClass = new () => MigrationInterface;
 
@@ -56,6 +56,33 @@ export function storeMigrations(table: string): MigrationClass[] {
   }
 
   const writeIfUnchanged = conditionalWriteFunction(table);
+  const writeBatch = conditionalWriteBatchFunction(table);
+
+  // plpgsql shared by both conditional write functions. Makes write i of the write_* arrays (a
+  // null value deletes) and notes it in `logged` when it changed a row.
+  const writeRow = `
+            IF write_values[i] IS NULL THEN
+              DELETE FROM ${t} WHERE parent_path = write_dirs[i] AND name = write_names[i];
+              IF FOUND THEN
+                logged := logged || i;
+              END IF;
+            ELSE
+              INSERT INTO ${t} (parent_path, name, value) VALUES (write_dirs[i], write_names[i], write_values[i])
+                ON CONFLICT (parent_path, name) DO UPDATE SET value = EXCLUDED.value;
+              logged := logged || i;
+            END IF;`;
+  // Logs the writes in `logged` when logging is on: the head row last, after the data rows, as
+  // every writer of the store takes them.
+  const logWrites = `
+          UPDATE ${head} SET last_idx = last_idx + cardinality(logged) WHERE logging AND cardinality(logged) > 0 RETURNING last_idx INTO last;
+          IF last IS NOT NULL THEN
+            INSERT INTO ${wal} (idx, op, key, value)
+              SELECT last - cardinality(logged) + ord, CASE WHEN write_values[i] IS NULL THEN 'delete' ELSE 'put' END, write_keys[i], write_values[i]
+              FROM unnest(logged) WITH ORDINALITY AS l(i, ord);
+          END IF;`;
+  const compareRow = `
+            found_value := NULL;
+            SELECT value INTO found_value FROM ${t} WHERE parent_path = check_dirs[i] AND name = check_names[i];`;
 
   /**
    * The conditional write as a function, so it is one round trip: each statement in it sees what
@@ -76,32 +103,13 @@ export function storeMigrations(table: string): MigrationClass[] {
           last bigint;
         BEGIN
           PERFORM pg_advisory_xact_lock(hashtextextended('${table}:' || k, 0)) FROM unnest(lock_keys) WITH ORDINALITY AS l(k, ord) ORDER BY ord;
-          FOR i IN 1 .. coalesce(array_length(check_dirs, 1), 0) LOOP
-            found_value := NULL;
-            SELECT value INTO found_value FROM ${t} WHERE parent_path = check_dirs[i] AND name = check_names[i];
+          FOR i IN 1 .. coalesce(array_length(check_dirs, 1), 0) LOOP${compareRow}
             IF found_value IS DISTINCT FROM expected[i] THEN
               RETURN false;
             END IF;
           END LOOP;
-          FOR i IN 1 .. coalesce(array_length(write_dirs, 1), 0) LOOP
-            IF write_values[i] IS NULL THEN
-              DELETE FROM ${t} WHERE parent_path = write_dirs[i] AND name = write_names[i];
-              IF FOUND THEN
-                logged := logged || i;
-              END IF;
-            ELSE
-              INSERT INTO ${t} (parent_path, name, value) VALUES (write_dirs[i], write_names[i], write_values[i])
-                ON CONFLICT (parent_path, name) DO UPDATE SET value = EXCLUDED.value;
-              logged := logged || i;
-            END IF;
-          END LOOP;
-          -- The head row last, after the data rows, as every writer of the store takes them.
-          UPDATE ${head} SET last_idx = last_idx + cardinality(logged) WHERE logging AND cardinality(logged) > 0 RETURNING last_idx INTO last;
-          IF last IS NOT NULL THEN
-            INSERT INTO ${wal} (idx, op, key, value)
-              SELECT last - cardinality(logged) + ord, CASE WHEN write_values[i] IS NULL THEN 'delete' ELSE 'put' END, write_keys[i], write_values[i]
-              FROM unnest(logged) WITH ORDINALITY AS l(i, ord);
-          END IF;
+          FOR i IN 1 .. coalesce(array_length(write_dirs, 1), 0) LOOP${writeRow}
+          END LOOP;${logWrites}
           RETURN true;
         END
         $$`);
@@ -112,5 +120,59 @@ export function storeMigrations(table: string): MigrationClass[] {
     }
   }
 
-  return [CreateStoreTable1767225600000, CreateReplicationTables1795392000000, CreateConditionalWrite1796774400000];
+  /**
+   * Several conditional writes in one call and one transaction (one commit for all of them): each
+   * member, in order, takes its locks, compares its values and, only if all are unchanged, makes
+   * its writes, as the single function does; a later member sees what an earlier one wrote. The
+   * members' values lie one after the other in the arrays; `*_ends` holds where each member's
+   * part ends. Answers whether each member wrote.
+   */
+  class CreateConditionalWriteBatch1797379200000 implements MigrationInterface {
+    readonly name = 'CreateConditionalWriteBatch1797379200000';
+
+    async up(runner: QueryRunner): Promise<void> {
+      await runner.query(`CREATE FUNCTION ${writeBatch}(
+          lock_ends int[], lock_keys text[],
+          check_ends int[], check_dirs text[], check_names text[], expected bytea[],
+          write_ends int[], write_dirs text[], write_names text[], write_values bytea[], write_keys text[]
+        ) RETURNS boolean[] LANGUAGE plpgsql AS $$
+        DECLARE
+          found_value bytea;
+          logged int[] := '{}';
+          last bigint;
+          unchanged boolean;
+          written boolean[] := '{}';
+          lock_from int := 1;
+          check_from int := 1;
+          write_from int := 1;
+        BEGIN
+          FOR m IN 1 .. coalesce(array_length(lock_ends, 1), 0) LOOP
+            PERFORM pg_advisory_xact_lock(hashtextextended('${table}:' || lock_keys[n], 0)) FROM generate_series(lock_from, lock_ends[m]) AS g(n) ORDER BY n;
+            unchanged := true;
+            FOR i IN check_from .. check_ends[m] LOOP${compareRow}
+              IF found_value IS DISTINCT FROM expected[i] THEN
+                unchanged := false;
+                EXIT;
+              END IF;
+            END LOOP;
+            IF unchanged THEN
+              FOR i IN write_from .. write_ends[m] LOOP${writeRow}
+              END LOOP;
+            END IF;
+            written := written || unchanged;
+            lock_from := lock_ends[m] + 1;
+            check_from := check_ends[m] + 1;
+            write_from := write_ends[m] + 1;
+          END LOOP;${logWrites}
+          RETURN written;
+        END
+        $$`);
+    }
+
+    async down(runner: QueryRunner): Promise<void> {
+      await runner.query(`DROP FUNCTION ${writeBatch}`);
+    }
+  }
+
+  return [CreateStoreTable1767225600000, CreateReplicationTables1795392000000, CreateConditionalWrite1796774400000, CreateConditionalWriteBatch1797379200000];
 }

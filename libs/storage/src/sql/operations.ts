@@ -1,7 +1,7 @@
 import { checkKey } from '../keys';
 import { TRANSACTION_FINISHED, type ConditionalWrite, type MetaRecord, type PhysicalTransaction, type WalEntry } from '../types';
 import { directoryUpperBound, rowAddress, storedDirectory, type RowAddress } from './layout';
-import type { Statement, StoreStatements } from './statements';
+import type { ConditionalWriteShape, Statement, StoreStatements } from './statements';
 
 export type Row = Record<string, unknown>;
 /** Sends one statement with its parameters over a connection (pool, client or PGlite). */
@@ -22,6 +22,24 @@ function walEntry(row: Row): WalEntry {
   return { idx: asIndex(row.idx), op: row.op as WalEntry['op'], key: row.key as string, value: row.value === null ? null : asBuffer(row.value) };
 }
 
+function shapeOf({ locks, unchanged, writes }: ConditionalWrite): ConditionalWriteShape {
+  return { locks: locks.length, checks: unchanged.size, writes: writes.size };
+}
+
+/** Appends a conditional write's parameters to `values`, in the order its statement takes them. */
+function conditionalWriteValues({ locks, unchanged, writes }: ConditionalWrite, values: unknown[]): unknown[] {
+  for (const key of locks) values.push(checkKey(key));
+  for (const [key, stamp] of unchanged) {
+    const { directory, name } = rowAddress(key);
+    values.push(directory, name, stamp.stored);
+  }
+  for (const [key, value] of writes) {
+    const { directory, name } = rowAddress(key);
+    values.push(directory, name, key, value);
+  }
+  return values;
+}
+
 /** A transaction's puts sent together with its log in one statement up to this many log entries; beyond, apart. */
 const MAX_COMBINED_ENTRIES = 16;
 /**
@@ -35,7 +53,7 @@ function chunks<T>(items: T[], size: number): T[][] {
   return Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
 }
 
-interface Queued<Item, Result> {
+export interface Queued<Item, Result> {
   item: Item;
   resolve(result: Result): void;
   reject(error: unknown): void;
@@ -134,18 +152,17 @@ export class SqlOperations implements PhysicalTransaction {
   }
 
   /** One statement, outside a transaction (see StoreStatements.writeIfUnchanged). */
-  async writeIfUnchanged({ locks, unchanged, writes }: ConditionalWrite): Promise<boolean> {
-    const values: unknown[] = locks.map(checkKey);
-    for (const [key, stamp] of unchanged) {
-      const { directory, name } = rowAddress(key);
-      values.push(directory, name, stamp.stored);
-    }
-    for (const [key, value] of writes) {
-      const { directory, name } = rowAddress(key);
-      values.push(directory, name, key, value);
-    }
-    const rows = await this.run(this.statements.writeIfUnchanged(locks.length, unchanged.size, writes.size), values);
+  async writeIfUnchanged(write: ConditionalWrite): Promise<boolean> {
+    const rows = await this.run(this.statements.writeIfUnchanged(shapeOf(write)), conditionalWriteValues(write, []));
     return rows.length === 1;
+  }
+
+  /** Several conditional writes in one statement and one transaction, in this order (see StoreStatements.writeBatchIfUnchanged). */
+  async writeBatchIfUnchanged(writes: readonly ConditionalWrite[]): Promise<boolean[]> {
+    const values: unknown[] = [];
+    for (const write of writes) conditionalWriteValues(write, values);
+    const rows = await this.run(this.statements.writeBatchIfUnchanged(writes.map(shapeOf)), values);
+    return rows[0].written as boolean[];
   }
 
   /** Held until the transaction ends (pg_advisory_xact_lock); locks asked for together are taken in one statement. */

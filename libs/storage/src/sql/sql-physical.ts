@@ -2,6 +2,7 @@ import { DataSource, MigrationExecutor, type DataSourceOptions } from 'typeorm';
 import type { ConditionalWrite, Physical, PhysicalTransaction, StoredEntry, StoreSnapshot, WriteAheadLog } from '../types';
 import { storeMigrations } from './migrations';
 import { rowAddress } from './layout';
+import { ConditionalWriteQueue } from './conditional-write-queue';
 import { asBuffer, type Row, SqlOperations } from './operations';
 import { type IsolationLevel, type Statement, type StoreStatements, storeStatements } from './statements';
 
@@ -24,7 +25,7 @@ export interface SqlConnection {
  */
 export abstract class SqlPhysical implements Physical {
   abstract readonly kind: 'postgresql' | 'embedded';
-  private connected: { dataSource: DataSource; direct: SqlOperations } | undefined;
+  private connected: { dataSource: DataSource; direct: SqlOperations; conditionalWrites: ConditionalWriteQueue } | undefined;
   private readonly statements: StoreStatements;
 
   protected constructor(private readonly table: string) {
@@ -36,6 +37,9 @@ export abstract class SqlPhysical implements Physical {
 
   /** Sends one statement over a connection of this backend's driver. */
   protected abstract runOn(connection: SqlConnection, statement: Statement, values: unknown[]): Promise<Row[]>;
+
+  /** Statements of conditional writes under way at once; writes beyond wait and go together (ConditionalWriteQueue). */
+  protected abstract conditionalWritesUnderWay(): number;
 
   /** Runs one operation or transaction; a backend with a single connection serialises here. */
   protected exclusive<T>(work: () => Promise<T>): Promise<T> {
@@ -60,7 +64,11 @@ export abstract class SqlPhysical implements Physical {
     }
     const pool = (dataSource.driver as unknown as { master: SqlConnection }).master;
     const direct = new SqlOperations(this.statements, (statement, values) => this.exclusive(() => this.runOn(pool, statement, values)), false);
-    this.connected = { dataSource, direct };
+    const conditionalWrites = new ConditionalWriteQueue(this.conditionalWritesUnderWay(), {
+      one: (write) => direct.writeIfUnchanged(write),
+      many: (writes) => direct.writeBatchIfUnchanged(writes),
+    });
+    this.connected = { dataSource, direct, conditionalWrites };
   }
 
   async close(): Promise<void> {
@@ -89,8 +97,8 @@ export abstract class SqlPhysical implements Physical {
     return this.inTransaction('READ COMMITTED', fn);
   }
 
-  writeIfUnchanged(write: ConditionalWrite): Promise<boolean> {
-    return this.operations().writeIfUnchanged(write);
+  async writeIfUnchanged(write: ConditionalWrite): Promise<boolean> {
+    return this.connection().conditionalWrites.add(write);
   }
 
   async scan<T>(consume: (entries: AsyncIterable<StoredEntry>) => Promise<T>): Promise<T> {
@@ -198,7 +206,7 @@ export abstract class SqlPhysical implements Physical {
     }
   }
 
-  private connection(): { dataSource: DataSource; direct: SqlOperations } {
+  private connection(): NonNullable<SqlPhysical['connected']> {
     if (!this.connected) throw new Error(`${this.kind} storage is not open`);
     return this.connected;
   }

@@ -40,13 +40,19 @@ export interface StoreStatements {
   putRowsLogged(rows: number, entries: number): Statement;
   appendReset: Statement;
   /**
-   * A conditional write (ConditionalWrite) of `locks` locked keys, `checks` compared keys and
-   * `writes` written ones, in one statement, one parameter per value in this order: the keys to
+   * A conditional write (ConditionalWrite) of `shape.locks` locked keys, `shape.checks` compared
+   * keys and `shape.writes` written ones, in one statement, one parameter per value in this order: the keys to
    * lock; the directory, name and expected value (null: absent) of each compared key; the
    * directory, name, key and value (null deletes) of each written key. Answers one row (of no
    * columns) when it wrote, none when a compared value had changed.
    */
-  writeIfUnchanged(locks: number, checks: number, writes: number): Statement;
+  writeIfUnchanged(shape: ConditionalWriteShape): Statement;
+  /**
+   * Conditional writes of these shapes in one statement (and one transaction), their parameters
+   * one after the other as writeIfUnchanged takes them. Answers one row whose `written` column
+   * says, per write, whether it wrote.
+   */
+  writeBatchIfUnchanged(shapes: readonly ConditionalWriteShape[]): Statement;
   setLogging: Statement;
   logging: Statement;
   lastIndex: Statement;
@@ -58,28 +64,47 @@ export interface StoreStatements {
   deleteMeta: Statement;
 }
 
-/**
- * The call of the conditional write function with one parameter per value (see
- * StoreStatements.writeIfUnchanged), put into arrays by the server: the embedded store's driver
- * cannot send an array of bytea, and pg escapes a text array element by element.
- */
-function conditionalWriteCall(fn: string, locks: number, checks: number, writes: number): string {
-  let next = 1;
-  const columns = (count: number, stride: number) => {
-    const first = next;
-    next += count * stride;
-    return (offset: number, type: string) => `ARRAY[${Array.from({ length: count }, (_, i) => `$${first + i * stride + offset}::${type}`).join(', ')}]::${type}[]`;
-  };
-  const locked = columns(locks, 1);
-  const checked = columns(checks, 3);
-  const written = columns(writes, 4);
-  // No column: node-postgres then has no field to describe or value to parse, which was a large
-  // share of its work for this statement; whether a row came back says whether it wrote.
-  return (
-    `SELECT WHERE ${fn}(${locked(0, 'text')}, ${checked(0, 'text')}, ${checked(1, 'text')}, ${checked(2, 'bytea')}, ` +
-    `${written(0, 'text')}, ${written(1, 'text')}, ${written(3, 'bytea')}, ${written(2, 'text')})`
-  );
+/** How many keys a conditional write locks, compares and writes: what its statement's text depends on. */
+export interface ConditionalWriteShape {
+  locks: number;
+  checks: number;
+  writes: number;
 }
+
+const CONDITIONAL_WRITE_ARRAY_TYPES = ['text', 'text', 'text', 'bytea', 'text', 'text', 'bytea', 'text'] as const;
+
+/**
+ * The arrays the conditional write functions take (lock keys; compared directories, names and
+ * values; written directories, names, values and keys) for members of these shapes, one
+ * parameter per value in the order StoreStatements.writeIfUnchanged gives, member after member:
+ * put into arrays by the server because the embedded store's driver cannot send an array of
+ * bytea, and pg escapes a text array element by element.
+ */
+function conditionalWriteArrays(shapes: readonly ConditionalWriteShape[]): string[] {
+  const arrays: string[][] = CONDITIONAL_WRITE_ARRAY_TYPES.map(() => []);
+  let next = 1;
+  const parameter = (array: number) => arrays[array].push(`$${next++}::${CONDITIONAL_WRITE_ARRAY_TYPES[array]}`);
+  for (const { locks, checks, writes } of shapes) {
+    for (let i = 0; i < locks; i++) parameter(0);
+    for (let i = 0; i < checks; i++) [1, 2, 3].forEach(parameter);
+    // Directory, name, key, value: the key goes to the last array, the value to the one before.
+    for (let i = 0; i < writes; i++) [4, 5, 7, 6].forEach(parameter);
+  }
+  return arrays.map((items, i) => `ARRAY[${items.join(', ')}]::${CONDITIONAL_WRITE_ARRAY_TYPES[i]}[]`);
+}
+
+/** Where each member's part of an array ends (1-based, inclusive), as an int[] literal. */
+function memberEnds(shapes: readonly ConditionalWriteShape[], count: (shape: ConditionalWriteShape) => number): string {
+  let end = 0;
+  return `ARRAY[${shapes.map((shape) => (end += count(shape))).join(', ')}]::int[]`;
+}
+
+function shapeName({ locks, checks, writes }: ConditionalWriteShape): string {
+  return `${locks}_${checks}_${writes}`;
+}
+
+/** Statements kept prepared for conditional write batches, per table; rarer shapes are sent unnamed. */
+const MAX_NAMED_BATCH_SHAPES = 64;
 
 const SAFE_TABLE_NAME = /^[a-z_][a-z0-9_]{0,47}$/;
 
@@ -115,6 +140,12 @@ export function conditionalWriteFunction(table: string): string {
   return `"${table}_write_if_unchanged"`;
 }
 
+/** The function several conditional writes call together (a migration creates it), quoted. */
+export function conditionalWriteBatchFunction(table: string): string {
+  quoteTable(table);
+  return `"${table}_write_batch"`;
+}
+
 /**
  * The statements every SQL backend runs, for one table (see layout.ts for the row layout).
  * `list` returns the directory's own rows plus its sub-directories, found by a skip scan: each
@@ -137,6 +168,7 @@ export function storeStatements(table: string, scanBatchRows: number): StoreStat
   const upsert = 'ON CONFLICT (parent_path, name) DO UPDATE SET value = EXCLUDED.value';
   const nextSegment = `split_part(substr(parent_path, length($1::text) + 1), '/', 1)`;
   const conditionalWrites = new Map<string, Statement>();
+  const conditionalWriteBatches = new Map<string, Statement>();
   return {
     begin: (isolation) => ({ name: '', text: `BEGIN ISOLATION LEVEL ${isolation}` }),
     commit: { name: '', text: 'COMMIT' },
@@ -214,13 +246,30 @@ export function storeStatements(table: string, scanBatchRows: number): StoreStat
       name: 'svc_storage_log_reset',
       text: `WITH head AS (${nextIndexes('1', '')}) INSERT INTO ${wal} (idx, op, key, value) SELECT last_idx, 'reset', '', NULL FROM head`,
     },
-    writeIfUnchanged: (locks, checks, writes) => {
-      const shape = `${locks}_${checks}_${writes}`;
-      let statement = conditionalWrites.get(shape);
+    writeIfUnchanged: (shape) => {
+      const key = shapeName(shape);
+      let statement = conditionalWrites.get(key);
       if (!statement) {
-        statement = { name: `svc_storage_write_if_unchanged_${shape}`, text: conditionalWriteCall(conditionalWriteFunction(table), locks, checks, writes) };
-        conditionalWrites.set(shape, statement);
+        // No column: node-postgres then has no field to describe or value to parse, which was a
+        // large share of its work for this statement; whether a row came back says whether it wrote.
+        statement = { name: `svc_storage_write_if_unchanged_${key}`, text: `SELECT WHERE ${conditionalWriteFunction(table)}(${conditionalWriteArrays([shape]).join(', ')})` };
+        conditionalWrites.set(key, statement);
       }
+      return statement;
+    },
+    writeBatchIfUnchanged: (shapes) => {
+      const key = shapes.map(shapeName).join('-');
+      const known = conditionalWriteBatches.get(key);
+      if (known) return known;
+      const [locked, checkDirs, checkNames, expected, writeDirs, writeNames, writeValues, writeKeys] = conditionalWriteArrays(shapes);
+      const ends = (count: (shape: ConditionalWriteShape) => number) => memberEnds(shapes, count);
+      const text =
+        `SELECT ${conditionalWriteBatchFunction(table)}(${ends((shape) => shape.locks)}, ${locked}, ` +
+        `${ends((shape) => shape.checks)}, ${checkDirs}, ${checkNames}, ${expected}, ` +
+        `${ends((shape) => shape.writes)}, ${writeDirs}, ${writeNames}, ${writeValues}, ${writeKeys}) AS written`;
+      if (conditionalWriteBatches.size >= MAX_NAMED_BATCH_SHAPES) return { name: '', text };
+      const statement = { name: `svc_storage_write_batch_${conditionalWriteBatches.size}`, text };
+      conditionalWriteBatches.set(key, statement);
       return statement;
     },
     setLogging: { name: 'svc_storage_set_logging', text: `UPDATE ${head} SET logging = $1 WHERE logging <> $1 RETURNING logging` },

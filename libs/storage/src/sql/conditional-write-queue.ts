@@ -1,0 +1,69 @@
+import type { ConditionalWrite } from '../types';
+import type { Queued } from './operations';
+
+/** Conditional writes sent together at most; far below the parameters a statement takes. */
+const MAX_BATCH = 32;
+
+/** PostgreSQL's SQLSTATE for a transaction it chose to end to break a deadlock. */
+const DEADLOCK_DETECTED = '40P01';
+
+export interface ConditionalWriteSenders {
+  one(write: ConditionalWrite): Promise<boolean>;
+  /** The writes in one transaction, in this order; answers whether each wrote. */
+  many(writes: ConditionalWrite[]): Promise<boolean[]>;
+}
+
+/**
+ * Group commit for conditional writes: up to `limit` statements of them are under way at once, and
+ * the writes that arrive meanwhile go together in the next statement, one transaction for all of
+ * them (StoreStatements.writeBatchIfUnchanged), so a busy store pays one commit and one round trip
+ * for many writes while a quiet one sends each write at once. A batch takes its writes in the
+ * order of their first locked key, so two batches never wait on each other's locks in opposite
+ * orders; should the database still end a batch to break a deadlock with a transaction, its writes
+ * are sent one by one.
+ */
+export class ConditionalWriteQueue {
+  private underWay = 0;
+  private waiting: Queued<ConditionalWrite, boolean>[] = [];
+
+  constructor(
+    private readonly limit: number,
+    private readonly send: ConditionalWriteSenders,
+  ) {}
+
+  add(write: ConditionalWrite): Promise<boolean> {
+    if (this.underWay < this.limit) {
+      this.underWay++;
+      return this.send.one(write).finally(() => this.finished());
+    }
+    return new Promise((resolve, reject) => this.waiting.push({ item: write, resolve, reject }));
+  }
+
+  private finished(): void {
+    this.underWay--;
+    if (this.waiting.length === 0) return;
+    const batch = this.waiting.length <= MAX_BATCH ? this.waiting : this.waiting.slice(0, MAX_BATCH);
+    this.waiting = batch === this.waiting ? [] : this.waiting.slice(MAX_BATCH);
+    this.underWay++;
+    void this.sendBatch(batch).finally(() => this.finished());
+  }
+
+  private async sendBatch(batch: Queued<ConditionalWrite, boolean>[]): Promise<void> {
+    if (batch.length === 1) return this.send.one(batch[0].item).then(batch[0].resolve, batch[0].reject);
+    batch.sort((a, b) => compareFirstLocks(a.item, b.item));
+    try {
+      const written = await this.send.many(batch.map((entry) => entry.item));
+      batch.forEach((entry, i) => entry.resolve(written[i]));
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== DEADLOCK_DETECTED) return batch.forEach((entry) => entry.reject(error));
+      // Nothing of the batch was written: each write is sent alone, as it would have been.
+      await Promise.all(batch.map((entry) => this.send.one(entry.item).then(entry.resolve, entry.reject)));
+    }
+  }
+}
+
+function compareFirstLocks(a: ConditionalWrite, b: ConditionalWrite): number {
+  const first = a.locks[0] ?? '';
+  const second = b.locks[0] ?? '';
+  return first < second ? -1 : first > second ? 1 : 0;
+}
