@@ -3,16 +3,17 @@
  * same work) in the same run, and reports the ratio, because this machine is shared and noisy.
  * Options: BENCH_DURATION (seconds per measurement, default 10), BENCH_CONNECTIONS (default 32),
  * BENCH_ROUNDS (floor/target pairs of the alternating scenarios, default 3), BENCH_ONLY
- * (comma-separated scenario names).
+ * (comma-separated scenario names), BENCH_LOAD (the load generator: wrk or autocannon; default wrk
+ * where it is installed, a C program that leaves a two-core machine's server more of the CPU).
  */
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createInterface } from 'node:readline';
 import * as path from 'node:path';
-import type autocannon from 'autocannon';
 import { Client } from 'pg';
 import { api, POSTGRES_URL, startServerProcess, type ServerProcess } from '@svc/testing';
+import type { LoadGenerator, LoadResult, LoadSpec } from './load';
 import { SCENARIOS } from './scenarios';
 
 export interface Target {
@@ -106,36 +107,43 @@ export async function measure(target: Target, connections = CONNECTIONS, seconds
   const cpuBefore = totalCpu(pids);
   const started = performance.now();
   const result = await generateLoad({
-    url: target.url + target.path,
-    method: target.method,
-    headers: target.headers,
-    body: target.body,
-    requests: target.requests?.map((r) => ({ method: r.method, path: r.path, body: r.body })),
-    idReplacement: target.idReplacement,
+    generator: LOAD_GENERATOR,
+    url: target.url,
+    requests: target.requests ?? [{ method: target.method, path: target.path, body: target.body }],
+    headers: target.headers ?? {},
+    idReplacement: target.idReplacement ?? false,
     connections,
-    duration: seconds,
-    pipelining: 1,
+    seconds,
   });
   const cpuUs = totalCpu(pids) - cpuBefore;
   const wallUs = (performance.now() - started) * 1_000;
-  const served = pids.length > 0 && result.requests.total > 0;
+  const served = pids.length > 0 && result.total > 0;
   return {
-    reqPerSec: result.requests.average,
-    p99Ms: result.latency.p99,
+    reqPerSec: result.reqPerSec,
+    p99Ms: Math.round(result.p99Ms * 10) / 10,
     errors: result.errors,
     non2xx: result.non2xx,
-    cpuUsPerRequest: served ? cpuUs / result.requests.total : undefined,
+    cpuUsPerRequest: served ? cpuUs / result.total : undefined,
     cores: served ? cpuUs / wallUs : undefined,
   };
 }
 
-/** Runs autocannon in a child process of its own (bench/load.ts). */
-function generateLoad(options: autocannon.Options): Promise<autocannon.Result> {
+function loadGenerator(): LoadGenerator {
+  const asked = process.env.BENCH_LOAD;
+  if (asked === 'wrk' || asked === 'autocannon') return asked;
+  if (asked) throw new Error(`BENCH_LOAD must be wrk or autocannon, not "${asked}"`);
+  return spawnSync('wrk', ['--version']).error ? 'autocannon' : 'wrk';
+}
+
+export const LOAD_GENERATOR = loadGenerator();
+
+/** Runs the load generator in a child process of its own (bench/load.ts). */
+function generateLoad(spec: LoadSpec): Promise<LoadResult> {
   const child = fork(path.join(__dirname, 'load.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   return new Promise((resolve, reject) => {
-    child.once('message', (answer: { result?: autocannon.Result; error?: string }) => (answer.result ? resolve(answer.result) : reject(new Error(`load generator: ${answer.error}`))));
+    child.once('message', (answer: { result?: LoadResult; error?: string }) => (answer.result ? resolve(answer.result) : reject(new Error(`load generator: ${answer.error}`))));
     child.once('exit', (code) => reject(new Error(`load generator exited with ${code} before answering`)));
-    child.send(options);
+    child.send(spec);
   });
 }
 
@@ -198,7 +206,7 @@ async function main(): Promise<void> {
       process.stderr.write(`skipping ${scenario.name}: it needs PostgreSQL, which does not answer at ${new URL(POSTGRES_URL).host}\n`);
       continue;
     }
-    process.stderr.write(`running ${scenario.name} (${DURATION}s each, ${CONNECTIONS} connections)\n`);
+    process.stderr.write(`running ${scenario.name} (${DURATION}s each, ${CONNECTIONS} connections, ${LOAD_GENERATOR})\n`);
     results.push(...[await scenario.run()].flat());
   }
   const cpu = (m: Measurement) => (m.cpuUsPerRequest === undefined ? '' : m.cpuUsPerRequest.toFixed(0));

@@ -11,7 +11,7 @@ import type { Scenario } from './scenario';
  * floors: reads beside a bare node:http map lookup (map-read), writes beside a bare node:http
  * single-row PostgreSQL upsert (pg-upsert), both at the same concurrency, in alternating rounds
  * with the CPU time of the server and of the floor per request. Every write goes to a new
- * key (autocannon's id replacement), so no two connections contend for one key's lock or row.
+ * key (the load generator's id replacement), so no two connections contend for one key's lock or row.
  */
 type StorageKind = 'embedded' | 'postgresql';
 type Operation = 'read' | 'write';
