@@ -13,6 +13,7 @@ export interface PostgresPhysicalOptions {
 
 export const DEFAULT_TABLE = 'svc_store';
 const DEFAULT_POOL_SIZE = 10;
+const CONDITIONAL_WRITES_UNDER_WAY = 2;
 
 /** Production backend: PostgreSQL through a pg pool; statements stay prepared per connection. */
 export class PostgresPhysical extends SqlPhysical {
@@ -26,9 +27,12 @@ export class PostgresPhysical extends SqlPhysical {
     return { url: this.options.connectionUrl, poolSize: this.poolSize() };
   }
 
-  /** Half the pool: however many writes wait, reads and transactions still find connections. */
+  /**
+   * Two: while one batch is in PostgreSQL the next one gathers, so the database is kept busy and a
+   * busy store's writes go in large batches; the rest of the pool is left to reads and transactions.
+   */
   protected conditionalWritesUnderWay(): number {
-    return Math.max(1, Math.floor(this.poolSize() / 2));
+    return Math.min(CONDITIONAL_WRITES_UNDER_WAY, this.poolSize());
   }
 
   private poolSize(): number {
