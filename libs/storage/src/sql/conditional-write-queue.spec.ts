@@ -61,6 +61,20 @@ describe('ConditionalWriteQueue', () => {
     await expect(Promise.all(answers)).resolves.toEqual(answers.map(() => true));
   });
 
+  it('sends fewer writes together when they carry many keys, so that a statement stays within its parameters', async () => {
+    const { sent, settleNext, send } = senders();
+    const queue = new ConditionalWriteQueue(1, send);
+    // 4 parameters per written key: 2,000 keys are 8,000 parameters; two such writes fit in a batch, a third does not.
+    const large = (lock: string): ConditionalWrite => ({ ...write(lock), writes: new Map(Array.from({ length: 2000 }, (_, i) => [`${lock}/${i}`, null])) });
+    const answers = [write('first'), large('a'), large('b'), large('c'), write('d')].map((written) => queue.add(written));
+    await settleNext();
+    expect(sent).toEqual([['first'], ['a', 'b']]);
+    await settleNext();
+    expect(sent).toEqual([['first'], ['a', 'b'], ['c', 'd']]);
+    await settleNext();
+    await expect(Promise.all(answers)).resolves.toEqual(answers.map(() => true));
+  });
+
   it('sends the writes of a batch the database ended to break a deadlock one by one', async () => {
     const { sent, settleNext, send } = senders();
     const queue = new ConditionalWriteQueue(1, send);

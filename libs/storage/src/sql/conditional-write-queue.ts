@@ -1,8 +1,10 @@
 import type { ConditionalWrite } from '../types';
 import type { Queued } from './operations';
 
-/** Conditional writes sent together at most; far below the parameters a statement takes. */
+/** Conditional writes sent together at most. */
 const MAX_BATCH = 32;
+/** Parameters of a batch at most (a write with many keys goes with fewer others): PostgreSQL takes 65,535 per statement. */
+const MAX_BATCH_PARAMETERS = 20_000;
 
 /** PostgreSQL's SQLSTATE for a transaction it chose to end to break a deadlock. */
 const DEADLOCK_DETECTED = '40P01';
@@ -42,10 +44,20 @@ export class ConditionalWriteQueue {
   private finished(): void {
     this.underWay--;
     if (this.waiting.length === 0) return;
-    const batch = this.waiting.length <= MAX_BATCH ? this.waiting : this.waiting.slice(0, MAX_BATCH);
-    this.waiting = batch === this.waiting ? [] : this.waiting.slice(MAX_BATCH);
     this.underWay++;
-    void this.sendBatch(batch).finally(() => this.finished());
+    void this.sendBatch(this.nextBatch()).finally(() => this.finished());
+  }
+
+  /** The writes next in line, as many as one statement takes, at least one. */
+  private nextBatch(): Queued<ConditionalWrite, boolean>[] {
+    let count = 0;
+    let parameters = 0;
+    while (count < this.waiting.length && count < MAX_BATCH) {
+      parameters += parameterCount(this.waiting[count].item);
+      if (count > 0 && parameters > MAX_BATCH_PARAMETERS) break;
+      count++;
+    }
+    return this.waiting.splice(0, count);
   }
 
   private async sendBatch(batch: Queued<ConditionalWrite, boolean>[]): Promise<void> {
@@ -60,6 +72,11 @@ export class ConditionalWriteQueue {
       await Promise.all(batch.map((entry) => this.send.one(entry.item).then(entry.resolve, entry.reject)));
     }
   }
+}
+
+/** A write's parameters in a statement (see StoreStatements.writeIfUnchanged). */
+function parameterCount({ locks, unchanged, writes }: ConditionalWrite): number {
+  return locks.length + 3 * unchanged.size + 4 * writes.size;
 }
 
 function compareFirstLocks(a: ConditionalWrite, b: ConditionalWrite): number {
