@@ -78,11 +78,6 @@ export class EmbeddedPhysical extends SqlPhysical {
     this.holdsProcessInstance = claim;
   }
 
-  /** One: its statements run one at a time anyway, so writes that arrive meanwhile go together. */
-  protected conditionalWritesUnderWay(): number {
-    return 1;
-  }
-
   protected override exclusive<T>(work: () => Promise<T>): Promise<T> {
     return this.session.runExclusive(work);
   }

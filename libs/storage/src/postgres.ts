@@ -12,8 +12,6 @@ export interface PostgresPhysicalOptions {
 }
 
 export const DEFAULT_TABLE = 'svc_store';
-const DEFAULT_POOL_SIZE = 10;
-const CONDITIONAL_WRITES_UNDER_WAY = 2;
 
 /** Production backend: PostgreSQL through a pg pool; statements stay prepared per connection. */
 export class PostgresPhysical extends SqlPhysical {
@@ -24,19 +22,7 @@ export class PostgresPhysical extends SqlPhysical {
   }
 
   protected connectionOptions(): Partial<PostgresDataSourceOptions> {
-    return { url: this.options.connectionUrl, poolSize: this.poolSize() };
-  }
-
-  /**
-   * Two: while one batch is in PostgreSQL the next one gathers, so the database is kept busy and a
-   * busy store's writes go in large batches; the rest of the pool is left to reads and transactions.
-   */
-  protected conditionalWritesUnderWay(): number {
-    return Math.min(CONDITIONAL_WRITES_UNDER_WAY, this.poolSize());
-  }
-
-  private poolSize(): number {
-    return this.options.maxConnections ?? DEFAULT_POOL_SIZE;
+    return { url: this.options.connectionUrl, poolSize: this.options.maxConnections ?? 10 };
   }
 
   protected async runOn(connection: SqlConnection, statement: Statement, values: unknown[]): Promise<Row[]> {

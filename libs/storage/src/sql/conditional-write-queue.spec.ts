@@ -28,19 +28,22 @@ function senders() {
 }
 
 describe('ConditionalWriteQueue', () => {
-  it('sends each write at once while fewer than its limit are under way', async () => {
+  it('sends a write at once while none is under way', async () => {
     const { sent, settleNext, send } = senders();
-    const queue = new ConditionalWriteQueue(2, send);
-    const answers = [queue.add(write('a')), queue.add(write('b'))];
+    const queue = new ConditionalWriteQueue(send);
+    const first = queue.add(write('a'));
+    expect(sent).toEqual([['a']]);
+    await settleNext();
+    await expect(first).resolves.toBe(true);
+    const second = queue.add(write('b'));
     expect(sent).toEqual([['a'], ['b']]);
     await settleNext();
-    await settleNext();
-    await expect(Promise.all(answers)).resolves.toEqual([true, true]);
+    await expect(second).resolves.toBe(true);
   });
 
   it('sends the writes that arrive while it is busy together, in the order of their first locks, and answers each', async () => {
     const { sent, settleNext, send } = senders();
-    const queue = new ConditionalWriteQueue(1, send);
+    const queue = new ConditionalWriteQueue(send);
     const answers = ['first', 'c', 'refused', 'a', 'b'].map((lock) => queue.add(write(lock)));
     expect(sent).toEqual([['first']]);
     await settleNext();
@@ -51,7 +54,7 @@ describe('ConditionalWriteQueue', () => {
 
   it('sends at most 32 writes together', async () => {
     const { sent, settleNext, send } = senders();
-    const queue = new ConditionalWriteQueue(1, send);
+    const queue = new ConditionalWriteQueue(send);
     const answers = Array.from({ length: 41 }, (_, i) => queue.add(write(`k${String(i).padStart(2, '0')}`)));
     await settleNext();
     expect(sent.map((locks) => locks.length)).toEqual([1, 32]);
@@ -63,7 +66,7 @@ describe('ConditionalWriteQueue', () => {
 
   it('sends fewer writes together when they carry many keys, so that a statement stays within its parameters', async () => {
     const { sent, settleNext, send } = senders();
-    const queue = new ConditionalWriteQueue(1, send);
+    const queue = new ConditionalWriteQueue(send);
     // 4 parameters per written key: 2,000 keys are 8,000 parameters; two such writes fit in a batch, a third does not.
     const large = (lock: string): ConditionalWrite => ({ ...write(lock), writes: new Map(Array.from({ length: 2000 }, (_, i) => [`${lock}/${i}`, null])) });
     const answers = [write('first'), large('a'), large('b'), large('c'), write('d')].map((written) => queue.add(written));
@@ -77,7 +80,7 @@ describe('ConditionalWriteQueue', () => {
 
   it('sends the writes of a batch the database ended to break a deadlock one by one', async () => {
     const { sent, settleNext, send } = senders();
-    const queue = new ConditionalWriteQueue(1, send);
+    const queue = new ConditionalWriteQueue(send);
     const answers = ['first', 'b', 'refused'].map((lock) => queue.add(write(lock)));
     await settleNext();
     await settleNext(Object.assign(new Error('deadlock detected'), { code: '40P01' }));
@@ -89,7 +92,7 @@ describe('ConditionalWriteQueue', () => {
 
   it('fails every write of a batch with the error the batch failed with', async () => {
     const { settleNext, send } = senders();
-    const queue = new ConditionalWriteQueue(1, send);
+    const queue = new ConditionalWriteQueue(send);
     const first = queue.add(write('first'));
     const batched = ['a', 'b'].map((lock) => queue.add(write(lock)).catch((error: Error) => error.message));
     await settleNext();

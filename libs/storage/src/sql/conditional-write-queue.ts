@@ -16,36 +16,31 @@ export interface ConditionalWriteSenders {
 }
 
 /**
- * Group commit for conditional writes: up to `limit` statements of them are under way at once, and
- * the writes that arrive meanwhile go together in the next statement, one transaction for all of
- * them (StoreStatements.writeBatchIfUnchanged), so a busy store pays one commit and one round trip
- * for many writes while a quiet one sends each write at once. A batch takes its writes in the
- * order of their first locked key, so two batches never wait on each other's locks in opposite
- * orders; should the database still end a batch to break a deadlock with a transaction, its writes
- * are sent one by one.
+ * Group commit for conditional writes: one statement of them is under way at a time, and the
+ * writes that arrive meanwhile go together in the next, one transaction for all of them
+ * (StoreStatements.writeBatchIfUnchanged), so a busy store pays one commit and one round trip for
+ * many writes while a quiet one sends each write at once. A batch takes its writes in the order of
+ * their first locked key, so two batches (of this process and others) never wait on each other's
+ * locks in opposite orders; should the database still end a batch to break a deadlock with a
+ * transaction, its writes are sent one by one.
  */
 export class ConditionalWriteQueue {
-  private underWay = 0;
+  private underWay = false;
   private waiting: Queued<ConditionalWrite, boolean>[] = [];
 
-  constructor(
-    private readonly limit: number,
-    private readonly send: ConditionalWriteSenders,
-  ) {}
+  constructor(private readonly send: ConditionalWriteSenders) {}
 
   add(write: ConditionalWrite): Promise<boolean> {
-    if (this.underWay < this.limit) {
-      this.underWay++;
+    if (!this.underWay) {
+      this.underWay = true;
       return this.send.one(write).finally(() => this.finished());
     }
     return new Promise((resolve, reject) => this.waiting.push({ item: write, resolve, reject }));
   }
 
   private finished(): void {
-    this.underWay--;
-    if (this.waiting.length === 0) return;
-    this.underWay++;
-    void this.sendBatch(this.nextBatch()).finally(() => this.finished());
+    this.underWay = this.waiting.length > 0;
+    if (this.underWay) void this.sendBatch(this.nextBatch()).finally(() => this.finished());
   }
 
   /** The writes next in line, as many as one statement takes, at least one. */

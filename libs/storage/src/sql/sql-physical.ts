@@ -38,9 +38,6 @@ export abstract class SqlPhysical implements Physical {
   /** Sends one statement over a connection of this backend's driver. */
   protected abstract runOn(connection: SqlConnection, statement: Statement, values: unknown[]): Promise<Row[]>;
 
-  /** Statements of conditional writes under way at once; writes beyond wait and go together (ConditionalWriteQueue). */
-  protected abstract conditionalWritesUnderWay(): number;
-
   /** Runs one operation or transaction; a backend with a single connection serialises here. */
   protected exclusive<T>(work: () => Promise<T>): Promise<T> {
     return work();
@@ -64,7 +61,7 @@ export abstract class SqlPhysical implements Physical {
     }
     const pool = (dataSource.driver as unknown as { master: SqlConnection }).master;
     const direct = new SqlOperations(this.statements, (statement, values) => this.exclusive(() => this.runOn(pool, statement, values)), false);
-    const conditionalWrites = new ConditionalWriteQueue(this.conditionalWritesUnderWay(), {
+    const conditionalWrites = new ConditionalWriteQueue({
       one: (write) => direct.writeIfUnchanged(write),
       many: (writes) => direct.writeBatchIfUnchanged(writes),
     });
