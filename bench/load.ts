@@ -12,6 +12,7 @@ import * as path from 'node:path';
 import autocannon from 'autocannon';
 
 type Method = 'GET' | 'POST' | 'PUT';
+const REQUEST_TIMEOUT_SECONDS = 10;
 export type LoadGenerator = 'wrk' | 'autocannon';
 
 export interface LoadSpec {
@@ -98,7 +99,8 @@ async function withWrk(spec: LoadSpec): Promise<LoadResult> {
     const resultFile = path.join(dir, 'result.json');
     writeFileSync(script, wrkScript(spec, resultFile));
     const threads = Math.max(1, Math.min(spec.connections, cpus().length));
-    const args = [`-t${threads}`, `-c${spec.connections}`, `-d${spec.seconds}s`, '--latency', '-s', script, spec.url];
+    // autocannon's timeout: slow requests (a transit batch) are measured, not counted as errors.
+    const args = [`-t${threads}`, `-c${spec.connections}`, `-d${spec.seconds}s`, `--timeout`, `${REQUEST_TIMEOUT_SECONDS}s`, '--latency', '-s', script, spec.url];
     const exitCode = await new Promise<number | null>((resolve, reject) => {
       const child = spawn('wrk', args, { stdio: ['ignore', 'ignore', 'inherit'] });
       child.once('error', reject);
