@@ -1,5 +1,6 @@
 import type { ConditionalWrite } from '../types';
-import type { Queued } from './operations';
+import { shapeOf, type Queued } from './operations';
+import { conditionalWriteParameters } from './statements';
 
 /** Conditional writes sent together at most. */
 const MAX_BATCH = 32;
@@ -48,7 +49,7 @@ export class ConditionalWriteQueue {
     let count = 0;
     let parameters = 0;
     while (count < this.waiting.length && count < MAX_BATCH) {
-      parameters += parameterCount(this.waiting[count].item);
+      parameters += conditionalWriteParameters(shapeOf(this.waiting[count].item));
       if (count > 0 && parameters > MAX_BATCH_PARAMETERS) break;
       count++;
     }
@@ -67,11 +68,6 @@ export class ConditionalWriteQueue {
       await Promise.all(batch.map((entry) => this.send.one(entry.item).then(entry.resolve, entry.reject)));
     }
   }
-}
-
-/** A write's parameters in a statement (see StoreStatements.writeIfUnchanged). */
-function parameterCount({ locks, unchanged, writes }: ConditionalWrite): number {
-  return locks.length + 3 * unchanged.size + 4 * writes.size;
 }
 
 function compareFirstLocks(a: ConditionalWrite, b: ConditionalWrite): number {

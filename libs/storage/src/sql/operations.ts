@@ -22,7 +22,7 @@ function walEntry(row: Row): WalEntry {
   return { idx: asIndex(row.idx), op: row.op as WalEntry['op'], key: row.key as string, value: row.value === null ? null : asBuffer(row.value) };
 }
 
-function shapeOf({ locks, unchanged, writes }: ConditionalWrite): ConditionalWriteShape {
+export function shapeOf({ locks, unchanged, writes }: ConditionalWrite): ConditionalWriteShape {
   return { locks: locks.length, checks: unchanged.size, writes: writes.size };
 }
 

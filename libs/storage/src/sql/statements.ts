@@ -93,6 +93,11 @@ function conditionalWriteArrays(shapes: readonly ConditionalWriteShape[]): strin
   return arrays.map((items, i) => `ARRAY[${items.join(', ')}]::${CONDITIONAL_WRITE_ARRAY_TYPES[i]}[]`);
 }
 
+/** The parameters a conditional write of this shape sends: its keys to lock, three per compared key, four per written key. */
+export function conditionalWriteParameters({ locks, checks, writes }: ConditionalWriteShape): number {
+  return locks + 3 * checks + 4 * writes;
+}
+
 /** Where each member's part of an array ends (1-based, inclusive), as an int[] literal. */
 function memberEnds(shapes: readonly ConditionalWriteShape[], count: (shape: ConditionalWriteShape) => number): string {
   let end = 0;
