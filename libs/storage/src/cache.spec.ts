@@ -76,6 +76,23 @@ describe('CachedPhysical', () => {
     expect((await cache.get('shared'))?.toString()).toBe('new');
   });
 
+  it.each(['transaction', 'put', 'delete'] as const)('forgets a key its own %s changed while another key was invalidated', async (how) => {
+    const inner = new CountingPhysical();
+    const cache = new CachedPhysical(inner);
+    await inner.put('token', Buffer.from('live'));
+    expect((await cache.get('token'))?.toString()).toBe('live');
+    // Another replica's invalidation (of any key) arrives while this write is under way.
+    const change = async (write: (key: string) => Promise<void>) => {
+      const written = write('token');
+      cache.invalidate(['elsewhere']);
+      await written;
+    };
+    if (how === 'transaction') await change((key) => cache.transaction((tx) => tx.delete(key)));
+    if (how === 'put') await change((key) => cache.put(key, Buffer.from('revoked')));
+    if (how === 'delete') await change((key) => cache.delete(key));
+    expect((await cache.get('token'))?.toString()).toBe((await inner.get('token'))?.toString());
+  });
+
   it('stays within its bound', async () => {
     const inner = new CountingPhysical();
     const cache = new CachedPhysical(inner, 2);

@@ -1,3 +1,4 @@
+import { InvalidationEpoch } from './invalidation-epoch';
 import type { ConditionalWrite, Physical, PhysicalTransaction, StoredEntry, StoreSnapshot, WriteAheadLog } from './types';
 
 const DEFAULT_MAX_ENTRIES = 50_000;
@@ -49,11 +50,8 @@ class GenerationalMap<V> {
  */
 export class CachedPhysical implements Physical {
   private readonly entries: GenerationalMap<Buffer | null>;
-  /**
-   * Counts invalidations: a value read (or written) while one happened may be older than the
-   * change it announced, so it is returned but not kept.
-   */
-  private invalidations = 0;
+  /** A value read (or written) while an invalidation happened is returned but not kept. */
+  private readonly invalidations = new InvalidationEpoch();
 
   constructor(
     private readonly inner: Physical,
@@ -86,7 +84,7 @@ export class CachedPhysical implements Physical {
   }
 
   private async load(key: string): Promise<Buffer | null> {
-    const before = this.invalidations;
+    const before = this.invalidations.mark;
     const value = await this.inner.get(key);
     this.remember(key, value, before);
     return value;
@@ -94,14 +92,14 @@ export class CachedPhysical implements Physical {
 
   async put(key: string, value: Buffer): Promise<void> {
     this.entries.delete(key);
-    const before = this.invalidations;
+    const before = this.invalidations.mark;
     await this.inner.put(key, value);
     this.remember(key, value, before);
   }
 
   async delete(key: string): Promise<void> {
     this.entries.delete(key);
-    const before = this.invalidations;
+    const before = this.invalidations.mark;
     await this.inner.delete(key);
     this.remember(key, null, before);
   }
@@ -116,7 +114,7 @@ export class CachedPhysical implements Physical {
 
   async transaction<T>(fn: (tx: PhysicalTransaction) => Promise<T>): Promise<T> {
     const written = new Map<string, Buffer | null>();
-    const before = this.invalidations;
+    const before = this.invalidations.mark;
     const result = await this.inner.transaction((tx) =>
       fn({
         get: (key) => tx.get(key),
@@ -140,7 +138,7 @@ export class CachedPhysical implements Physical {
   /** A write that went through is kept like a transaction's; one that did not forgets the keys it found changed. */
   async writeIfUnchanged(write: ConditionalWrite): Promise<boolean> {
     for (const key of write.writes.keys()) this.entries.delete(key);
-    const before = this.invalidations;
+    const before = this.invalidations.mark;
     const written = await this.inner.writeIfUnchanged(write);
     if (written) for (const [key, value] of write.writes) this.remember(key, value, before);
     else for (const key of write.unchanged.keys()) this.entries.delete(key);
@@ -165,18 +163,21 @@ export class CachedPhysical implements Physical {
 
   /** Forgets keys another process may have changed. */
   invalidate(keys: Iterable<string>): void {
-    this.invalidations++;
+    this.invalidations.advance();
     for (const key of keys) this.entries.delete(key);
   }
 
   clear(): void {
-    this.invalidations++;
+    this.invalidations.advance();
     this.entries.clear();
   }
 
-  /** Keeps a value read or written since `before` (the invalidation count then), unless an invalidation came meanwhile. */
+  /**
+   * Keeps a value read or written since `before` (the invalidation mark then). When an invalidation
+   * came meanwhile, the key is forgotten instead: what the cache holds of it may be older than both.
+   */
   private remember(key: string, value: Buffer | null, before: number): void {
-    if (this.invalidations !== before) return;
-    this.entries.set(key, value);
+    if (this.invalidations.unchangedSince(before)) this.entries.set(key, value);
+    else this.entries.delete(key);
   }
 }

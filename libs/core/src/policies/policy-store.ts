@@ -1,6 +1,6 @@
 import { Acl, DEFAULT_POLICY, DEFAULT_POLICY_TEXT, parsePolicy, ROOT_POLICY, type Policy } from '@svc/acl';
 import { ServiceError } from '@svc/http';
-import type { StorageView } from '@svc/storage';
+import { InvalidationEpoch, type StorageView } from '@svc/storage';
 
 const PREFIX = 'sys/policy/';
 
@@ -17,6 +17,8 @@ export class PolicyStore {
   private readonly cache = new Map<string, Policy | null>();
   /** Compiled ACLs by policy set: most requests come from a handful of policy combinations. */
   private readonly acls = new Map<string, Acl>();
+  /** A policy or ACL read while one of them changed is used but not cached. */
+  private readonly invalidations = new InvalidationEpoch();
 
   constructor(private readonly storage: StorageView) {}
 
@@ -26,20 +28,23 @@ export class PolicyStore {
   }
 
   clear(): void {
+    this.invalidations.advance();
     this.cache.clear();
     this.acls.clear();
   }
 
   forget(name: string): void {
+    this.invalidations.advance();
     this.cache.delete(name);
     this.acls.clear();
   }
 
   async get(name: string): Promise<Policy | null> {
     if (this.cache.has(name)) return this.cache.get(name)!;
+    const mark = this.invalidations.mark;
     const text = (await this.storage.get(policyKey(name)))?.toString('utf8');
     const policy = text === undefined ? null : parsePolicy(name, text);
-    this.cache.set(name, policy);
+    if (this.invalidations.unchangedSince(mark)) this.cache.set(name, policy);
     return policy;
   }
 
@@ -66,9 +71,10 @@ export class PolicyStore {
   async acl(names: string[]): Promise<Acl> {
     const known = this.cachedAcl(names);
     if (known) return known;
+    const mark = this.invalidations.mark;
     const policies = await Promise.all(names.map((name) => this.get(name)));
     const acl = new Acl(policies.filter((p): p is Policy => p !== null));
-    this.acls.set(aclKey(names), acl);
+    if (this.invalidations.unchangedSince(mark)) this.acls.set(aclKey(names), acl);
     return acl;
   }
 

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 import type { AuthResponse } from '@svc/framework';
 import { ServiceError } from '@svc/http';
-import type { StorageView, Transaction } from '@svc/storage';
+import { InvalidationEpoch, type StorageView, type Transaction } from '@svc/storage';
 
 /** What the store keeps for a token. The token's value is never stored, only its salted hash. */
 export interface TokenEntry {
@@ -98,12 +98,14 @@ export class TokenStore {
   private salt?: Buffer;
   private batchKey?: Buffer;
   private readonly cache = new Map<string, TokenEntry>();
+  /** A lookup that met an invalidation (a revocation, say) uses what it read but does not cache it. */
+  private readonly invalidations = new InvalidationEpoch();
   private readonly hashes = new Map<string, string>();
 
   constructor(private readonly storage: StorageView) {}
 
   async load(): Promise<void> {
-    this.cache.clear();
+    this.forgetAll();
     this.hashes.clear();
     this.salt = await this.secretBytes(SALT_KEY);
     this.batchKey = await this.secretBytes(BATCH_KEY);
@@ -111,7 +113,7 @@ export class TokenStore {
 
   /** Sealing: forget the key material and every cached token. */
   clear(): void {
-    this.cache.clear();
+    this.forgetAll();
     this.hashes.clear();
     this.salt = undefined;
     this.batchKey = undefined;
@@ -135,7 +137,19 @@ export class TokenStore {
 
   /** Drops cached entries another replica changed (keys are full barrier paths). */
   forgetKeys(keys: string[]): void {
+    this.invalidations.advance();
     for (const key of keys) if (key.startsWith(TokenStore.ENTRY_PREFIX)) this.cache.delete(key.slice(TokenStore.ENTRY_PREFIX.length));
+  }
+
+  private forgetAll(): void {
+    this.invalidations.advance();
+    this.cache.clear();
+  }
+
+  /** After a change of an entry commits: lookups under way may hold the entry as it was. */
+  private forget(key: string): void {
+    this.invalidations.advance();
+    this.cache.delete(key);
   }
 
   async create(entry: Omit<TokenEntry, 'accessor'>, id?: string): Promise<{ id: string; entry: TokenEntry }> {
@@ -161,9 +175,10 @@ export class TokenStore {
     const known = this.cached(token);
     if (known !== undefined) return known;
     const key = this.hash(token);
+    const mark = this.invalidations.mark;
     const entry = await this.storage.getJSON<TokenEntry>(ID + key);
     if (!entry) return null;
-    this.remember(key, entry);
+    if (this.invalidations.unchangedSince(mark)) this.remember(key, entry);
     return isExpired(entry) ? null : entry;
   }
 
@@ -197,15 +212,14 @@ export class TokenStore {
   }
 
   async update(accessor: string, change: (entry: TokenEntry) => TokenEntry): Promise<TokenEntry> {
-    return this.storage.transaction(async (tx) => {
+    return this.changing(async (tx) => {
       const key = await this.keyForAccessor(tx, accessor);
       await tx.lock(ID + key);
       const current = await readEntry(tx, key);
       if (!current) throw ServiceError.badRequest('token not found');
       const next = change(current);
       await tx.put(ID + key, encode(next));
-      this.cache.delete(key);
-      return next;
+      return { changed: key, result: next };
     });
   }
 
@@ -214,17 +228,16 @@ export class TokenStore {
    * be revoked); concurrent requests never both spend the last use.
    */
   async spendUse(accessor: string): Promise<{ allowed: boolean; remaining: number }> {
-    return this.storage.transaction(async (tx) => {
+    return this.changing<{ allowed: boolean; remaining: number }>(async (tx) => {
       const key = await this.keyForAccessor(tx, accessor);
       await tx.lock(ID + key);
       const entry = await readEntry(tx, key);
-      if (!entry || entry.numUses <= 0) return { allowed: false, remaining: 0 };
+      if (!entry || entry.numUses <= 0) return { result: { allowed: false, remaining: 0 } };
       const next = { ...entry, numUses: entry.numUses - 1 };
       // The last use is spent by marking the entry exhausted (-1); revocation follows the request.
       if (next.numUses === 0) next.numUses = -1;
       await tx.put(ID + key, encode(next));
-      this.cache.delete(key);
-      return { allowed: true, remaining: next.numUses };
+      return { changed: key, result: { allowed: true, remaining: next.numUses } };
     });
   }
 
@@ -235,9 +248,9 @@ export class TokenStore {
 
   /** Deletes one token's entry and indexes (children and leases are the caller's business). */
   async remove(accessor: string): Promise<TokenEntry | null> {
-    return this.storage.transaction(async (tx) => {
+    return this.changing(async (tx) => {
       const key = (await tx.get(ACCESSOR + accessor))?.toString();
-      if (!key) return null;
+      if (!key) return { result: null };
       const entry = await readEntry(tx, key);
       await tx.delete(ID + key);
       await tx.delete(ACCESSOR + accessor);
@@ -245,9 +258,18 @@ export class TokenStore {
       for (const child of (await tx.list(`${PARENT}${accessor}/`)).filter((k) => !k.endsWith('/'))) {
         await tx.delete(`${PARENT}${accessor}/${child}`);
       }
-      this.cache.delete(key);
-      return entry;
+      return { changed: key, result: entry };
     });
+  }
+
+  /**
+   * Runs a transaction that may change one token's entry (`changed`, its key) and forgets the cached
+   * entry once the change committed, so no lookup under way meanwhile caches the entry as it was.
+   */
+  private async changing<T>(change: (tx: Transaction) => Promise<{ changed?: string; result: T }>): Promise<T> {
+    const { changed, result } = await this.storage.transaction(change);
+    if (changed !== undefined) this.forget(changed);
+    return result;
   }
 
   /** Makes a token's children orphans (revoke-orphan). */
