@@ -63,6 +63,11 @@ export class ReplicaSync {
   private readonly subscriptions: Subscription[] = [];
   /** By nonce: the application of an invalidation, which a second copy of it waits for. */
   private readonly applied = new Map<string, Promise<void>>();
+  /**
+   * The last invalidation applied or being applied. They are applied one at a time in the order
+   * received: a reload for an earlier change that ended after a later one's would undo it.
+   */
+  private applying: Promise<void> = Promise.resolve();
   private heartbeat?: NodeJS.Timeout;
   private heartbeatSeq = 0;
   private readonly heartbeatSentAt = new Map<number, number>();
@@ -245,7 +250,8 @@ export class ReplicaSync {
     if (message.from === this.id) return Promise.resolve();
     let applying = this.applied.get(message.nonce);
     if (!applying) {
-      applying = this.hooks.apply(message.keys);
+      applying = this.applying.catch(() => undefined).then(() => this.hooks.apply(message.keys));
+      this.applying = applying;
       this.applied.set(message.nonce, applying);
       // A failed application is forgotten, so a later copy tries again.
       applying.catch(() => this.applied.delete(message.nonce));

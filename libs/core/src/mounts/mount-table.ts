@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Mutex } from 'async-mutex';
 import type { MountInfo } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import { LOCAL_MOUNT_TABLES } from '@svc/replication-log';
@@ -56,8 +57,11 @@ export function normalizeMountPath(path: string): string {
 
 /**
  * The mounts of one kind (secret engines or auth methods) in one namespace, persisted through the
- * barrier as two JSON documents (the replicated mounts and the local ones, MOUNT_TABLE_KEYS); a
- * change touches one entry, so it is a single atomic write. Reads are served from memory.
+ * barrier as two JSON documents (the replicated mounts and the local ones, MOUNT_TABLE_KEYS). Reads
+ * are served from memory. A change is made in a storage transaction under the table's lock, to the
+ * table as storage holds it, so changes made at once through several workers or gateways all
+ * persist; loads and changes in one process run one at a time, so a load that read the table
+ * before a change never replaces the changed table.
  */
 export class MountTable {
   private entries = new Map<string, MountEntry>();
@@ -67,8 +71,7 @@ export class MountTable {
    * the right.
    */
   private nested = false;
-  /** The two tables as last read or written (JSON), to write only the one a change touches. */
-  private stored = { replicated: '', local: '' };
+  private readonly serial = new Mutex();
 
   /** `storage`: the namespace's `core/`. */
   constructor(
@@ -77,14 +80,12 @@ export class MountTable {
     readonly namespace: string,
   ) {}
 
-  async load(): Promise<void> {
-    const keys = MOUNT_TABLE_KEYS[this.kind];
-    const [replicated, local] = await Promise.all([this.storage.getJSON<MountEntry[]>(keys.replicated), this.storage.getJSON<MountEntry[]>(keys.local)]);
-    // Local entries stored in the replicated table before the local one existed move there with the next change.
-    const stored = [...(replicated ?? []), ...(local ?? [])];
-    // Auth entries stored before mounts named their table get it here.
-    this.replaceEntries(new Map(stored.map((e) => [e.path, this.kind === 'auth' ? { ...e, table: 'auth' as const } : e])));
-    this.stored = { replicated: JSON.stringify(replicated ?? []), local: JSON.stringify(local ?? []) };
+  load(): Promise<void> {
+    return this.serial.runExclusive(async () => {
+      const keys = MOUNT_TABLE_KEYS[this.kind];
+      const [replicated, local] = await Promise.all([this.storage.get(keys.replicated), this.storage.get(keys.local)]);
+      this.replaceEntries(this.decode(replicated, local));
+    });
   }
 
   get size(): number {
@@ -121,8 +122,72 @@ export class MountTable {
   async mount(req: MountRequest, defaults: { default_lease_ttl: number; max_lease_ttl: number }): Promise<MountEntry> {
     const path = normalizeMountPath(req.path);
     if (this.kind === 'secret' && path.startsWith('auth/')) throw ServiceError.badRequest('cannot mount under auth/');
-    this.assertFree(path);
-    const entry: MountEntry = {
+    const entry = this.newEntry(path, req);
+    assertTtls(entry.config, defaults);
+    return this.change((entries) => {
+      assertFree(entries, path);
+      return { next: new Map(entries).set(path, entry), result: entry };
+    });
+  }
+
+  /** Adds a built-in mount (sys/, token/, cubbyhole/) the first time a table is created. */
+  async ensure(req: MountRequest): Promise<void> {
+    if (this.entries.has(req.path)) return;
+    const entry = this.newEntry(req.path, req);
+    await this.change((entries) => ({ next: entries.has(req.path) ? entries : new Map(entries).set(req.path, entry), result: undefined }));
+  }
+
+  async unmount(path: string): Promise<MountEntry> {
+    const normalized = normalizeMountPath(path);
+    this.assertMutable(normalized);
+    return this.change((entries) => {
+      const entry = entries.get(normalized);
+      if (!entry) throw ServiceError.badRequest(`no mount at "${normalized}"`);
+      const next = new Map(entries);
+      next.delete(normalized);
+      return { next, result: entry };
+    });
+  }
+
+  async tune(
+    path: string,
+    changes: { config?: Partial<MountInfo['config']>; description?: string; options?: Record<string, string> },
+    defaults: { default_lease_ttl: number; max_lease_ttl: number },
+  ): Promise<MountEntry> {
+    const normalized = normalizeMountPath(path);
+    return this.change((entries) => {
+      const entry = entries.get(normalized);
+      if (!entry) throw ServiceError.badRequest(`no mount at "${path}"`);
+      const updated: MountEntry = {
+        ...entry,
+        description: changes.description ?? entry.description,
+        config: { ...entry.config, ...stripUndefined(changes.config ?? {}) },
+        options: changes.options ? { ...entry.options, ...changes.options } : entry.options,
+      };
+      assertTtls(updated.config, defaults);
+      return { next: new Map(entries).set(updated.path, updated), result: updated };
+    });
+  }
+
+  /** Moves a mount within this table; its uuid (and so its data) stays the same. */
+  async remount(from: string, to: string): Promise<MountEntry> {
+    const source = normalizeMountPath(from);
+    const target = normalizeMountPath(to);
+    this.assertMutable(source);
+    return this.change((entries) => {
+      const entry = entries.get(source);
+      if (!entry) throw ServiceError.badRequest(`no mount at "${source}"`);
+      assertFree(entries, target);
+      const next = new Map(entries);
+      next.delete(source);
+      const moved = { ...entry, path: target };
+      next.set(target, moved);
+      return { next, result: moved };
+    });
+  }
+
+  private newEntry(path: string, req: MountRequest): MountEntry {
+    return {
       path,
       type: req.type,
       uuid: randomUUID(),
@@ -141,66 +206,36 @@ export class MountTable {
       ...(this.kind === 'auth' ? { table: 'auth' as const } : {}),
       ...(req.external ? { external: true } : {}),
     };
-    assertTtls(entry.config, defaults);
-    await this.persist(new Map(this.entries).set(path, entry));
-    return entry;
   }
 
-  /** Adds a built-in mount (sys/, token/, cubbyhole/) the first time a table is created. */
-  async ensure(req: MountRequest): Promise<void> {
-    if (!this.entries.has(req.path)) await this.mount(req, { default_lease_ttl: 0, max_lease_ttl: 0 });
+  private decode(replicated: Buffer | null, local: Buffer | null): Map<string, MountEntry> {
+    // Local entries stored in the replicated table before the local one existed move there with the next change.
+    const stored = [...parseTable(replicated), ...parseTable(local)];
+    // Auth entries stored before mounts named their table get it here.
+    return new Map(stored.map((e) => [e.path, this.kind === 'auth' ? { ...e, table: 'auth' as const } : e]));
   }
 
-  async unmount(path: string): Promise<MountEntry> {
-    const normalized = normalizeMountPath(path);
-    this.assertMutable(normalized);
-    const entry = this.entries.get(normalized);
-    if (!entry) throw ServiceError.badRequest(`no mount at "${normalized}"`);
-    const next = new Map(this.entries);
-    next.delete(normalized);
-    await this.persist(next);
-    return entry;
-  }
-
-  async tune(
-    path: string,
-    changes: { config?: Partial<MountInfo['config']>; description?: string; options?: Record<string, string> },
-    defaults: { default_lease_ttl: number; max_lease_ttl: number },
-  ): Promise<MountEntry> {
-    const entry = this.entries.get(normalizeMountPath(path));
-    if (!entry) throw ServiceError.badRequest(`no mount at "${path}"`);
-    const updated: MountEntry = {
-      ...entry,
-      description: changes.description ?? entry.description,
-      config: { ...entry.config, ...stripUndefined(changes.config ?? {}) },
-      options: changes.options ? { ...entry.options, ...changes.options } : entry.options,
-    };
-    assertTtls(updated.config, defaults);
-    await this.persist(new Map(this.entries).set(updated.path, updated));
-    return updated;
-  }
-
-  /** Moves a mount within this table; its uuid (and so its data) stays the same. */
-  async remount(from: string, to: string): Promise<MountEntry> {
-    const source = normalizeMountPath(from);
-    const target = normalizeMountPath(to);
-    this.assertMutable(source);
-    const entry = this.entries.get(source);
-    if (!entry) throw ServiceError.badRequest(`no mount at "${source}"`);
-    this.assertFree(target);
-    const next = new Map(this.entries);
-    next.delete(source);
-    next.set(target, { ...entry, path: target });
-    await this.persist(next);
-    return next.get(target)!;
-  }
-
-  private assertFree(path: string): void {
-    for (const existing of this.entries.keys()) {
-      if (existing.startsWith(path) || path.startsWith(existing)) {
-        throw ServiceError.badRequest(`path is already in use at ${existing}`);
-      }
-    }
+  /**
+   * Applies a change to the table as storage holds it, under the table's lock, and writes the
+   * table (replicated or local) whose entries changed: one, or both when an entry moves between them.
+   */
+  private change<T>(apply: (entries: Map<string, MountEntry>) => { next: Map<string, MountEntry>; result: T }): Promise<T> {
+    return this.serial.runExclusive(async () => {
+      const keys = MOUNT_TABLE_KEYS[this.kind];
+      const { next, result } = await this.storage.transaction(async (tx) => {
+        await tx.lock(keys.replicated);
+        const [replicated, local] = await Promise.all([tx.get(keys.replicated), tx.get(keys.local)]);
+        const changed = apply(this.decode(replicated, local));
+        const entries = [...changed.next.values()];
+        const text = { replicated: JSON.stringify(entries.filter((entry) => !entry.local)), local: JSON.stringify(entries.filter((entry) => entry.local)) };
+        // The local table first: an entry moving out of the replicated one is in one table or both, never in neither.
+        if (text.local !== (local?.toString('utf8') ?? '[]')) await tx.put(keys.local, Buffer.from(text.local, 'utf8'));
+        if (text.replicated !== (replicated?.toString('utf8') ?? '[]')) await tx.put(keys.replicated, Buffer.from(text.replicated, 'utf8'));
+        return changed;
+      });
+      this.replaceEntries(next);
+      return result;
+    });
   }
 
   private replaceEntries(entries: Map<string, MountEntry>): void {
@@ -213,20 +248,17 @@ export class MountTable {
   private assertMutable(path: string): void {
     if (RESERVED[this.kind].includes(path)) throw ServiceError.badRequest(`cannot unmount or move "${path}"`);
   }
+}
 
-  /** Writes the table (replicated or local) whose entries changed: one, or both when an entry moves between them. */
-  private async persist(next: Map<string, MountEntry>): Promise<void> {
-    const keys = MOUNT_TABLE_KEYS[this.kind];
-    const entries = [...next.values()];
-    const replicated = entries.filter((entry) => !entry.local);
-    const local = entries.filter((entry) => entry.local);
-    const text = { replicated: JSON.stringify(replicated), local: JSON.stringify(local) };
-    // The local table first: an entry moving out of the replicated one is in one table or both, never in neither.
-    if (text.local !== this.stored.local) await this.storage.putJSON(keys.local, local);
-    this.stored.local = text.local;
-    if (text.replicated !== this.stored.replicated) await this.storage.putJSON(keys.replicated, replicated);
-    this.stored.replicated = text.replicated;
-    this.replaceEntries(next);
+function parseTable(stored: Buffer | null): MountEntry[] {
+  return stored === null ? [] : (JSON.parse(stored.toString('utf8')) as MountEntry[]);
+}
+
+function assertFree(entries: ReadonlyMap<string, MountEntry>, path: string): void {
+  for (const existing of entries.keys()) {
+    if (existing.startsWith(path) || path.startsWith(existing)) {
+      throw ServiceError.badRequest(`path is already in use at ${existing}`);
+    }
   }
 }
 

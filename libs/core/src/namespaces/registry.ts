@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { Mutex } from 'async-mutex';
 import { ServiceError } from '@svc/http';
 import type { Barrier, StorageView } from '@svc/storage';
 import { createView } from '@svc/storage';
@@ -19,6 +20,8 @@ export const NAMESPACES_KEY = RECORDS_KEY;
 export class NamespaceRegistry {
   private byPath = new Map<string, Namespace>();
   private readonly view: StorageView;
+  /** Loads and changes of the list run one at a time: a load that read the list before a change never undoes it here. */
+  private readonly serial = new Mutex();
 
   constructor(private readonly barrier: Barrier) {
     this.view = createView(barrier, '');
@@ -29,7 +32,11 @@ export class NamespaceRegistry {
   }
 
   /** Reads the namespace list and every namespace's tables; creates the root's built-ins once. */
-  async load(defaultKvVersion: '1' | '2'): Promise<void> {
+  load(defaultKvVersion: '1' | '2'): Promise<void> {
+    return this.serial.runExclusive(() => this.loadNow(defaultKvVersion));
+  }
+
+  private async loadNow(defaultKvVersion: '1' | '2'): Promise<void> {
     const records = (await this.view.getJSON<NamespaceRecord[]>(RECORDS_KEY)) ?? [];
     // Built apart and swapped in whole: requests served meanwhile route through the namespaces as they were.
     const loaded = new Map<string, Namespace>();
@@ -72,33 +79,49 @@ export class NamespaceRegistry {
   async create(parent: Namespace, name: string, metadata: Record<string, string>): Promise<Namespace> {
     if (!NAME.test(name) || RESERVED.has(name)) throw ServiceError.badRequest(`invalid namespace name "${name}"`);
     const path = `${parent.path}${name}/`;
-    if (this.byPath.has(path)) throw ServiceError.badRequest(`namespace "${path}" already exists`);
+    const exists = () => ServiceError.badRequest(`namespace "${path}" already exists`);
+    if (this.byPath.has(path)) throw exists();
     const record: NamespaceRecord = { id: randomBytes(4).toString('base64url').replace(/[-_]/g, 'x'), path, custom_metadata: metadata };
     const namespace = new Namespace(record, this.barrier);
     await namespace.ensureBuiltins();
-    await this.saveRecords([...this.records(), record]);
-    this.byPath.set(path, namespace);
+    await this.changeRecords(
+      (records) => {
+        if (records.some((r) => r.path === path)) throw exists();
+        return [...records, record];
+      },
+      () => this.byPath.set(path, namespace),
+    );
     return namespace;
   }
 
   /** Forgets a namespace (its data is removed by the caller, which also revokes its tokens). */
   async remove(namespace: Namespace): Promise<void> {
     if (namespace.isRoot) throw ServiceError.badRequest('the root namespace cannot be deleted');
-    if (this.children(namespace).length > 0) {
-      throw ServiceError.badRequest(`namespace "${namespace.path}" has child namespaces; delete them first`);
-    }
-    await this.saveRecords(this.records().filter((r) => r.id !== namespace.record.id));
-    this.byPath.delete(namespace.path);
+    await this.changeRecords(
+      (records) => {
+        if (records.some((r) => r.path !== namespace.path && r.path.startsWith(namespace.path))) {
+          throw ServiceError.badRequest(`namespace "${namespace.path}" has child namespaces; delete them first`);
+        }
+        return records.filter((r) => r.id !== namespace.record.id);
+      },
+      () => this.byPath.delete(namespace.path),
+    );
   }
 
-  private records(): NamespaceRecord[] {
-    return this.all()
-      .filter((ns) => !ns.isRoot)
-      .map((ns) => ns.record);
-  }
-
-  private async saveRecords(records: NamespaceRecord[]): Promise<void> {
-    await this.view.putJSON(RECORDS_KEY, records);
+  /**
+   * Changes the namespace list as storage holds it, under its lock, so namespaces created or deleted
+   * at once through several workers or gateways all persist; `committed` updates this process's map.
+   */
+  private changeRecords(change: (records: NamespaceRecord[]) => NamespaceRecord[], committed: () => void): Promise<void> {
+    return this.serial.runExclusive(async () => {
+      await this.view.transaction(async (tx) => {
+        await tx.lock(RECORDS_KEY);
+        const stored = await tx.get(RECORDS_KEY);
+        const records = stored === null ? [] : (JSON.parse(stored.toString('utf8')) as NamespaceRecord[]);
+        await tx.put(RECORDS_KEY, Buffer.from(JSON.stringify(change(records)), 'utf8'));
+      });
+      committed();
+    });
   }
 }
 
