@@ -244,6 +244,26 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('access, %s', (kind) 
       const byAccessor = await api<{ data: { capabilities: string[] } }>(url, 'POST', '/v1/sys/capabilities-accessor', { token: root, body: { accessor: token.accessor, paths: 'sys/audit' } });
       expect(byAccessor.body.data.capabilities).toEqual(['read', 'sudo']);
     });
+
+    test("sys/capabilities, -self and -accessor take Vault's older path field, a string or a list; capabilities is added for one path only", async () => {
+      await putPolicy('team-reader', 'path "secret/team/*" { capabilities = ["read", "list"] }');
+      const { client_token: token, accessor } = await createToken({ policies: ['team-reader'] });
+      const ask = (where: string, body: Record<string, unknown>, caller = root) => api<{ data: Record<string, string[]>; errors: string[] }>(url, 'POST', `/v1/sys/${where}`, { token: caller, body });
+
+      const self = await ask('capabilities-self', { path: 'secret/team/x' }, token);
+      expect([self.status, self.body.data]).toEqual([200, { 'secret/team/x': ['list', 'read'], capabilities: ['list', 'read'] }]);
+      const byToken = await ask('capabilities', { token, path: ['secret/team/x', 'secret/other'] });
+      expect([byToken.status, byToken.body.data]).toEqual([200, { 'secret/team/x': ['list', 'read'], 'secret/other': ['deny'] }]);
+      const byAccessor = await ask('capabilities-accessor', { accessor, path: 'secret/other' });
+      expect([byAccessor.status, byAccessor.body.data]).toEqual([200, { 'secret/other': ['deny'], capabilities: ['deny'] }]);
+      const both = await ask('capabilities-self', { paths: ['secret/team/x'], path: 'secret/other' }, token);
+      expect(both.body.data).toEqual({ 'secret/team/x': ['list', 'read'], capabilities: ['list', 'read'] });
+
+      for (const [where, body] of [['capabilities-self', {}], ['capabilities', { token }], ['capabilities-accessor', { accessor, paths: [], path: '' }]] as const) {
+        const refused = await ask(where, body);
+        expect([where, refused.status, refused.body.errors]).toEqual([where, 400, ['missing required field "paths"']]);
+      }
+    });
   });
 
   describe('namespaces', () => {

@@ -3,6 +3,7 @@
  * entities, entity policies and disabling apply at once on every gateway, and first logins of one
  * user racing through two gateways make one entity.
  */
+import { randomBytes, randomInt } from 'node:crypto';
 import type { AuthBlock } from '@svc/http';
 import { api, initAndUnseal, startTopology, type Topology, type TopologyKind } from '@svc/testing';
 
@@ -131,5 +132,48 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('identity, %s', (kind
   test('bad input is answered with a 400 naming the problem', async () => {
     const res = await call(adminUrl, 'POST', 'identity/entity-alias', root, { name: 'x', mount_accessor: 'nope' });
     expect([res.status, res.body.errors]).toEqual([400, ['field "mount_accessor": no auth mount has accessor "nope"']]);
+  });
+
+  test('a name or chosen id longer than 1024 bytes is a 400 naming the field, wherever it is given; 1024 bytes are kept', async () => {
+    /** `bytes` characters that storage cannot compress (a compressible name would fit its index for longer). */
+    const unguessable = (bytes: number) => randomBytes(bytes).toString('base64url').slice(0, bytes);
+    const refused = async (method: string, where: string, body: unknown, field: string) => {
+      const res = await call(adminUrl, method, where, root, body);
+      expect([where, res.status, res.body.errors]).toEqual([where, 400, [`field "${field}": longer than 1024 bytes`]]);
+    };
+    const { id: entityId } = (await admin('POST', 'identity/entity', {})).data;
+    const { id: aliasId } = (await admin('POST', 'identity/entity-alias', { name: 'short', mount_accessor: userpassAccessor })).data;
+
+    await refused('POST', 'identity/entity', { name: 'a'.repeat(150_000) }, 'name');
+    await refused('POST', 'identity/entity', { name: 'é'.repeat(513) }, 'name');
+    await refused('POST', `identity/entity/id/${entityId}`, { name: unguessable(1500) }, 'name');
+    await refused('POST', `identity/entity/name/${unguessable(1500)}`, {}, 'name');
+    await refused('POST', 'identity/entity', { id: unguessable(3000) }, 'id');
+    await refused('POST', 'identity/entity-alias', { name: unguessable(1500), mount_accessor: userpassAccessor }, 'name');
+    await refused('POST', 'identity/entity-alias', { name: 'chosen', mount_accessor: userpassAccessor, id: unguessable(3000) }, 'id');
+    await refused('POST', `identity/entity-alias/id/${aliasId}`, { name: unguessable(1500) }, 'name');
+
+    const longest = unguessable(1024);
+    const kept = (await admin('POST', 'identity/entity', { name: longest })).data;
+    expect((await admin('GET', `identity/entity/id/${kept.id}`)).data.name).toBe(longest);
+    await admin('POST', `identity/entity-alias/id/${aliasId}`, { name: longest });
+    expect((await admin('POST', 'identity/lookup/entity', { alias_name: longest, alias_mount_accessor: userpassAccessor })).data.aliases[0].id).toBe(aliasId);
+
+    // A login's alias name is the username here: one userpass keeps (in lower case) but the identity store cannot is refused, not a 500.
+    const username = encodeURIComponent(String.fromCodePoint(...Array.from({ length: 500 }, () => 0x4e00 + randomInt(0x5000))));
+    await newUser(username);
+    const login = await userpassLogin(adminUrl, username);
+    expect([login.status, login.body.errors]).toEqual([400, ["the login's alias name is longer than 1024 bytes, the most an entity alias may have"]]);
+  });
+
+  test('a chosen id is one path segment, so the id lists still work', async () => {
+    for (const [where, body] of [
+      ['identity/entity', { id: 'a/b' }],
+      ['identity/entity-alias', { id: '..', name: 'segment', mount_accessor: userpassAccessor }],
+    ] as const) {
+      const res = await call(adminUrl, 'POST', where, root, body);
+      expect([where, res.status, res.body.errors]).toEqual([where, 400, ['field "id": must not contain "/" or be ".."']]);
+    }
+    expect((await call(adminUrl, 'LIST', 'identity/entity/id', root)).status).toBe(200);
   });
 });

@@ -1,6 +1,6 @@
 import { Backend, listResponse, type FieldData, type FieldMap, type MountInfo, type Response } from '@svc/framework';
 import { ServiceError } from '@svc/http';
-import type { AliasChanges, Entity, EntityAlias, EntityChanges, IdentityStore } from './identity-store';
+import { MAX_NAME_BYTES, withinNameLimit, type AliasChanges, type Entity, type EntityAlias, type EntityChanges, type IdentityStore } from './identity-store';
 
 /** What the backend needs of the namespace beyond its store: its auth mounts, by accessor. */
 export interface IdentityContext {
@@ -24,19 +24,28 @@ const ALIAS_FIELDS: FieldMap = {
 const ID: FieldMap = { id: { type: 'string', description: 'Id of the object.' } };
 const ENTITY_NAME: FieldMap = { name: { type: 'string', description: 'Name of the entity.' } };
 
+/** A name or id the storage keys can hold, else a 400 naming its field. */
+function withinLimit<T extends string | undefined>(field: string, value: T): T {
+  if (value !== undefined && !withinNameLimit(value)) throw ServiceError.badRequest(`field "${field}": longer than ${MAX_NAME_BYTES} bytes`);
+  return value;
+}
+
 function entityChanges(f: FieldData, withName: boolean): EntityChanges {
   const given = <T>(name: string): T | undefined => (f.has(name) ? f.get<T>(name) : undefined);
   return {
-    name: withName ? given<string>('name') : undefined,
+    name: withName ? withinLimit('name', given<string>('name')) : undefined,
     metadata: given('metadata'),
     policies: given<string[]>('policies')?.map((policy) => policy.trim()).filter(Boolean),
     disabled: given('disabled'),
   };
 }
 
-/** The id a client chose for a new object, if any. */
+/** The id a client chose for a new object, if any: one storage key segment, as generated ids are. */
 function chosenId(f: FieldData): string | undefined {
-  return f.has('id') && f.get<string>('id') !== '' ? f.get<string>('id') : undefined;
+  const id = f.has('id') ? f.get<string>('id') : '';
+  if (id === '') return undefined;
+  if (id.includes('/') || id === '..') throw ServiceError.badRequest('field "id": must not contain "/" or be ".."');
+  return withinLimit('id', id);
 }
 
 function written(entity: Entity): Response {
@@ -114,7 +123,7 @@ export function createIdentityBackend(context: IdentityContext): Backend {
     if (creating && !name) throw ServiceError.badRequest('missing required field "name"');
     if (name === '') throw ServiceError.badRequest('field "name" cannot be empty');
     return {
-      name,
+      name: withinLimit('name', name),
       mount_accessor: mountAccessor(f, creating),
       canonical_id: await canonicalId(f),
       custom_metadata: f.has('custom_metadata') ? f.get('custom_metadata') : undefined,
@@ -201,7 +210,7 @@ export function createIdentityBackend(context: IdentityContext): Backend {
           read: { summary: 'Read an entity.', handler: async (_req, f) => shownEntity(await store.entityByName(f.params.name)) },
           update: {
             summary: 'Create or update the entity of this name.',
-            handler: async (_req, f) => written(await store.upsertEntity({ ...entityChanges(f, false), name: f.params.name })),
+            handler: async (_req, f) => written(await store.upsertEntity({ ...entityChanges(f, false), name: withinLimit('name', f.params.name) })),
           },
           delete: {
             summary: 'Delete an entity and its aliases.',

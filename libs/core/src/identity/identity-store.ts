@@ -42,6 +42,17 @@ const ALIAS_KEYS = 'alias-keys/';
 /** Every write takes this one lock: the indexes stay unique across gateway replicas. */
 const WRITE_LOCK = 'write-lock';
 
+/**
+ * The longest entity or alias name, and client-chosen id, in UTF-8 bytes. The name indexes hold a
+ * name hex-encoded (twice as long) in a storage key, and SQL storage indexes a key whole, at most
+ * about 2.7 KB: a longer name was accepted, then failed there as a 500.
+ */
+export const MAX_NAME_BYTES = 1024;
+
+export function withinNameLimit(name: string): boolean {
+  return Buffer.byteLength(name, 'utf8') <= MAX_NAME_BYTES;
+}
+
 /** Names may hold any character; storage keys hold them hex-encoded. */
 function keyPart(name: string): string {
   return Buffer.from(name, 'utf8').toString('hex');
@@ -277,6 +288,7 @@ export class IdentityStore {
    * alias. The alias takes the login's metadata. Only a first login or changed metadata writes.
    */
   async loginEntity(mountAccessor: string, name: string, metadata: Record<string, string>): Promise<Entity> {
+    if (!withinNameLimit(name)) throw ServiceError.badRequest(`the login's alias name is longer than ${MAX_NAME_BYTES} bytes, the most an entity alias may have`);
     const known = await this.aliasByName(mountAccessor, name);
     const entity = known && sameRecord(known.metadata, metadata) ? await this.entity(known.canonical_id) : null;
     if (entity) return entity;

@@ -69,15 +69,21 @@ export function policyPaths(core: Core): PathDeclaration[] {
       const caps = acl.capabilities(prefix + path.replace(/^\/+/, ''));
       result[path] = caps.size === 0 ? ['deny'] : [...caps].sort();
     }
-    const data: Record<string, unknown> = { ...result, capabilities: paths.length === 1 ? result[paths[0]] : [] };
-    return { data };
+    // As Vault: `capabilities` as well only when one path was asked about (what older clients read).
+    return { data: paths.length === 1 ? { ...result, capabilities: result[paths[0]] } : result };
   };
 
   const pathsField = {
-    paths: { type: 'comma-string-list' as const, required: true, description: 'Paths to check.' },
-    path: { type: 'comma-string-list' as const, deprecated: true, description: 'Deprecated alias of paths.' },
+    paths: { type: 'comma-string-list' as const, description: 'Paths to check (required unless path is given).' },
+    path: { type: 'comma-string-list' as const, deprecated: true, description: 'Deprecated alias of paths, read when paths is absent or empty.' },
   };
-  const pathsOf = (f: { has(n: string): boolean; get<T>(n: string): T }) => (f.has('paths') ? f.get<string[]>('paths') : f.get<string[]>('path') ?? []);
+  /** `paths`, or Vault's older `path` when `paths` is absent or empty. */
+  const pathsOf = (f: FieldData): string[] => {
+    const paths = f.get<string[] | undefined>('paths') ?? [];
+    const chosen = paths.length > 0 ? paths : (f.get<string[] | undefined>('path') ?? []);
+    if (chosen.length === 0) throw ServiceError.badRequest('missing required field "paths"');
+    return chosen;
+  };
 
   return [
     {
@@ -126,9 +132,10 @@ export function policyPaths(core: Core): PathDeclaration[] {
         update: {
           summary: 'Capabilities of a token.',
           handler: async (req, f) => {
+            const paths = pathsOf(f);
             const token = await core.tokens.lookup(f.get('token'));
             if (!token) throw ServiceError.badRequest('invalid token');
-            return capabilitiesOf(req, token, pathsOf(f));
+            return capabilitiesOf(req, token, paths);
           },
         },
       },
@@ -142,9 +149,10 @@ export function policyPaths(core: Core): PathDeclaration[] {
         update: {
           summary: 'Capabilities of the calling token.',
           handler: async (req, f) => {
+            const paths = pathsOf(f);
             const token = req.caller?.tokenId ? await core.tokens.lookup(req.caller.tokenId) : null;
             if (!token) throw ServiceError.forbidden();
-            return capabilitiesOf(req, token, pathsOf(f));
+            return capabilitiesOf(req, token, paths);
           },
         },
       },
@@ -158,9 +166,10 @@ export function policyPaths(core: Core): PathDeclaration[] {
         update: {
           summary: 'Capabilities of a token by accessor.',
           handler: async (req, f) => {
+            const paths = pathsOf(f);
             const found = await core.tokens.lookupAccessor(f.get('accessor'));
             if (!found) throw ServiceError.badRequest('invalid accessor');
-            return capabilitiesOf(req, found.entry, pathsOf(f));
+            return capabilitiesOf(req, found.entry, paths);
           },
         },
       },
