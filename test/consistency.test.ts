@@ -40,7 +40,7 @@ describe.each<[TopologyKind, number]>([
   };
 
   beforeAll(async () => {
-    topology = await startTopology(kind, { workers: 2, gateways });
+    topology = await startTopology(kind, { workers: 2, gateways, services: kind === 'distributed' ? ['transit'] : [] });
     const init = await api<{ keys: string[]; root_token: string }>(topology.urls[0], 'PUT', '/v1/sys/init', { body: { secret_shares: 1, secret_threshold: 1 } });
     ({ root_token: root, keys: [key] } = init.body);
   }, 180_000);
@@ -53,6 +53,14 @@ describe.each<[TopologyKind, number]>([
     'from the moment the first unseal returns',
     async () => {
       await unseal();
+      // A provisioning script's first steps, each on a fresh connection: the new mount is known everywhere.
+      const call = (method: string, path: string, body?: unknown) =>
+        api(topology.urls[Math.floor(Math.random() * gateways)], method, path, { token: root, body, headers: { connection: 'close' } });
+      expect((await call('POST', '/v1/sys/mounts/transit', { type: 'transit' })).status).toBe(204);
+      for (const name of ['k1', 'k2', 'k3', 'k4']) {
+        const created = await call('POST', `/v1/transit/keys/${name}`);
+        expect({ name, status: created.status, errors: created.body.errors }).toEqual({ name, status: 200, errors: undefined });
+      }
       await check('after unseal');
     },
     SECONDS * 1000 + 120_000,

@@ -396,7 +396,7 @@ export class Core {
     await this.peers.start();
     // A peer already unsealed: follow it before serving, so no client meets this replica still sealed.
     await this.peerTransitions;
-    this.replicas.start();
+    await this.replicas.start();
     if (this.replication.owns) this.serveReplicationCalls();
     if (this.options.replicationOwner === 'lease') {
       this.replicationLeaseTimer = setInterval(() => void this.checkReplicationLease(), REPLICATION_LEASE_CHECK_MS);
@@ -491,12 +491,14 @@ export class Core {
       await this.namespaces.load(this.defaultKvVersion);
       return;
     }
-    for (const namespace of this.namespaces.all()) {
+    const own = (namespace: Namespace) => {
       const prefix = Namespace.storagePrefix(namespace.record);
-      const own = keys.filter((key) => key.startsWith(prefix)).map((key) => key.slice(prefix.length));
-      if (own.some(isMountTableKey)) await namespace.load();
-      for (const key of own) if (key.startsWith(POLICY_PREFIX)) namespace.policies.forget(key.slice(POLICY_PREFIX.length));
+      return keys.filter((key) => key.startsWith(prefix)).map((key) => key.slice(prefix.length));
+    };
+    for (const namespace of this.namespaces.all()) {
+      for (const key of own(namespace)) if (key.startsWith(POLICY_PREFIX)) namespace.policies.forget(key.slice(POLICY_PREFIX.length));
     }
+    await this.namespaces.reloadTables((namespace) => own(namespace).some(isMountTableKey));
     // A mount disabled through another replica: its plugin process here stops too.
     this.plugins.host.retainOnly(new Set(this.allMounts().map((mount) => mount.uuid)));
   }

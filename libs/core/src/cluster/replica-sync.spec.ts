@@ -15,10 +15,8 @@ async function twoReplicas() {
     },
     resync: async () => undefined,
   });
-  writer.start();
-  peer.start();
-  // Each learns of the other from its heartbeat.
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  // Each learns of the other from its heartbeat before its start resolves.
+  await Promise.all([writer.start(), peer.start()]);
   return { writer, peer, applied, release, stop: () => [writer, peer].forEach((sync) => sync.stop()) };
 }
 
@@ -33,7 +31,7 @@ async function settled(promises: Promise<unknown>[]): Promise<boolean[]> {
 describe('ReplicaSync', () => {
   it('has nothing to propagate on a bus no other replica can be on', async () => {
     const alone = new ReplicaSync(new MemoryBus(), 'test', () => true, { apply: async () => undefined, resync: async () => undefined });
-    alone.start();
+    await alone.start();
     try {
       alone.noteWrite('written');
       expect(alone.hasPending).toBe(false);
@@ -79,6 +77,26 @@ describe('ReplicaSync', () => {
       expect(applied).toEqual([['first'], ['second', 'third']]);
     } finally {
       stop();
+    }
+  });
+
+  it('knows every peer when its start resolves, so the first write a newcomer serves waits for them', async () => {
+    const hub = new MemoryBusHub();
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const early = new ReplicaSync(new MemoryBus({ hub }), 'test', () => true, { apply: () => released, resync: async () => undefined });
+    await early.start();
+    const newcomer = new ReplicaSync(new MemoryBus({ hub }), 'test', () => true, { apply: async () => undefined, resync: async () => undefined });
+    await newcomer.start();
+    try {
+      newcomer.noteWrite('mount table');
+      const flushed = newcomer.flush();
+      // Waiting for the early replica to apply it, not merely broadcast.
+      expect(await settled([flushed])).toEqual([false]);
+      release();
+      await flushed;
+    } finally {
+      [early, newcomer].forEach((sync) => sync.stop());
     }
   });
 });

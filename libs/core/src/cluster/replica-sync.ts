@@ -85,7 +85,13 @@ export class ReplicaSync {
     private readonly hooks: ReplicaSyncHooks,
   ) {}
 
-  start(): void {
+  /**
+   * Joins the replicas, and resolves once every peer in contact has been heard from: a writer waits
+   * only for the peers it knows, so a replica that served before it knew a peer could answer a
+   * write that peer had yet to apply. Peers beat every HEARTBEAT_MS and answer a newcomer's first
+   * beat at once, so one interval is enough. Alone on its bus there is nobody to wait for.
+   */
+  async start(): Promise<void> {
     const subjects = this.subjects();
     this.subscriptions.push(
       this.bus.subscribe(subjects.heartbeat, (msg) => this.onHeartbeat(decodeJson<Heartbeat>(msg.payload))),
@@ -100,6 +106,7 @@ export class ReplicaSync {
     });
     this.beat();
     this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_MS).unref();
+    if (!this.bus.alone) await new Promise((resolve) => setTimeout(resolve, HEARTBEAT_MS + 100));
   }
 
   stop(): void {
@@ -217,7 +224,10 @@ export class ReplicaSync {
 
   private onHeartbeat({ from, seq }: Heartbeat): void {
     if (from !== this.id) {
+      // A newcomer learns of this replica from its answer rather than at the next beat.
+      const known = this.members.has(from);
       this.members.set(from, performance.now());
+      if (!known) this.beat();
       return;
     }
     const sentAt = this.heartbeatSentAt.get(seq);

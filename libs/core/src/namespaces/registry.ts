@@ -50,6 +50,17 @@ export class NamespaceRegistry {
     if (this.root.secretMounts.size === 0) await this.root.ensureBuiltins(defaultKvVersion);
   }
 
+  /**
+   * Reads again the mount tables of the namespaces `changed` picks (another replica changed them),
+   * after any load of the whole list under way: a load that read a table before the change would
+   * otherwise put it back once the change's reload was done.
+   */
+  reloadTables(changed: (namespace: Namespace) => boolean): Promise<void> {
+    return this.serial.runExclusive(async () => {
+      for (const namespace of this.byPath.values()) if (changed(namespace)) await namespace.load();
+    });
+  }
+
   get(path: string): Namespace | undefined {
     return this.byPath.get(normalize(path));
   }
