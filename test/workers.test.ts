@@ -84,6 +84,35 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('two gateway workers,
     expect(read.body.data.metadata.version).toBe(2);
   });
 
+  test('mounts and auth methods enabled and disabled at once through both workers all persist', async () => {
+    const loops = Array.from({ length: 8 }, (_, loop) => loop);
+    const perLoop = 3;
+    const paths = loops.flatMap((loop) => Array.from({ length: perLoop }, (_, i) => `together-${loop}-${i}`));
+    const each = (request: (loop: number, i: number) => Promise<ApiResponse<unknown>>) =>
+      Promise.all(loops.map(async (loop) => {
+        const statuses: number[] = [];
+        for (let i = 0; i < perLoop; i++) statuses.push((await request(loop, i)).status);
+        return statuses;
+      }));
+    const allOf = (status: number) => loops.map(() => Array<number>(perLoop).fill(status));
+    expect(await each((loop, i) => call('POST', `/v1/sys/mounts/together-${loop}-${i}`, { token: root, body: { type: 'kv' } }))).toEqual(allOf(204));
+    expect(await each((loop, i) => call('POST', `/v1/sys/auth/together-${loop}-${i}`, { token: root, body: { type: 'userpass' } }))).toEqual(allOf(204));
+    const listed = async (table: 'mounts' | 'auth') => Object.keys((await call<{ data: Record<string, unknown> }>('GET', `/v1/sys/${table}`, { token: root })).body.data);
+    const missing = async (table: 'mounts' | 'auth') => {
+      const present = await listed(table);
+      return paths.filter((path) => !present.includes(`${path}/`));
+    };
+    expect(await missing('mounts')).toEqual([]);
+    expect(await missing('auth')).toEqual([]);
+    expect(await each((loop, i) => call('PUT', `/v1/together-${loop}-${i}/written`, { token: root, body: { v: 'x' } }))).toEqual(allOf(204));
+
+    expect(await each((loop, i) => call('DELETE', `/v1/sys/mounts/together-${loop}-${i}`, { token: root }))).toEqual(allOf(204));
+    expect(await each((loop, i) => call('DELETE', `/v1/sys/auth/together-${loop}-${i}`, { token: root }))).toEqual(allOf(204));
+    expect((await missing('mounts')).length).toBe(paths.length);
+    expect((await missing('auth')).length).toBe(paths.length);
+    expect(await each((loop, i) => call('PUT', `/v1/together-${loop}-${i}/written`, { token: root, body: { v: 'x' } }))).toEqual(allOf(404));
+  });
+
   test('a lease renewed through one worker is renewed for every worker; one revoked is gone everywhere; one expired is revoked once', async () => {
     const { client_token: token, accessor } = await createToken({ policies: ['default'], ttl: '1h' });
     expect((await call('POST', '/v1/auth/token/renew', { token: root, body: { token, increment: '2h' } })).status).toBe(200);
