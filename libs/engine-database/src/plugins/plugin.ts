@@ -6,8 +6,8 @@
 import type { FieldMap } from '@svc/framework';
 
 /**
- * How long a plugin waits for its database: to connect (and sign in), and for each query or
- * command. A database that accepts connections and never answers fails the request with a 502.
+ * How long a plugin waits for its database: to connect (and sign in), and for each PostgreSQL query
+ * or Redis command. A database that accepts connections and never answers fails the request with a 502.
  */
 export const DATABASE_TIMEOUT_MS = 10_000;
 
