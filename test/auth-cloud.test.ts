@@ -11,7 +11,8 @@ import path from 'node:path';
 import 'reflect-metadata';
 import { X509Certificate, X509CertificateGenerator } from '@peculiar/x509';
 import { cloudIamLoginData, type CloudCredentials, type CloudIamLoginData } from '@svc/sdk';
-import { api, assertingCalls, closedPort, eventually, initAndUnseal, runCli, startTopology, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
+import { ANSWER_TIMEOUT_MS } from '@svc/cloud-provider';
+import { api, assertingCalls, closedPort, eventually, initAndUnseal, runCli, startSilentListener, startTopology, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
 import { startEc2Emulator, type Ec2Emulator, type Instance } from './emulators/aws/ec2';
 import { ACCOUNT_ID, startIamStsEmulator, type IamStsEmulator } from './emulators/aws/iam-sts';
 
@@ -657,6 +658,26 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('cloud auth method, %
       }
       ec2.failNext(503, 3);
       await anonymous.refused('POST', 'auth/cloud/login', { role: 'web', pkcs7: await imds(ec2.launch(), 'pkcs7') }, 502, /describe instance .* failed \(the provider answered 503\)/);
+    });
+
+    test('EC2 and STS that accept and never answer: a vm and an iam login answer 502 naming the endpoint within the deadline', async () => {
+      const silent = await startSilentListener();
+      const instance = ec2.launch();
+      const iamLogin = { ...(await signed(alice)), role: 'dev' };
+      await configureClient({ endpoint: silent.url, sts_endpoint: silent.url });
+      try {
+        const started = Date.now();
+        await Promise.all([
+          anonymous.refused('POST', 'auth/cloud/login', { role: 'web', pkcs7: await imds(instance, 'pkcs7') }, 502, /describe instance .* failed \(the provider did not answer\): EC2 endpoint: TimeoutError/),
+          anonymous.refused('POST', 'auth/cloud/login', iamLogin, 502, /error making upstream request: STS did not answer: no answer within/),
+        ]);
+        // One attempt each (max_retries 0): one deadline, with room for a loaded machine.
+        expect(Date.now() - started).toBeLessThan(2 * ANSWER_TIMEOUT_MS);
+        expect(silent.accepted()).toBeGreaterThanOrEqual(2);
+      } finally {
+        await configureClient();
+        await silent.close();
+      }
     });
   });
 });

@@ -6,6 +6,7 @@
  * taken down and brought back.
  */
 import { PLAIN_LISTENER, TcpProxy, api, assertingCalls, eventually, prepareTransitSealProvider, restartEachGatewayAlone, runCli, startServerProcess, startTopology, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
+import { AWSKMS_REQUEST_TIMEOUT_MS, TRANSIT_SEAL_REQUEST_TIMEOUT_MS } from '@svc/seal';
 import { startKmsEmulator, type KmsEmulator } from './emulators/aws/kms';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -18,7 +19,12 @@ interface SealProvider {
   type: string;
   gatewayConfig: string;
   unreachable(): Promise<void>;
+  /** Connections are accepted and never answered (until `reachable`). */
+  silent(): Promise<void>;
   reachable(): Promise<void>;
+  /** How long the seal waits for an answer, and what it logs when none comes. */
+  deadlineMs: number;
+  noAnswer: RegExp;
   stop(): Promise<void>;
 }
 
@@ -31,7 +37,10 @@ async function startTransitProvider(): Promise<SealProvider> {
     type: 'transit',
     gatewayConfig: `seal "transit" {\n  address = "${relay.url}"\n  token = "${token}"\n  key_name = "autounseal"\n}\n`,
     unreachable: async () => relay.partition('closed'),
+    silent: async () => relay.partition('silent'),
     reachable: async () => relay.heal(),
+    deadlineMs: TRANSIT_SEAL_REQUEST_TIMEOUT_MS,
+    noAnswer: /transit seal at [^ ]* \(transit\/decrypt\/autounseal\): unreachable: no answer within 10 s/,
     stop: async () => {
       await relay.stop();
       await provider.stop();
@@ -56,7 +65,10 @@ async function startKmsProvider(): Promise<SealProvider & { kms: KmsEmulator; ac
       `seal "awskms" {\n  region = "${KMS_REGION}"\n  access_key = "${accessKeyId}"\n  secret_key = "${secretAccessKey}"\n` +
       `  kms_key_id = "${KMS_ALIAS}"\n  endpoint = "${kms.url}"\n}\n`,
     unreachable: () => kms.outage('refuse-connections'),
+    silent: () => kms.outage('silent'),
     reachable: () => kms.restore(),
+    deadlineMs: AWSKMS_REQUEST_TIMEOUT_MS,
+    noAnswer: /awskms seal \(key alias\/svc-seal at [^)]*\): Decrypt failed: TimeoutError/,
     stop: () => kms.close(),
   };
 }
@@ -207,6 +219,20 @@ describe.each(CASES)('%s auto-unseal, %s', (sealType, kind) => {
       expect((await ok('GET', 'secret/kept', undefined, root)).data).toEqual({ value: 'still here' });
     }, 120_000);
   }
+
+  it('with the provider accepting and never answering at start: the timeout logged within the deadline, sealed; unseals once it answers', async () => {
+    await provider.silent();
+    const restarted = Date.now();
+    await Promise.all(gateways.map((name) => topology.restartProcess(name)));
+    const timedOut = new RegExp(`${provider.noAnswer.source}[^\\n]*"msg":"the seal could not unseal the service; it stays sealed and tries again"`);
+    const restartedGateways = topology.processes.filter((p) => gateways.includes(p.name));
+    // One attempt, then its failure: with room for a loaded machine, well short of a hang.
+    await eventually(async () => restartedGateways.every((process) => timedOut.test(process.logs.join('\n'))), 3 * provider.deadlineMs - (Date.now() - restarted));
+    for (const url of topology.urls) expect((await call('GET', 'secret/kept', undefined, root, url)).status).toBe(503);
+    await provider.reachable();
+    await everyGateway(false);
+    expect((await ok('GET', 'secret/kept', undefined, root)).data).toEqual({ value: 'still here' });
+  }, 120_000);
 
   it('with the provider unreachable at start: sealed, 503 and a log line; unseals once it returns', async () => {
     await provider.unreachable();

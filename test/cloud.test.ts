@@ -8,7 +8,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
-import { api, closedPort, eventually, initAndUnseal, startTopology, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
+import { ANSWER_TIMEOUT_MS } from '@svc/cloud-provider';
+import { api, closedPort, eventually, initAndUnseal, startSilentListener, startTopology, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
 import { ACCOUNT_ID, startIamStsEmulator, type IamStsEmulator } from './emulators/aws/iam-sts';
 
 interface Issued {
@@ -360,6 +361,36 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('cloud-credential eng
       expect(Date.now() - started).toBeLessThan(10_000);
     }
     expect(managedUsers()).toEqual(before);
+  });
+
+  test('a provider that accepts and never answers: 502 naming the silent endpoint within the deadline, while another mount is served', async () => {
+    const silent = await startSilentListener();
+    try {
+      expect((await call('POST', 'sys/mounts/cloud-silent', { type: 'cloud' })).status).toBe(204);
+      await configureRoot({ iam_endpoint: silent.url, sts_endpoint: silent.url, max_retries: 0 }, 'cloud-silent');
+      const roles = {
+        user: { credential_type: 'iam_user', policy_arns: READ_ONLY },
+        fed: { credential_type: 'federation_token', policy_arns: READ_ONLY },
+        assume: { credential_type: 'assumed_role', role_arns: `arn:aws:iam::${ACCOUNT_ID}:role/anything` },
+      };
+      for (const [name, body] of Object.entries(roles)) expect((await call('POST', `cloud-silent/roles/${name}`, body)).status).toBe(204);
+      const started = Date.now();
+      const hung = Object.entries({ user: 'IAM', fed: 'STS', assume: 'STS' }).map(async ([name, endpoint]) => ({ name, endpoint, res: await issue('GET', `cloud-silent/creds/${name}`), after: Date.now() - started }));
+      // The healthy mount answers while the silent one's requests wait on their provider.
+      const healthy = await issue('POST', 'cloud/sts/fed', { ttl: 900 });
+      expect(healthy.status).toBe(200);
+      expect(Date.now() - started).toBeLessThan(ANSWER_TIMEOUT_MS);
+      for (const { name, endpoint, res, after } of await Promise.all(hung)) {
+        expect([name, res.status]).toEqual([name, 502]);
+        expect([name, res.errors[0]]).toEqual([name, expect.stringMatching(new RegExp(`the provider did not answer\\): ${endpoint} endpoint: TimeoutError`))]);
+        expect(res.errors[0]).not.toContain(rootKey.secret);
+        // One attempt (max_retries 0), no rollback waited for: one deadline, with room for a loaded machine.
+        expect([name, after < 2 * ANSWER_TIMEOUT_MS]).toEqual([name, true]);
+      }
+      expect(silent.accepted()).toBeGreaterThanOrEqual(3);
+    } finally {
+      await silent.close();
+    }
   });
 
   test('no secret key or session token the engine handled appears in any log line', () => {

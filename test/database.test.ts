@@ -6,7 +6,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
-import { api, closedPort, eventually, initAndUnseal, startTopology, withPostgres, type ApiBody, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
+import { DATABASE_TIMEOUT_MS } from '@svc/engine-database';
+import { api, closedPort, eventually, initAndUnseal, startSilentListener, startTopology, withPostgres, type ApiBody, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
 import { mariadb, postgres, postgresRole, type TestDatabase } from './database-servers';
 
 interface Creds {
@@ -231,6 +232,21 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('database engine, %s'
       expect(creds.errors.join(' ')).toMatch(/syntax/i);
       expect(creds.errors.join(' ')).toMatch(/SELEKT|nonsense/);
       expect(await db.usersStartingWith(prefix)).toEqual([]);
+    });
+
+    test('a database that accepts and never answers: verification answers 502 naming the timeout within the deadline', async () => {
+      const silent = await startSilentListener();
+      try {
+        const hung = { ...db.connection, connection_url: String(db.connection.connection_url).replace(/:(5432|3306)/, `:${silent.port}`) };
+        const started = Date.now();
+        const res = await call('POST', `database/config/${db.name}-silent`, hung);
+        expect([res.status, res.body.errors.join(' ')]).toEqual([502, expect.stringMatching(/^verify connection failed: .*(timeout|ETIMEDOUT)/i)]);
+        // One connection attempt: with room for a loaded machine, well short of a hang.
+        expect(Date.now() - started).toBeLessThan(2 * DATABASE_TIMEOUT_MS);
+        expect(silent.accepted()).toBeGreaterThanOrEqual(1);
+      } finally {
+        await silent.close();
+      }
     });
 
     test('a database that is down: verification and creds fail with 502 naming the refused connection', async () => {

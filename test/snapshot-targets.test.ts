@@ -14,7 +14,8 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { BlobServiceClient, StorageSharedKeyCredential, type ContainerClient, type StoragePipelineOptions } from '@azure/storage-blob';
-import { api, assertingCalls, createTestCa, eventually, initAndUnseal, startTopology, type Topology, type TopologyKind } from '@svc/testing';
+import { TARGET_CALL_TIMEOUT_MS } from '@svc/snapshot';
+import { api, assertingCalls, createTestCa, eventually, initAndUnseal, startSilentListener, startTopology, type Topology, type TopologyKind } from '@svc/testing';
 import { startS3Emulator, type S3Emulator } from './emulators/aws/s3';
 import { STORAGE_RESOURCE, startAzurite, type AzuriteEmulator } from './emulators/azure/azurite';
 import { startAzureDirectory, type AzureDirectoryServer } from './emulators/azure/directory';
@@ -289,6 +290,35 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('automated snapshots 
     // Nothing was written or deleted without a sign-in.
     expect(await keptNames()).toEqual(kept);
     for (const name of Object.keys(configs)) await ok('DELETE', config(name));
+  });
+
+  test('targets that accept and never answer: each run records its failure within the deadline, while another configuration keeps its schedule', async () => {
+    const silent = await startSilentListener();
+    const s3Credentials = { cloud_access_key_id: s3Keys.accessKeyId, cloud_secret_access_key: s3Keys.secretAccessKey };
+    const hung: Record<string, Body> = {
+      's3-silent': { ...s3Base, ...s3Credentials, interval: '1h', path_prefix: 'silent/', cloud_objstore_endpoint: hostOf(silent.url) },
+      'blob-silent': { ...blobBase, interval: '1h', path_prefix: 'silent/', cloudb_account_key: azurite.key, cloudb_endpoint: `${silent.url}/${azurite.account}` },
+      'gcs-silent': { ...gcsBase, interval: '1h', path_prefix: 'silent/', cloudc_service_account_key: gcsKey, cloudc_endpoint: hostOf(silent.url) },
+    };
+    try {
+      const started = Date.now();
+      for (const [name, body] of Object.entries(hung)) await ok('POST', config(name), body);
+      await ok('POST', config('s3-beside'), { ...s3Base, ...s3Credentials, path_prefix: 'beside/' });
+      const failed = async () => (await Promise.all(Object.keys(hung).map(async (name) => (await status(name)).last_snapshot_error !== ''))).every(Boolean);
+      // One call each, then its failure: with room for a loaded machine, well short of a hang.
+      await eventually(failed, 3 * TARGET_CALL_TIMEOUT_MS - (Date.now() - started), 200);
+      for (const name of Object.keys(hung)) {
+        const current = await status(name);
+        expect([name, current.last_snapshot_error]).toEqual([name, expect.stringMatching(/no answer within \d+ s|timeout/i)]);
+        expect(current.last_snapshot_error).not.toContain(s3Keys.secretAccessKey);
+      }
+      // The silent targets held only their own runs.
+      await eventually(() => succeededTimes('s3-beside', 3), 30_000, 200);
+      expect(silent.accepted()).toBeGreaterThanOrEqual(3);
+    } finally {
+      for (const name of [...Object.keys(hung), 's3-beside']) await ok('DELETE', config(name));
+      await silent.close();
+    }
   });
 
   test('what each target stored is a snapshot of this installation: it restores', async () => {

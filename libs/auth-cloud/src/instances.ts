@@ -4,7 +4,7 @@
  * role assumed there; then the role's instance bindings.
  */
 import type * as Ec2Sdk from '@aws-sdk/client-ec2';
-import { callProvider, clientSettings } from '@svc/cloud-provider';
+import { callProvider, clientSettings, namingEndpoint } from '@svc/cloud-provider';
 import { ServiceError } from '@svc/http';
 import { arnMatches } from './arn';
 import type { CloudAuth } from './method';
@@ -48,7 +48,7 @@ async function accountCredentials(method: CloudAuth, accountId: string) {
 export async function describeInstance(method: CloudAuth, instanceId: string, accountId: string, region: string): Promise<InstanceFacts> {
   const EC2 = await loadEc2();
   const { config, credentials } = await accountCredentials(method, accountId);
-  const client = new EC2.EC2Client({ ...clientSettings(config), region, credentials, endpoint: config?.endpoint || undefined });
+  const client = namingEndpoint(new EC2.EC2Client({ ...clientSettings(config), region, credentials, endpoint: config?.endpoint || undefined }), 'EC2');
   try {
     const secrets = [config?.secret_key ?? '', credentials?.secretAccessKey ?? ''];
     const answer = await callProvider(`describe instance ${instanceId}`, secrets, () => client.send(new EC2.DescribeInstancesCommand({ InstanceIds: [instanceId] })));

@@ -6,7 +6,8 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { parseXML } from '@aws-sdk/xml-builder';
-import { ServiceError } from '@svc/http';
+import { ANSWER_TIMEOUT_MS } from '@svc/cloud-provider';
+import { ServiceError, withDeadline } from '@svc/http';
 
 export interface CallerIdentity {
   arn: string;
@@ -22,8 +23,6 @@ export interface SignedCall {
   host: string;
 }
 
-const TIMEOUT_MS = 10_000;
-
 interface XmlNode {
   [name: string]: XmlNode | string | undefined;
 }
@@ -33,7 +32,7 @@ function send(endpoint: URL, call: SignedCall): Promise<{ status: number; conten
   for (const [name, values] of Object.entries(call.headers)) headers[name] = values.join(',');
   headers.host = call.host;
   headers['content-length'] = String(Buffer.byteLength(call.body));
-  const options = { method: 'POST', hostname: endpoint.hostname, port: endpoint.port || undefined, path: endpoint.pathname, headers, timeout: TIMEOUT_MS };
+  const options = { method: 'POST', hostname: endpoint.hostname, port: endpoint.port || undefined, path: endpoint.pathname, headers };
   return new Promise((resolve, reject) => {
     const answer = (res: IncomingMessage) => {
       const chunks: Buffer[] = [];
@@ -42,8 +41,7 @@ function send(endpoint: URL, call: SignedCall): Promise<{ status: number; conten
       res.on('error', reject);
     };
     const req = endpoint.protocol === 'https:' ? httpsRequest(options, answer) : httpRequest(options, answer);
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${TIMEOUT_MS / 1000}s`)));
-    req.on('error', reject);
+    withDeadline(req, ANSWER_TIMEOUT_MS).on('error', reject);
     req.end(call.body);
   });
 }

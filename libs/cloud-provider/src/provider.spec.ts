@@ -26,6 +26,7 @@ describe('provider errors', () => {
     [fault('Throttling', 400, 'Rate exceeded'), 502, 'create user failed (the provider answered 400): Throttling: Rate exceeded'],
     [fault('ServiceUnavailable', 503, 'busy'), 502, 'create user failed (the provider answered 503): ServiceUnavailable: busy'],
     [Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }), 502, 'create user failed (the provider did not answer): Error: connect ECONNREFUSED 127.0.0.1:1'],
+    [Object.assign(new Error('no answer in time'), { name: 'TimeoutError', endpoint: 'IAM' }), 502, 'create user failed (the provider did not answer): IAM endpoint: TimeoutError: no answer in time'],
   ])('%p -> %p', (err, status, message) => {
     const answer = providerError('create user', err, []);
     expect(answer).toBeInstanceOf(ServiceError);

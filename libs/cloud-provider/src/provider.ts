@@ -1,13 +1,14 @@
 /**
  * The provider's IAM and STS clients for one mount (a cloud-credential engine or a cloud auth method), built from its root configuration, and the one
  * place provider failures become answers: a refusal (4xx) is a 400 with the provider's message;
- * throttling, a server fault or no answer is a 502. Calls are bounded by timeouts and retries, so a
- * provider that is down fails the request within a few seconds.
+ * throttling, a server fault or no answer is a 502. Every attempt of a call is bounded (a connection
+ * in CONNECT_TIMEOUT_MS, an answer in ANSWER_TIMEOUT_MS), and there are `max_retries` more, so a
+ * provider that is down or silent fails the request, naming the endpoint that did not answer.
  */
 import type * as IamSdk from '@aws-sdk/client-iam';
 import type * as StsSdk from '@aws-sdk/client-sts';
 import { cloudCredentials, cloudRegion } from '@svc/config';
-import { ServiceError } from '@svc/http';
+import { boundedRequestHandler, ServiceError } from '@svc/http';
 
 /** What the clients are built from: a mount's stored configuration of its provider access. */
 export interface ProviderConfig {
@@ -39,7 +40,8 @@ function loadSdk(): Promise<{ IAM: typeof IamSdk; STS: typeof StsSdk }> {
 }
 
 const CONNECT_TIMEOUT_MS = 2_000;
-const REQUEST_TIMEOUT_MS = 10_000;
+/** An attempt whose answer has not come (or has stalled) this long after the connection is given up. */
+export const ANSWER_TIMEOUT_MS = 10_000;
 const THROTTLING = new Set(['Throttling', 'ThrottlingException', 'RequestLimitExceeded', 'TooManyRequestsException', 'RequestThrottled', 'SlowDown']);
 
 /** Region: the configuration's, then CLOUD_REGION, then CLOUD_DEFAULT_REGION, then us-east-1. */
@@ -64,8 +66,29 @@ export function clientSettings(config: ProviderConfig | null) {
     region: providerRegion(config),
     credentials: providerCredentials(config),
     maxAttempts: config && config.max_retries >= 0 ? config.max_retries + 1 : undefined,
-    requestHandler: { connectionTimeout: CONNECT_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS },
+    requestHandler: boundedRequestHandler(CONNECT_TIMEOUT_MS, ANSWER_TIMEOUT_MS),
   };
+}
+
+/** The SDK client surface `namingEndpoint` needs; every AWS SDK v3 client has it. */
+interface MiddlewareClient {
+  middlewareStack: { add(middleware: (next: (args: never) => Promise<unknown>) => (args: never) => Promise<unknown>, options: { step: 'initialize'; name: string }): void };
+}
+
+/** Marks what `client` throws with the provider endpoint it called (IAM, STS, EC2), so a failure without an answer names it. */
+export function namingEndpoint<C extends MiddlewareClient>(client: C, endpoint: string): C {
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      try {
+        return await next(args);
+      } catch (err) {
+        if (err !== null && typeof err === 'object') Object.assign(err, { endpoint });
+        throw err;
+      }
+    },
+    { step: 'initialize', name: 'namingEndpoint' },
+  );
+  return client;
 }
 
 /**
@@ -84,8 +107,8 @@ export class ProviderClientCache {
     this.close();
     const settings = clientSettings(config);
     const clients: ProviderClients = {
-      iam: new IAM.IAMClient({ ...settings, endpoint: config?.iam_endpoint || undefined }),
-      sts: new STS.STSClient({ ...settings, endpoint: config?.sts_endpoint || undefined }),
+      iam: namingEndpoint(new IAM.IAMClient({ ...settings, endpoint: config?.iam_endpoint || undefined }), 'IAM'),
+      sts: namingEndpoint(new STS.STSClient({ ...settings, endpoint: config?.sts_endpoint || undefined }), 'STS'),
       IAM,
       STS,
       secrets: [config?.secret_key ?? '', env.CLOUD_SECRET_KEY ?? ''].filter(Boolean),
@@ -106,6 +129,8 @@ interface ProviderFault {
   message?: string;
   code?: string;
   $metadata?: { httpStatusCode?: number };
+  /** The endpoint called (see namingEndpoint). */
+  endpoint?: string;
 }
 
 /** The provider's error code, without the SDK's `Exception` suffix (`NoSuchEntity`, `LimitExceeded`). */
@@ -115,6 +140,11 @@ export function providerErrorCode(err: unknown): string {
 
 function withoutSecrets(message: string, secrets: readonly string[]): string {
   return secrets.reduce((text, secret) => (secret ? text.split(secret).join('<redacted>') : text), message);
+}
+
+/** Whether the call failed because the provider did not answer in time (connection, answer or stalled answer). */
+export function isTimeout(err: unknown): boolean {
+  return (err as ProviderFault | undefined)?.name === 'TimeoutError';
 }
 
 /** Whether the provider answered and refused the call (4xx other than throttling): nothing was done. */
@@ -131,8 +161,10 @@ export function providerError(action: string, err: unknown, secrets: readonly st
   const code = providerErrorCode(err);
   const message = withoutSecrets(fault.message || fault.code || code || 'unknown error', secrets);
   if (isRefusal(err)) return ServiceError.badRequest(`${action}: ${code}: ${message}`);
-  const reason = status === undefined ? 'the provider did not answer' : `the provider answered ${status}`;
-  return ServiceError.badGateway(`${action} failed (${reason}): ${code ? `${code}: ` : ''}${message}`);
+  // Without an answer, which endpoint was silent is what an operator needs to know.
+  const silent = fault.endpoint ? `${fault.endpoint} endpoint: ` : '';
+  const reason = status === undefined ? `(the provider did not answer): ${silent}` : `(the provider answered ${status}): `;
+  return ServiceError.badGateway(`${action} failed ${reason}${code ? `${code}: ` : ''}${message}`);
 }
 
 /** Runs provider calls; a failure becomes the client's answer (see providerError). */

@@ -303,7 +303,7 @@ export class Core {
     );
     this.engines = new EngineRegistry([...this.ownEngineTypes(), ...options.engineTypes]);
     this.coreEngines = new EngineHost(GATEWAY, this.engines.factoriesFor(GATEWAY), this.barrier, { locks: options.locks, logger: options.logger, metrics: options.metrics }, false);
-    this.plugins = new Plugins(this.barrier, this.engines, options.databasePlugins ?? [], options.config.pluginDirectory, options.logger);
+    this.plugins = new Plugins(this.barrier, this.engines, options.databasePlugins ?? [], options.config.pluginDirectory, options.logger, options.config.maxRequestDurationMs);
     const subjectPrefix = options.config.bus?.subjectPrefix;
     this.distributor = new KeyringDistributor(options.bus, {
       subjectPrefix,

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { CreateUserCommandOutput } from '@aws-sdk/client-iam';
 import type { StorageView } from '@svc/storage';
 import type { Logger } from 'pino';
-import { isRefusal, providerError, providerErrorCode, type ProviderClients } from '@svc/cloud-provider';
+import { isRefusal, isTimeout, providerError, providerErrorCode, type ProviderClients } from '@svc/cloud-provider';
 import { WAL, type RoleRecord } from './records';
 
 /** Vault's rule: a write-ahead record younger than this may belong to a creation still under way. */
@@ -39,9 +39,11 @@ export async function createIamUser(clients: ProviderClients, storage: StorageVi
     return { arn: created.User?.Arn ?? '', accessKeyId: key?.AccessKeyId ?? '', secretAccessKey: key?.SecretAccessKey ?? '' };
   } catch (err) {
     // CreateUser refused (the name is taken, say): nothing was made, and a user of that name is not
-    // ours to delete. Made, or no answer: the user may exist, and is rolled back.
+    // ours to delete. Made, or no answer: the user may exist, and is rolled back; a provider that
+    // went silent would keep the client waiting through the rollback too, so the record is left
+    // for the periodic rollback.
     if (!created && isRefusal(err)) await WAL.delete(storage, walId);
-    else await rollBack(clients, storage, logger, walId, username);
+    else if (!isTimeout(err)) await rollBack(clients, storage, logger, walId, username);
     throw providerError('create user', err, secrets);
   }
 }

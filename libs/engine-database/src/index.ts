@@ -1,2 +1,2 @@
 export { databaseBackendFactory, DatabaseBackend, databaseDeclaration } from './database-backend';
-export { PLUGINS, type PluginDefinition, type DatabasePlugin, type CredentialType } from './plugins';
+export { PLUGINS, DATABASE_TIMEOUT_MS, type PluginDefinition, type DatabasePlugin, type CredentialType } from './plugins';

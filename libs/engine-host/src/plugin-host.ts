@@ -33,9 +33,11 @@ export interface PluginHostOptions {
   maxBackoffMs?: number;
   /** Waits this long for a plugin to exit after its input closed before killing it. */
   stopTimeoutMs?: number;
+  /** A request the plugin has not answered this long is answered 503 for it (the server's `default_max_request_duration`). */
+  requestTimeoutMs?: number;
 }
 
-const DEFAULTS: Required<PluginHostOptions> = { startTimeoutMs: 30_000, backoffMs: 1_000, maxBackoffMs: 30_000, stopTimeoutMs: 5_000 };
+const DEFAULTS: Required<PluginHostOptions> = { startTimeoutMs: 30_000, backoffMs: 1_000, maxBackoffMs: 30_000, stopTimeoutMs: 5_000, requestTimeoutMs: 90_000 };
 
 /** A plugin that ran this long since its start counts as healthy: its next crash restarts after the first delay again. */
 const HEALTHY_RUN_MS = 60_000;
@@ -202,7 +204,17 @@ class PluginProcess {
     if (!channel) throw ServiceError.unavailable(this.down ?? `plugin "${this.name}" is not running`);
     const id = this.nextId++;
     return new Promise<EngineReply>((resolve) => {
-      this.pending.set(id, { resolve });
+      // A plugin that stops answering holds up only its own mount's requests, each until the deadline.
+      const deadline = setTimeout(() => {
+        this.pending.delete(id);
+        resolve({ ok: false, kind: 'unavailable', errors: [`plugin "${this.name}" did not answer within ${this.options.requestTimeoutMs / 1000} s`] });
+      }, this.options.requestTimeoutMs);
+      this.pending.set(id, {
+        resolve: (reply) => {
+          clearTimeout(deadline);
+          resolve(reply);
+        },
+      });
       channel.send({ type: 'request', id, message });
     });
   }

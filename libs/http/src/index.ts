@@ -3,3 +3,4 @@ export * from './status';
 export * from './envelope';
 export * from './version';
 export * from './main';
+export * from './outbound';

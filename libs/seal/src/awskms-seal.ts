@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { DecryptCommand, EncryptCommand, KMSClient, type KMSClientConfig } from '@aws-sdk/client-kms';
+import { boundedRequestHandler } from '@svc/http';
 import { aeadDecrypt, aeadEncrypt } from './aead';
 import { type RootKeyWrapper, SealUnavailableError } from './key-wrapper';
 
@@ -18,7 +19,8 @@ export interface AwsKmsSealConfig {
 
 /** Vault's default when neither the configuration nor the environment names a region. */
 const DEFAULT_REGION = 'us-east-1';
-const REQUEST_TIMEOUT_MS = 10_000;
+/** A KMS call with no connection, or no answer, this long fails: the seal says so and the service stays sealed and tries again. */
+export const AWSKMS_REQUEST_TIMEOUT_MS = 10_000;
 const DATA_KEY_BYTES = 32;
 /** Binds the locally encrypted root key to this use. */
 const ENVELOPE_AAD = 'awskms-seal-root-key';
@@ -46,7 +48,7 @@ export class AwsKmsKeyWrapper implements RootKeyWrapper {
   ) {
     const clientConfig: KMSClientConfig = {
       region: config.region ?? (environment.AWS_REGION || environment.AWS_DEFAULT_REGION || DEFAULT_REGION),
-      requestHandler: { requestTimeout: REQUEST_TIMEOUT_MS, connectionTimeout: REQUEST_TIMEOUT_MS },
+      requestHandler: boundedRequestHandler(AWSKMS_REQUEST_TIMEOUT_MS, AWSKMS_REQUEST_TIMEOUT_MS),
       // The service retries on its own schedule while sealed; one quick attempt per try is enough.
       maxAttempts: 1,
       ...(config.endpoint && { endpoint: config.endpoint }),

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest, type RequestOptions } from 'node:https';
+import { withDeadline } from '@svc/http';
 import { type RootKeyWrapper, SealUnavailableError } from './key-wrapper';
 
 /** How the seal reaches an https:// address, Vault's `tls_*` fields (files in PEM). */
@@ -31,7 +32,8 @@ export interface TransitSealConfig {
   tls?: TransitSealTls;
 }
 
-const REQUEST_TIMEOUT_MS = 10_000;
+/** A call to the provider not answered in full this long fails: the seal is unavailable, and the service stays sealed and tries again. */
+export const TRANSIT_SEAL_REQUEST_TIMEOUT_MS = 10_000;
 /** Renewal retries this often after a failed renewal, so a short outage does not let the token expire. */
 const RENEWAL_RETRY_MS = 10_000;
 
@@ -150,7 +152,6 @@ export class TransitKeyWrapper implements RootKeyWrapper {
             'X-Service-Token': this.config.token,
             ...(this.config.namespace && { 'X-Service-Namespace': this.config.namespace }),
           },
-          timeout: REQUEST_TIMEOUT_MS,
           ...(url.startsWith('https:') && this.tlsOptions),
         },
         (res) => {
@@ -160,8 +161,7 @@ export class TransitKeyWrapper implements RootKeyWrapper {
           res.on('error', reject);
         },
       );
-      req.on('timeout', () => req.destroy(new Error(`no answer within ${REQUEST_TIMEOUT_MS} ms`)));
-      req.on('error', reject);
+      withDeadline(req, TRANSIT_SEAL_REQUEST_TIMEOUT_MS).on('error', reject);
       req.end(body);
     });
   }

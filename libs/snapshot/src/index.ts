@@ -2,3 +2,4 @@ export * from './archive';
 export * from './config';
 export * from './targets';
 export * from './scheduler';
+export { TARGET_CALL_TIMEOUT_MS } from './cloud/object-target';

@@ -225,13 +225,13 @@ function parseRequest(fields: Record<string, unknown>): Request {
   };
 }
 
-export type KmsOutage = 'refuse-connections' | 'internal-error';
+export type KmsOutage = 'refuse-connections' | 'internal-error' | 'silent';
 
 export interface KmsEmulator {
   url: string;
   region: string;
   state: KmsState;
-  /** Takes KMS down: connections refused (the port closed) or every call answered 500 KMSInternalException. */
+  /** Takes KMS down: connections refused (the port closed), every call answered 500 KMSInternalException, or every call read and never answered. */
   outage(kind: KmsOutage): Promise<void>;
   /** Brings KMS back on the same address. */
   restore(): Promise<void>;
@@ -244,6 +244,7 @@ export async function startKmsEmulator(options: { region?: string } = {}): Promi
   const state = new KmsState(region);
   const handlers = actions(state);
   let failing = false;
+  let silent = false;
 
   const handle = awsJsonHandler({
     service: 'kms',
@@ -256,6 +257,7 @@ export async function startKmsEmulator(options: { region?: string } = {}): Promi
   });
 
   const server = createServer((req, res) => {
+    if (silent) return;
     handle(req, res).catch(() => sendJson(res, 500, { __type: 'KMSInternalException', message: 'internal failure' }));
   });
   const listen = (port: number) => new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', () => resolve()));
@@ -272,8 +274,9 @@ export async function startKmsEmulator(options: { region?: string } = {}): Promi
     region,
     state,
     outage: async (kind) => {
-      if (kind === 'internal-error') {
-        failing = true;
+      if (kind !== 'refuse-connections') {
+        failing = kind === 'internal-error';
+        silent = kind === 'silent';
         return;
       }
       refusing = true;
@@ -281,6 +284,7 @@ export async function startKmsEmulator(options: { region?: string } = {}): Promi
     },
     restore: async () => {
       failing = false;
+      silent = false;
       if (refusing) await listen(port);
       refusing = false;
     },

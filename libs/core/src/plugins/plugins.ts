@@ -40,10 +40,11 @@ export class Plugins {
     private readonly databasePlugins: readonly { name: string; version: string }[],
     private readonly pluginDirectory: string | undefined,
     logger: Logger,
+    requestTimeoutMs: number,
   ) {
     this.catalog = new PluginCatalog(createView(barrier, 'core/plugin-catalog/'));
     this.runtimes = new RuntimeCatalog(createView(barrier, 'core/plugin-runtime-catalog/'));
-    this.host = new PluginHost(barrier, (mount) => this.launchOf(mount), logger);
+    this.host = new PluginHost(barrier, (mount) => this.launchOf(mount), logger, { requestTimeoutMs });
   }
 
   builtins(): BuiltinPlugin[] {

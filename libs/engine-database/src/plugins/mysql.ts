@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import { createPool, type Pool, type PoolOptions } from 'mysql2/promise';
-import { InvalidSettingsError, type ConnectionSettings, type PluginDefinition, type UpdateUserRequest } from './plugin';
+import { DATABASE_TIMEOUT_MS, InvalidSettingsError, type ConnectionSettings, type PluginDefinition, type UpdateUserRequest } from './plugin';
 import { SqlPlugin, sqlPluginDefinition } from './sql-plugin';
 import { renderConnectionUrl, renderStatements, sqlTimestamp } from './sql-statements';
 
@@ -53,7 +53,7 @@ class MysqlPlugin extends SqlPlugin<Pool> {
       createPool({
         ...mysqlConnectionOptions(url, !settings.disableEscaping),
         connectionLimit: Number(settings.details.max_open_connections ?? 4),
-        connectTimeout: 10_000,
+        connectTimeout: DATABASE_TIMEOUT_MS,
       }),
     );
     // Pooled connections must not keep a stopping process alive (pg's allowExitOnIdle): the core pool

@@ -5,6 +5,12 @@
  */
 import type { FieldMap } from '@svc/framework';
 
+/**
+ * How long a plugin waits for its database: to connect (and sign in), and for each PostgreSQL query
+ * or Redis command. A database that accepts connections and never answers fails the request with a 502.
+ */
+export const DATABASE_TIMEOUT_MS = 10_000;
+
 export type CredentialType = 'password' | 'rsa_private_key' | 'client_certificate';
 
 /** What the database learns about a new credential: a password, a public key, or nothing (certificates). */

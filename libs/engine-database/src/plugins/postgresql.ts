@@ -1,5 +1,5 @@
 import { escapeIdentifier, Pool } from 'pg';
-import { InvalidSettingsError, type ConnectionSettings, type PluginDefinition, type UpdateUserRequest } from './plugin';
+import { DATABASE_TIMEOUT_MS, InvalidSettingsError, type ConnectionSettings, type PluginDefinition, type UpdateUserRequest } from './plugin';
 import { SqlPlugin, sqlPluginDefinition } from './sql-plugin';
 import { renderConnectionUrl, renderStatements, sqlTimestamp } from './sql-statements';
 
@@ -15,7 +15,9 @@ class PostgresPlugin extends SqlPlugin<Pool> {
     super(new Pool({
       connectionString: renderConnectionUrl(template, settings.username, settings.password, settings.disableEscaping),
       max: Number(settings.details.max_open_connections ?? 4),
-      connectionTimeoutMillis: 10_000,
+      connectionTimeoutMillis: DATABASE_TIMEOUT_MS,
+      // Client-side, so it holds when the server (or a proxy in front of it) stops answering.
+      query_timeout: DATABASE_TIMEOUT_MS,
       // Idle connections must not keep a stopping process alive.
       allowExitOnIdle: true,
     }));

@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import type { FieldMap } from '@svc/framework';
-import { InvalidSettingsError, type ConnectionSettings, type DatabasePlugin, type DeleteUserRequest, type NewUserRequest, type PluginDefinition, type UpdateUserRequest } from './plugin';
+import { DATABASE_TIMEOUT_MS, InvalidSettingsError, type ConnectionSettings, type DatabasePlugin, type DeleteUserRequest, type NewUserRequest, type PluginDefinition, type UpdateUserRequest } from './plugin';
 
 const REDIS_FIELDS: FieldMap = {
   host: { type: 'string', description: 'Redis host (redis-database-plugin).' },
@@ -62,7 +62,9 @@ class RedisPlugin implements DatabasePlugin {
       password: password || undefined,
       tls: details.tls ? { ca: details.ca_cert ? String(details.ca_cert) : undefined, rejectUnauthorized: !details.insecure_tls } : undefined,
       lazyConnect: true,
-      connectTimeout: 10_000,
+      connectTimeout: DATABASE_TIMEOUT_MS,
+      // The connect timeout ends once the socket is open; a server that then never answers is this one's.
+      commandTimeout: DATABASE_TIMEOUT_MS,
       maxRetriesPerRequest: 1,
       // The root user may lack INFO, which the ready check runs.
       enableReadyCheck: false,

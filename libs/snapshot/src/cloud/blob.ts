@@ -2,7 +2,7 @@ import { AzureAuthorityHosts, DefaultAzureCredential } from '@azure/identity';
 import { BlobServiceClient, StorageSharedKeyCredential, type ContainerClient } from '@azure/storage-blob';
 import type { SnapshotFile } from '../archive';
 import { CLOUDB_ENVIRONMENTS, type SnapshotConfig } from '../config';
-import { ObjectTarget, withScheme } from './object-target';
+import { ObjectTarget, TARGET_CALL_TIMEOUT_MS, withScheme, withTimeout, writeTimeoutMs } from './object-target';
 
 /** Azure's own sign-in hosts, which the SDK's instance discovery validates. */
 const AZURE_AUTHORITY_HOSTS: readonly string[] = Object.values(AzureAuthorityHosts);
@@ -39,14 +39,20 @@ export class BlobTarget extends ObjectTarget {
   }
 
   async write(name: string, file: SnapshotFile): Promise<void> {
-    await this.container.getBlockBlobClient(this.key(name)).uploadFile(file.path, { blobHTTPHeaders: { blobContentType: 'application/gzip' } });
+    const blob = this.container.getBlockBlobClient(this.key(name));
+    await withTimeout('cloudb-blob upload', writeTimeoutMs(file.size), (abortSignal) => blob.uploadFile(file.path, { blobHTTPHeaders: { blobContentType: 'application/gzip' }, abortSignal }));
   }
 
   protected async *listObjects(prefix: string): AsyncIterable<string> {
-    for await (const blob of this.container.listBlobsFlat({ prefix })) yield blob.name;
+    const names = await withTimeout('cloudb-blob listing', TARGET_CALL_TIMEOUT_MS, async (abortSignal) => {
+      const listed: string[] = [];
+      for await (const blob of this.container.listBlobsFlat({ prefix, abortSignal })) listed.push(blob.name);
+      return listed;
+    });
+    yield* names;
   }
 
   async delete(name: string): Promise<void> {
-    await this.container.deleteBlob(this.key(name));
+    await withTimeout('cloudb-blob delete', TARGET_CALL_TIMEOUT_MS, (abortSignal) => this.container.deleteBlob(this.key(name), { abortSignal }));
   }
 }

@@ -1,7 +1,7 @@
 import { Storage, type Bucket } from '@google-cloud/storage';
 import type { SnapshotFile } from '../archive';
 import { parseServiceAccountKey, type SnapshotConfig } from '../config';
-import { ObjectTarget, withScheme } from './object-target';
+import { ObjectTarget, TARGET_CALL_TIMEOUT_MS, withScheme, writeTimeoutMs } from './object-target';
 
 /**
  * A Cloud Storage bucket (`cloudc-bucket`) through @google-cloud/storage, with the configuration's
@@ -21,6 +21,9 @@ export class BucketTarget extends ObjectTarget {
       apiEndpoint: config.cloudc_endpoint && withScheme(config.cloudc_endpoint, config.cloudc_disable_tls),
       // Without it the SDK sends no credentials at all to an endpoint of its own choosing.
       useAuthWithCustomEndpoint: true,
+      // Each request's deadline; retries of a listing or a delete end when the same time has passed again (seconds).
+      timeout: TARGET_CALL_TIMEOUT_MS,
+      retryOptions: { totalTimeout: (2 * TARGET_CALL_TIMEOUT_MS) / 1000 },
     });
     storage.authClient.useJWTAccessWithScope = true;
     this.bucket = storage.bucket(config.cloudc_bucket!);
@@ -33,7 +36,7 @@ export class BucketTarget extends ObjectTarget {
   async write(name: string, file: SnapshotFile): Promise<void> {
     // One streamed multipart request. (The SDK's resumable uploads send no credentials to a
     // cloudc_endpoint outside Google's domains, whatever useAuthWithCustomEndpoint says.)
-    await this.bucket.upload(file.path, { destination: this.key(name), resumable: false, contentType: 'application/gzip' });
+    await this.bucket.upload(file.path, { destination: this.key(name), resumable: false, contentType: 'application/gzip', timeout: writeTimeoutMs(file.size) });
   }
 
   protected async *listObjects(prefix: string): AsyncIterable<string> {

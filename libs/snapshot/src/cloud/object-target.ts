@@ -3,6 +3,29 @@ import type { SnapshotConfig } from '../config';
 import type { SnapshotTarget } from '../targets';
 
 /**
+ * A call to a target's provider with no answer this long fails, so a silent provider turns into a
+ * failed run (recorded in the status; the next interval tries again) and never holds the
+ * configuration's lock. A write is given longer: as long again per MiB of snapshot.
+ */
+export const TARGET_CALL_TIMEOUT_MS = 10_000;
+
+/** How long a write of `bytes` may take in all. */
+export function writeTimeoutMs(bytes: number): number {
+  return TARGET_CALL_TIMEOUT_MS * (1 + bytes / (1024 * 1024));
+}
+
+/** Runs a call that stops at `signal`; when the time is up, the error says which call ran out of time, and how long it had. */
+export async function withTimeout<T>(what: string, ms: number, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const signal = AbortSignal.timeout(ms);
+  try {
+    return await call(signal);
+  } catch (err) {
+    if (signal.aborted) throw new Error(`${what}: no answer within ${Math.round(ms / 1000)} s`, { cause: err });
+    throw err;
+  }
+}
+
+/**
  * A bucket or container of a cloud provider: a snapshot is the object `<path_prefix><name>`, and
  * the configuration's snapshots are the objects listed under `<path_prefix><file_prefix>` (every
  * page of the listing).

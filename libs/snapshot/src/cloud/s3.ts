@@ -3,7 +3,7 @@ import { DeleteObjectCommand, PutObjectCommand, S3Client, paginateListObjectsV2,
 import { cloudCredentials } from '@svc/config';
 import type { SnapshotFile } from '../archive';
 import type { SnapshotConfig } from '../config';
-import { ObjectTarget, withScheme } from './object-target';
+import { ObjectTarget, TARGET_CALL_TIMEOUT_MS, withScheme, withTimeout, writeTimeoutMs } from './object-target';
 
 /**
  * An S3 bucket (`cloud-objstore`) through @aws-sdk/client-s3. Credentials are the configuration's,
@@ -21,6 +21,9 @@ export class S3Target extends ObjectTarget {
       region: config.cloud_objstore_region,
       endpoint: config.cloud_objstore_endpoint && withScheme(config.cloud_objstore_endpoint, config.cloud_objstore_disable_tls),
       forcePathStyle: config.cloud_objstore_force_path_style,
+      // A silent connection fails; an answer is not timed from the request's start, which would
+      // count a large upload's sending against it (the write has its own deadline).
+      requestHandler: { connectionTimeout: TARGET_CALL_TIMEOUT_MS, socketTimeout: TARGET_CALL_TIMEOUT_MS },
       credentials: credentials && { ...credentials, sessionToken: config.cloud_access_key_id ? config.cloud_session_token : undefined },
       // S3-compatible stores (and the SDK's default aws-chunked uploads through them) need the
       // checksums only where the API requires them.
@@ -40,7 +43,7 @@ export class S3Target extends ObjectTarget {
     } else if (this.config.cloud_objstore_server_side_encryption) {
       input.ServerSideEncryption = 'AES256';
     }
-    await this.client.send(new PutObjectCommand(input));
+    await withTimeout('cloud-objstore upload', writeTimeoutMs(file.size), (abortSignal) => this.client.send(new PutObjectCommand(input), { abortSignal }));
   }
 
   protected async *listObjects(prefix: string): AsyncIterable<string> {
