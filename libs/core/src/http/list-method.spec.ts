@@ -1,10 +1,10 @@
 import * as http from 'node:http';
-import * as net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { RawHttpClient, type RawAnswer } from '@svc/testing';
 import { onParseError, requestMethod, responseBegun, type Connection, type ListHandlers } from './list-method';
 
 interface TestServer {
-  port: number;
+  url: string;
   close(): Promise<void>;
 }
 
@@ -31,7 +31,7 @@ function startServer(options: http.ServerOptions = {}): Promise<TestServer> {
   return new Promise((resolve) =>
     server.listen(0, '127.0.0.1', () =>
       resolve({
-        port: (server.address() as AddressInfo).port,
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
         close: () =>
           new Promise((closed) => {
             server.close(() => closed());
@@ -42,89 +42,19 @@ function startServer(options: http.ServerOptions = {}): Promise<TestServer> {
   );
 }
 
-interface Answer {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
-
-/** A raw client connection that reads answers off the wire one by one. */
-class RawClient {
-  private readonly socket: net.Socket;
-  private received = Buffer.alloc(0);
-  private waiter?: () => void;
-  readonly closed: Promise<void>;
-
-  constructor(port: number) {
-    this.socket = net.connect(port, '127.0.0.1');
-    this.socket.setNoDelay(true);
-    this.socket.on('data', (chunk: Buffer) => {
-      this.received = Buffer.concat([this.received, chunk]);
-      this.waiter?.();
-    });
-    // Bytes written after the server closed are refused; the answers read are what the tests check.
-    this.socket.on('error', () => undefined);
-    this.closed = new Promise((resolve) =>
-      this.socket.on('close', () => {
-        resolve();
-        this.waiter?.();
-      }),
-    );
-  }
-
-  async send(...parts: string[]): Promise<void> {
-    for (const [i, part] of parts.entries()) {
-      if (i > 0) await new Promise((resolve) => setTimeout(resolve, 5));
-      this.socket.write(part);
-    }
-  }
-
-  /** The next answer on the connection; undefined if it closes first. */
-  async answer(): Promise<Answer | undefined> {
-    for (;;) {
-      const parsed = this.parse();
-      if (parsed) return parsed;
-      if (this.socket.destroyed) return undefined;
-      await new Promise<void>((resolve) => (this.waiter = resolve));
-    }
-  }
-
-  async answers(count: number): Promise<(Answer | undefined)[]> {
-    const all: (Answer | undefined)[] = [];
-    for (let i = 0; i < count; i++) all.push(await this.answer());
-    return all;
-  }
-
-  end(): void {
-    this.socket.destroy();
-  }
-
-  private parse(): Answer | undefined {
-    const headEnd = this.received.indexOf('\r\n\r\n');
-    if (headEnd < 0) return undefined;
-    const [statusLine, ...lines] = this.received.subarray(0, headEnd).toString('latin1').split('\r\n');
-    const headers = Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
-    const length = Number(headers['content-length'] ?? 0);
-    if (this.received.length < headEnd + 4 + length) return undefined;
-    const body = this.received.subarray(headEnd + 4, headEnd + 4 + length).toString();
-    this.received = this.received.subarray(headEnd + 4 + length);
-    return { status: Number(statusLine.split(' ')[1]), headers, body };
-  }
-}
-
-function served(answer: Answer | undefined): { method: string; url: string; body: string } | undefined {
+function served(answer: RawAnswer | undefined): { method: string; url: string; body: string } | undefined {
   return answer && JSON.parse(answer.body);
 }
 
 describe('LIST requests', () => {
   let server: TestServer;
-  let client: RawClient;
+  let client: RawHttpClient;
   beforeAll(async () => {
     server = await startServer();
   });
   afterAll(() => server.close());
   beforeEach(() => {
-    client = new RawClient(server.port);
+    client = RawHttpClient.connect(server.url);
   });
   afterEach(() => client.end());
 
@@ -233,7 +163,7 @@ describe('LIST requests', () => {
 
   it('are told from other unknown methods and malformed requests, which get a 400', async () => {
     for (const request of ['LISX /v1/x HTTP/1.1\r\nHost: a\r\n\r\n', 'LIS /v1/x HTTP/1.1\r\nHost: a\r\n\r\n', 'LISTEN /v1/x HTTP/1.1\r\n\r\n', 'XIST /v1/x HTTP/1.1\r\n\r\n']) {
-      const other = new RawClient(server.port);
+      const other = RawHttpClient.connect(server.url);
       await other.send(request);
       const answer = await other.answer();
       expect([request, answer?.status]).toEqual([request, 400]);
@@ -264,7 +194,7 @@ describe('LIST requests and the server timeouts', () => {
   afterAll(() => server.close());
 
   it('whose head never ends are answered 408', async () => {
-    const client = new RawClient(server.port);
+    const client = RawHttpClient.connect(server.url);
     await client.send('GET /v1/a HTTP/1.1\r\nHost: a\r\n\r\n');
     await client.answer();
     await client.send('LIST /v1/x HTTP/1.1\r\nHost: a\r\n');
@@ -273,7 +203,7 @@ describe('LIST requests and the server timeouts', () => {
   });
 
   it('served for longer than the keep-alive timeout are answered, and the idle connection then closes', async () => {
-    const client = new RawClient(server.port);
+    const client = RawHttpClient.connect(server.url);
     await client.send('GET /v1/a HTTP/1.1\r\nHost: a\r\n\r\n');
     await client.answer();
     // Each time idle for less than the keep-alive timeout (200 ms, and Node's 1 s margin), then a
