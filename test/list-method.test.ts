@@ -76,8 +76,9 @@ describe('LIST on the wire, two gateway workers', () => {
 
   test('after a GET on a kept-alive connection, from a raw socket, over TLS too', async () => {
     for (const client of [RawHttpClient.connect(url), RawHttpClient.connect(tlsUrl, { ca })]) {
-      for (let i = 0; i < 3; i++) {
-        await client.send(wire('GET', '/v1/sys/health'));
+      // sys/metrics is answered from a stream.
+      for (const target of ['/v1/sys/health', '/v1/sys/metrics?format=prometheus', '/v1/kv/dir/k0']) {
+        await client.send(wire('GET', target));
         expect((await client.answer())?.status).toBe(200);
         await client.send(LIST());
         const list = await client.answer();
