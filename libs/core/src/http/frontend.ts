@@ -176,9 +176,11 @@ function refuseHead(req: http.IncomingMessage): HttpResult | undefined {
   if (coding !== undefined && coding.toLowerCase() !== 'chunked') {
     return jsonError(400, [`unsupported Transfer-Encoding "${coding}": only chunked is accepted`]);
   }
-  const expect = req.headers.expect;
-  if (expect !== undefined && !CONTINUE_EXPECTED.test(expect)) return jsonError(417, [`unsupported Expect "${expect}": only 100-continue is accepted`]);
-  if (req.headers.host === undefined && req.httpVersion === '1.1') return jsonError(400, ['missing Host header']);
+  if (req.httpVersion === '1.1') {
+    const expect = req.headers.expect;
+    if (expect !== undefined && !CONTINUE_EXPECTED.test(expect)) return jsonError(417, [`unsupported Expect "${expect}": only 100-continue is accepted`]);
+    if (req.headers.host === undefined) return jsonError(400, ['missing Host header']);
+  }
   const raw = req.rawHeaders;
   let hosts = 0;
   for (let i = 0; i < raw.length; i += 2) {

@@ -5,6 +5,8 @@ import { onParseError, requestMethod, responseBegun, type Connection, type ListH
 
 interface TestServer {
   url: string;
+  /** The most requests being served at once so far. */
+  mostAtOnce: number;
   close(): Promise<void>;
 }
 
@@ -13,32 +15,40 @@ interface TestServer {
  * what was read (method, URL, body); a request to `/slow/<ms>` is answered after that many ms.
  */
 function startServer(options: http.ServerOptions = {}): Promise<TestServer> {
+  let serving = 0;
   const server = http.createServer({ requireHostHeader: false, ...options }, (req, res) => {
     responseBegun(req, res);
     const method = requestMethod(req);
+    testServer.mostAtOnce = Math.max(testServer.mostAtOnce, ++serving);
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const delay = Number(/^\/slow\/(\d+)/.exec(req.url ?? '')?.[1] ?? 0);
-      setTimeout(() => res.end(JSON.stringify({ method, url: req.url, body: Buffer.concat(chunks).toString() })), delay);
+      setTimeout(() => {
+        serving--;
+        res.end(JSON.stringify({ method, url: req.url, body: Buffer.concat(chunks).toString() }));
+      }, delay);
     });
   });
+  const testServer: TestServer = {
+    url: '',
+    mostAtOnce: 0,
+    close: () =>
+      new Promise((closed) => {
+        server.close(() => closed());
+        server.closeAllConnections();
+      }),
+  };
   const handlers: ListHandlers = {
     accept: (continuation) => server.emit('connection', continuation),
     headersFor: (_result, body) => (body === undefined ? [] : ['content-length', String(Buffer.byteLength(body))]),
   };
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Connection) => onParseError(err, socket, handlers));
   return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () =>
-      resolve({
-        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-        close: () =>
-          new Promise((closed) => {
-            server.close(() => closed());
-            server.closeAllConnections();
-          }),
-      }),
-    ),
+    server.listen(0, '127.0.0.1', () => {
+      testServer.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      resolve(testServer);
+    }),
   );
 }
 
@@ -111,6 +121,20 @@ describe('LIST requests', () => {
     });
     await sent;
     expect(answers).toEqual(requests.map((line, i) => `${line} ${i}`));
+  });
+
+  it('pipelined by the hundred are served a few at a time, as other requests are, and all answered in order', async () => {
+    const own = await startServer();
+    const pipelining = RawHttpClient.connect(own.url);
+    const urls = Array.from({ length: 100 }, (_, i) => `/slow/20/${i}/`);
+    await pipelining.send(urls.map((url) => `LIST ${url} HTTP/1.1\r\nHost: a\r\n\r\n`).join(''));
+    const answers = await pipelining.answers(urls.length);
+    pipelining.end();
+    await own.close();
+    expect(answers.map((answer) => served(answer)?.url)).toEqual(urls);
+    // Served at once, a hundred LISTs would each hold a request's resources until its turn to answer.
+    expect(own.mostAtOnce).toBeGreaterThan(1);
+    expect(own.mostAtOnce).toBeLessThanOrEqual(10);
   });
 
   it('after a request with a body in the same write are answered, and the body read whole', async () => {

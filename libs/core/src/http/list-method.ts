@@ -120,7 +120,7 @@ function answersWritten(connection: Connection): Promise<void> {
 
 /** The connection's parser stopped at a LIST starting at `rest`: the next continuation reads from there. */
 function continueAfter(connection: Connection, rest: Buffer, handlers: ListHandlers): void {
-  const relay = connection instanceof Continuation ? connection.relay : new Relay(connection);
+  const relay = connection instanceof Continuation ? connection.relay : new Relay(connection, handlers.accept);
   const unread = connection instanceof Continuation ? connection.stop() : [];
   stopped.set(connection, relay);
   const next = new Continuation(relay, [PO, rest, ...unread]);
@@ -133,23 +133,65 @@ function continueAfter(connection: Connection, rest: Buffer, handlers: ListHandl
       if (connection instanceof Continuation) connection.release();
     })
     .catch(() => relay.socket.destroy());
-  handlers.accept(next);
+  relay.admit(next);
 }
 
 /** Above this many bytes waiting for a continuation's parser, the client's socket stops being read. */
 const MAX_WAITING_INPUT = 64 * 1024;
 
-/** A client's socket whose parser stopped at a LIST, and the continuation now reading its bytes. */
+/**
+ * At most this many continuations of a connection wait for the answers before theirs with their
+ * requests read (and being served); a later one is read only once one of them may answer. Node
+ * stops reading a connection whose answers pile up; without this bound, a client pipelining LISTs
+ * would have every one of them served at once, each on a continuation with no answers of its own yet.
+ */
+const MAX_CONTINUATIONS_AHEAD = 8;
+
+/** A client's socket whose parser stopped at a LIST, and the continuations that read its bytes since. */
 class Relay {
+  /** The continuation reading the client's bytes. */
   tail!: Continuation;
   inputEnded = false;
+  /** Continuations not yet closed; the client's socket closing closes them. */
+  readonly live = new Set<Continuation>();
+  /** Continuations handed to the server (reading) that may not answer yet. */
+  private readonly ahead = new Set<Continuation>();
+  /** Continuations waiting to be handed to the server, in order. */
+  private readonly waitingToRead: Continuation[] = [];
   private paused = false;
 
-  constructor(readonly socket: Socket) {
+  constructor(
+    readonly socket: Socket,
+    private readonly accept: ListHandlers['accept'],
+  ) {
     socket.once('end', () => {
       this.inputEnded = true;
       this.tail.deliver();
     });
+    socket.once('close', () => {
+      for (const continuation of this.live) continuation.destroy();
+    });
+  }
+
+  /** Hands the continuation to the server, or holds it while MAX_CONTINUATIONS_AHEAD are reading ahead of their answers. */
+  admit(continuation: Continuation): void {
+    if (this.ahead.size >= MAX_CONTINUATIONS_AHEAD) {
+      this.waitingToRead.push(continuation);
+      return;
+    }
+    if (!continuation.answering) this.ahead.add(continuation);
+    this.accept(continuation);
+  }
+
+  /** The continuation may answer now, or is closed: the next one waiting is read. */
+  settled(continuation: Continuation): void {
+    if (continuation.destroyed) {
+      const waiting = this.waitingToRead.indexOf(continuation);
+      if (waiting >= 0) this.waitingToRead.splice(waiting, 1);
+    }
+    if (!this.ahead.delete(continuation)) return;
+    const next = this.waitingToRead.shift();
+    if (next) this.admit(next);
   }
 
   /** Reads the client's socket only while the continuation reading it keeps up. */
@@ -180,7 +222,6 @@ class Continuation extends Duplex {
   /** Writes made before the continuation may write, in order; undefined once it may. */
   private held: (() => void)[] | undefined = [];
   private released = false;
-  private readonly onSocketClose = () => this.destroy();
   private markOpened!: () => void;
 
   constructor(
@@ -192,8 +233,8 @@ class Continuation extends Duplex {
     this.waitingBytes = input.reduce((sum, chunk) => sum + chunk.length, 0);
     this.opened = new Promise((resolve) => (this.markOpened = resolve));
     relay.tail = this;
+    relay.live.add(this);
     relay.socket.setTimeout(0); // the socket's keep-alive timeout would end a LIST served slowly
-    relay.socket.once('close', this.onSocketClose);
     relay.waiting(this.waitingBytes);
   }
 
@@ -260,7 +301,13 @@ class Continuation extends Duplex {
     const held = this.held ?? [];
     this.held = undefined;
     this.markOpened();
+    this.relay.settled(this);
     for (const write of held) write();
+  }
+
+  /** True once its answers may be written. */
+  get answering(): boolean {
+    return this.held === undefined;
   }
 
   /** Closes the continuation without closing the client's socket (its answers are written, or will never be). */
@@ -299,8 +346,9 @@ class Continuation extends Duplex {
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    this.relay.socket.off('close', this.onSocketClose);
+    this.relay.live.delete(this);
     this.held = undefined;
+    this.relay.settled(this);
     // The server destroys a connection it gives up on (a timeout, a failed answer): that is the client's socket.
     if (!this.released) this.relay.socket.destroy();
     callback(error);
