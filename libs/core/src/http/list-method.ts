@@ -128,7 +128,8 @@ function continueAfter(connection: Connection, rest: Buffer, handlers: ListHandl
     .then(() => {
       // The last answer before the LIST closed the connection (the client asked so): nothing after it is answered.
       if (connection.writableEnded || connection.destroyed) return next.release();
-      if (connection === relay.socket) relay.socket.setTimeout(next.timeoutMs); // its own answers set their keep-alive timeout
+      // The socket's own answers set its keep-alive timeout as they finished: the last continuation's applies.
+      if (connection === relay.socket) relay.socket.setTimeout(relay.tail.timeoutMs);
       next.open();
       if (connection instanceof Continuation) connection.release();
     })
@@ -175,6 +176,7 @@ class Relay {
 
   /** Hands the continuation to the server, or holds it while MAX_CONTINUATIONS_AHEAD are reading ahead of their answers. */
   admit(continuation: Continuation): void {
+    if (this.socket.destroyed) return; // closing: every continuation is being closed
     if (this.ahead.size >= MAX_CONTINUATIONS_AHEAD) {
       this.waitingToRead.push(continuation);
       return;
