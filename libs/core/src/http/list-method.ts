@@ -104,6 +104,8 @@ function listStart(err: ParseError): number | undefined {
   const at = err.bytesParsed;
   if (err.code !== 'HPE_INVALID_METHOD' || !Buffer.isBuffer(chunk) || at === undefined || chunk[at] !== S) return undefined;
   // "L" or "LI" may have ended an earlier chunk, which is gone: what this one holds must match.
+  // (So a method split there, such as "GE" then "ST", reads as LIST: the parser keeps no trace of
+  // the letters it took, and its error is the same.)
   const before = chunk.subarray(Math.max(0, at - LI.length), at);
   return before.equals(LI.subarray(LI.length - before.length)) ? at : undefined;
 }
