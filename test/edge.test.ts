@@ -128,6 +128,15 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('the HTTP edge, %s', 
     expect(exchange.received).toMatch(/more than one Host header/);
   });
 
+  test('an HTTP/1.1 request without Host, or with an Expect other than 100-continue, is refused naming it', async () => {
+    const hostless = await rawExchange(url, 'GET /v1/sys/health HTTP/1.1\r\n\r\n');
+    expect(statusOf(hostless)).toBe(400);
+    expect(hostless.received).toMatch(/missing Host header/);
+    const expecting = await rawExchange(url, 'GET /v1/sys/health HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\n\r\n');
+    expect(statusOf(expecting)).toBe(417);
+    expect(expecting.received).toMatch(/unsupported Expect .*200-ok/);
+  });
+
   test('JSON nested 10,000 levels deep is answered 400 naming the limit, wherever it is sent', async () => {
     const deep = `{"data":${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}}`;
     for (const path of ['/v1/secret/deep', '/v1/cubbyhole/deep', '/v1/sys/policies/acl/deep']) {

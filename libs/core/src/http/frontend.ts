@@ -1,11 +1,10 @@
 import * as http from 'node:http';
-import type { Socket } from 'node:net';
 import { pipeline } from 'node:stream/promises';
 import type { ListenerConfig } from '@svc/config';
 import type { JsonBody } from '@svc/http';
 import { bindListener, type BoundListener, type ListenerContext } from './listeners';
 import type { HeaderList } from './headers';
-import { onParseError, requestAnswered, requestStarted, writeAndClose } from './list-method';
+import { onParseError, refuseConnection, requestMethod, responseBegun, type Connection } from './list-method';
 import { isUploadRequest, jsonError, type HttpRequest, type HttpResult } from './pipeline';
 import type { HttpHandler } from './service-health';
 
@@ -25,11 +24,14 @@ export async function startHttpFrontend(pipeline: HttpHandler, listeners: Listen
   for (const listener of listeners) {
     bound.push(
       await bindListener(listener, (server, context) => {
-        server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => serveRequest(pipeline, context, req, res));
-        server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => onClientError(pipeline, context, err, socket));
+        const serve = (req: http.IncomingMessage, res: http.ServerResponse) => serveRequest(pipeline, context, req, res);
+        server.on('request', serve);
+        // Node would answer an unknown Expect itself, unseen here; refuseHead answers it.
+        server.on('checkExpectation', serve);
+        server.on('clientError', (err: NodeJS.ErrnoException, socket: Connection) => onClientError(context, server, err, socket));
         // Node hands a CONNECT over as a raw socket; this server tunnels nothing.
-        server.on('connect', (_req: http.IncomingMessage, socket: Socket) =>
-          writeAndClose(socket, jsonError(405, ['method CONNECT is not supported']), (result, body) => headersFor(context, result, body)),
+        server.on('connect', (_req: http.IncomingMessage, socket: Connection) =>
+          refuseConnection(socket, jsonError(405, ['method CONNECT is not supported']), (result, body) => headersFor(context, result, body)),
         );
       }),
     );
@@ -63,28 +65,25 @@ function listenerRules(config: ListenerConfig): ListenerRules {
 }
 
 /**
- * A request the parser refused or gave up on: a LIST is served from here (list-method.ts); a
- * body that turned out malformed, or a request past its timeout, ends the request being read.
+ * A request the parser refused or gave up on: a body that turned out malformed, or a request past
+ * its timeout, ends the request being read; a LIST goes on as a continuation of the connection,
+ * anything else is refused (list-method.ts).
  */
-function onClientError(pipeline: HttpHandler, listener: ListenerContext, err: NodeJS.ErrnoException, socket: Socket): void {
+function onClientError(listener: ListenerContext, server: http.Server, err: NodeJS.ErrnoException, socket: Connection): void {
   const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
   if (bodyReaders.get(socket)?.(timedOut ? REQUEST_TIMEOUT : MALFORMED_BODY)) return;
   onParseError(err, socket, {
-    serve: (req) =>
-      pipeline.handle({
-        method: 'LIST',
-        url: req.url,
-        headers: req.headers,
-        body: undefined,
-        remoteAddress: socket.remoteAddress,
-        ...listenerRules(listener.config),
-      }),
+    // Node's server takes any duplex stream as a connection; behind TLS, as a decrypted one.
+    accept: (continuation) => server.emit(listener.tls ? 'secureConnection' : 'connection', continuation),
     headersFor: (result, body) => headersFor(listener, result, body),
   });
 }
 
 function serveRequest(pipeline: HttpHandler, listener: ListenerContext, req: http.IncomingMessage, res: http.ServerResponse): void {
-  requestStarted(req.socket);
+  responseBegun(req, res);
+  // A request read after the connection was closed (a client that sent on after asking to close) cannot be answered.
+  if (!req.socket.writable) return;
+  const method = requestMethod(req);
   const { writeMs } = listener.config.timeouts;
   if (writeMs > 0) limitWriteTime(res, writeMs);
   const refusal = refuseHead(req);
@@ -93,18 +92,17 @@ function serveRequest(pipeline: HttpHandler, listener: ListenerContext, req: htt
     send(res, listener, refusal, false, true);
     return;
   }
-  if (isUploadRequest(req.method, req.url)) {
+  if (isUploadRequest(method, req.url)) {
     serveUpload(pipeline, listener, req, res);
     return;
   }
   const limit = listener.config.maxRequestSize;
   const failed = () => {
-    requestAnswered(req.socket);
     res.destroy();
   };
   const answer = (result: HttpResult) => {
     try {
-      send(res, listener, result, req.method === 'HEAD');
+      send(res, listener, result, method === 'HEAD');
     } catch {
       failed();
     }
@@ -114,7 +112,7 @@ function serveRequest(pipeline: HttpHandler, listener: ListenerContext, req: htt
     if (isEndedBody(body)) return send(res, listener, body, false, true);
     return pipeline
       .handle({
-        method: req.method ?? 'GET',
+        method,
         url: req.url ?? '/',
         headers: req.headers,
         body,
@@ -134,13 +132,8 @@ function serveRequest(pipeline: HttpHandler, listener: ListenerContext, req: htt
     }
     return;
   }
-  body
-    .then(
-      serveBody,
-      // The client went away mid-body; no answer reaches it either way.
-      () => requestAnswered(req.socket),
-    )
-    .catch(failed);
+  // The client went away mid-body: no answer reaches it either way.
+  body.then(serveBody, () => undefined).catch(failed);
 }
 
 /**
@@ -164,21 +157,29 @@ function serveUpload(pipeline: HttpHandler, listener: ListenerContext, req: http
       ...listenerRules(listener.config),
     })
     .then((result) => afterUnreadBody(req, res, () => send(res, listener, result, false)))
-    .catch(() => {
-      requestAnswered(req.socket);
-      res.destroy();
-    });
+    .catch(() => res.destroy());
 }
+
+/** What Node's server takes for an expectation of 100 Continue, which it answers itself. */
+const CONTINUE_EXPECTED = /(?:^|\W)100-continue(?:$|\W)/i;
 
 /**
  * What the parser lets through but the API refuses, answered before any body is read: a second
- * Host header (which request was meant?) and a transfer coding other than chunked, whose body
- * could not be read (the parser would wait for the connection to close).
+ * Host header (which request was meant?), an HTTP/1.1 request without one, a transfer coding other
+ * than chunked, whose body could not be read (the parser would wait for the connection to close),
+ * and an expectation other than 100 Continue. (Node's server answers the last two of those itself
+ * unless told not to, without an event: every request it reads passes here, which a
+ * continuation's count of requests relies on, list-method.ts.)
  */
 function refuseHead(req: http.IncomingMessage): HttpResult | undefined {
   const coding = req.headers['transfer-encoding'];
   if (coding !== undefined && coding.toLowerCase() !== 'chunked') {
     return jsonError(400, [`unsupported Transfer-Encoding "${coding}": only chunked is accepted`]);
+  }
+  if (req.httpVersion === '1.1') {
+    const expect = req.headers.expect;
+    if (expect !== undefined && !CONTINUE_EXPECTED.test(expect)) return jsonError(417, [`unsupported Expect "${expect}": only 100-continue is accepted`]);
+    if (req.headers.host === undefined) return jsonError(400, ['missing Host header']);
   }
   const raw = req.rawHeaders;
   let hosts = 0;
@@ -203,14 +204,10 @@ function send(res: http.ServerResponse, listener: ListenerContext, result: HttpR
   if (result.stream) {
     // Node drops the body of an answer to HEAD; a client that goes away mid-download ends the
     // stream, whose owner cleans up on its 'close'.
-    pipeline(result.stream, res).then(
-      () => requestAnswered(res.socket as Socket),
-      () => res.destroy(),
-    );
+    pipeline(result.stream, res).catch(() => res.destroy());
     return;
   }
   res.end(head ? undefined : body);
-  requestAnswered(res.socket as Socket);
 }
 
 
@@ -231,28 +228,36 @@ function headersFor(listener: ListenerContext, result: HttpResult, body: JsonBod
   return Object.entries(merged).flat();
 }
 
-/** How long an answer given before its request's body was read waits for the rest of it. */
+/** How long a connection closed after an answer given before its request's body was read goes on reading that body. */
 const UNREAD_BODY_WAIT_MS = 10_000;
 
 /**
- * Gives an answer before the request's body is all read (a refusal), reading and dropping the
- * rest. Closing a connection over unread bytes resets it and the client loses the answer, so when
- * the connection closes after this answer (the client asked so) the answer waits for the body's
- * end, for at most UNREAD_BODY_WAIT_MS; on a kept-alive connection it leaves at once.
+ * Gives an answer before the request's body is all read (a refusal) and reads and drops the rest.
+ * When the connection closes after this answer (the client asked so), Node would close it as soon
+ * as the answer is written, over the body still arriving: that resets the connection, and a
+ * client still sending loses the answer. Instead the answer goes at once with our end of the
+ * connection closed after it, and the body is read on until it ends, the client closes, or
+ * UNREAD_BODY_WAIT_MS pass.
  */
 function afterUnreadBody(req: http.IncomingMessage, res: http.ServerResponse, answer: () => void): void {
   if (req.complete) return answer();
   req.resume();
-  if (res.shouldKeepAlive) return answer();
-  let answered = false;
-  const answerOnce = () => {
-    clearTimeout(timer);
-    if (!answered) answer();
-    answered = true;
+  if (!res.shouldKeepAlive) closeAfterBody(req);
+  answer();
+}
+
+/** How the server closes the request's connection after its answer: half-closed until the request's body is read. */
+function closeAfterBody(req: http.IncomingMessage): void {
+  const socket = req.socket as Connection & { destroySoon?: () => void };
+  // Node's server calls destroySoon (end, then destroy once written) to close after an answer.
+  socket.destroySoon = () => {
+    socket.end();
+    const close = () => (socket.writableFinished ? socket.destroy() : socket.once('finish', () => socket.destroy()));
+    const timer = setTimeout(() => socket.destroy(), UNREAD_BODY_WAIT_MS);
+    socket.once('close', () => clearTimeout(timer));
+    if (req.complete) close();
+    else req.once('end', close);
   };
-  const timer = setTimeout(answerOnce, UNREAD_BODY_WAIT_MS);
-  req.once('end', answerOnce);
-  req.once('close', answerOnce);
 }
 
 /** Marks a body over the listener's limit, which is answered with 413. */
@@ -270,7 +275,7 @@ function isEndedBody(body: Buffer | undefined | HttpResult): body is HttpResult 
  * Requests whose body is being read, by socket: a parse error or timeout reported for the socket
  * ends the read with an answer (returns true), since the body's end will never come.
  */
-const bodyReaders = new WeakMap<Socket, (answer: HttpResult) => boolean>();
+const bodyReaders = new WeakMap<Connection, (answer: HttpResult) => boolean>();
 
 /** A request's body as read: none is `undefined`. */
 type ReadBody = Buffer | undefined | HttpResult | typeof TOO_LARGE;
@@ -290,12 +295,15 @@ function readBody(req: http.IncomingMessage, limit: number): ReadBody | Promise<
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const socket = req.socket;
+    const socket = req.socket as Connection;
     const finish = (result: Buffer | HttpResult | typeof TOO_LARGE) => {
       bodyReaders.delete(socket);
       resolve(result);
       return true;
     };
+    // An error reported once the parser has read the whole body (its end event is still to come)
+    // is about what follows it on the connection.
+    const failBody = (answer: HttpResult) => !req.complete && finish(answer);
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > limit) {
@@ -306,7 +314,7 @@ function readBody(req: http.IncomingMessage, limit: number): ReadBody | Promise<
       }
       chunks.push(chunk);
     };
-    bodyReaders.set(socket, finish);
+    bodyReaders.set(socket, failBody);
     req.on('data', onData);
     req.on('end', () => finish(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
     req.on('error', (err) => {

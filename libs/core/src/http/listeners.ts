@@ -87,6 +87,8 @@ function serverOptions(timeouts: ListenerTimeouts): http.ServerOptions {
   const shortest = Math.min(...[headersTimeout, readMs].filter((ms) => ms > 0));
   return {
     noDelay: true,
+    // The front refuses a missing Host itself, naming it, and Node would answer without an event (frontend.ts, refuseHead).
+    requireHostHeader: false,
     headersTimeout,
     requestTimeout: readMs,
     keepAliveTimeout: idleMs,

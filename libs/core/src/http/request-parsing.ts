@@ -43,7 +43,7 @@ export function operationFor(method: string, query: URLSearchParams): Operation 
     case 'GET':
     case 'HEAD':
       return listRequested(query.get('list')) ? 'list' : 'read';
-    case 'LIST': // read by list-method.ts, which Node's parser refuses
+    case 'LIST': // Node's parser refuses it: served as a continuation's first request (list-method.ts)
       return 'list';
     case 'POST':
     case 'PUT':
