@@ -11,18 +11,12 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { PROVIDER_CALL_DEADLINE_MS } from '@svc/sync-model';
 import { api, assertingCalls, createTestCa, eventually, initAndUnseal, startTopology, type ApiCall, type Topology, type TopologyKind } from '@svc/testing';
-import { startSecretsManagerEmulator, type SecretsManagerEmulator } from './emulators/aws/secrets-manager';
-import { startAzureKeyVaultEmulator, type AzureKeyVaultEmulator } from './emulators/azure-keyvault';
-import { startGcpSecretManagerEmulator, type GcpSecretManagerEmulator } from './emulators/gcp-secret-manager';
-import { startGithubEmulator, type GithubEmulator } from './emulators/github';
 import { startStallingProxy, type StallingProxy } from './emulators/stalling-proxy';
-import { startVercelEmulator, type VercelEmulator } from './emulators/vercel';
+import { startSyncProviders, syncAccounts, type SyncProviders } from './emulators/sync-providers';
 
 const SECRET = `s3cret-${randomBytes(6).toString('hex')}`;
-const AWS_KEY = { id: 'AKIASYNCTEST0002', secret: `aws-${SECRET}` };
-const GITHUB_TOKEN = `ghp_${SECRET}`;
-const VERCEL_TOKEN = `vercel-${SECRET}`;
-const AZURE_APP = { id: 'a1b2c3d4-0000-4000-8000-0000deadline', secret: `azure-${SECRET}` };
+const ACCOUNTS = syncAccounts(SECRET);
+const { awsKey: AWS_KEY, githubToken: GITHUB_TOKEN, vercelToken: VERCEL_TOKEN, azureApp: AZURE_APP } = ACCOUNTS;
 const GCP_PROJECT = 'deadline-project';
 /** A failure is recorded within the deadline, plus the worker's polling and a loaded machine's slack. */
 const FAILURE_WITHIN_MS = PROVIDER_CALL_DEADLINE_MS + 5_000;
@@ -33,11 +27,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('secret sync with pro
   let topology: Topology;
   let url: string;
   let root: string;
-  let aws: SecretsManagerEmulator;
-  let github: GithubEmulator;
-  let vercel: VercelEmulator;
-  let azure: AzureKeyVaultEmulator;
-  let gcp: GcpSecretManagerEmulator;
+  let providers: SyncProviders;
   let proxies: Record<'aws' | 'github' | 'vercel' | 'gcp' | 'vault' | 'directory', StallingProxy>;
   let caDir: string;
   const accessors: Record<string, string> = {};
@@ -59,11 +49,11 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('secret sync with pro
 
   /** What each provider holds of kv/app, under the default name templates (steady: its own). */
   const held = {
-    'cloud-sm/aws': () => aws.value(`svc/${accessors.kv}/app`),
-    'codehost/gh': () => github.secret('acme', 'app', `SVC_${accessors.kv}_APP_V`.toUpperCase()),
-    'webhost-project/web': () => vercel.variable('prj_web', `SVC_${accessors.kv}_APP_V`.toUpperCase())?.value,
-    'cloudc-sm/gcp': () => gcp.value(GCP_PROJECT, `svc_${accessors.kv}_app`.replace(/[^A-Za-z0-9_-]/g, '_')),
-    'cloudb-kv/az': () => azure.value(`svc-${accessors.kv}-app`.replace(/[^A-Za-z0-9-]/g, '-')),
+    'cloud-sm/aws': () => providers.aws.value(`svc/${accessors.kv}/app`),
+    'codehost/gh': () => providers.github.secret('acme', 'app', `SVC_${accessors.kv}_APP_V`.toUpperCase()),
+    'webhost-project/web': () => providers.vercel.variable('prj_web', `SVC_${accessors.kv}_APP_V`.toUpperCase())?.value,
+    'cloudc-sm/gcp': () => providers.gcp.value(GCP_PROJECT, `svc_${accessors.kv}_app`.replace(/[^A-Za-z0-9_-]/g, '_')),
+    'cloudb-kv/az': () => providers.azure.value(`svc-${accessors.kv}-app`.replace(/[^A-Za-z0-9-]/g, '-')),
   };
   /** The value each holds of kv/app {v}: the whole secret as JSON, or (codehost, webhost-project) the key. */
   const expected = (destination: string, v: string) => (destination === 'codehost/gh' || destination === 'webhost-project/web' ? v : JSON.stringify({ v }));
@@ -72,23 +62,12 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('secret sync with pro
   beforeAll(async () => {
     caDir = mkdtempSync(path.join(tmpdir(), 'svc-sync-deadlines-ca-'));
     const ca = createTestCa(caDir, 'svc sync deadlines test CA');
-    [aws, github, vercel, azure, gcp] = await Promise.all([
-      startSecretsManagerEmulator(),
-      startGithubEmulator(),
-      startVercelEmulator(),
-      startAzureKeyVaultEmulator(ca.issue('keyvault', ['127.0.0.1'])),
-      startGcpSecretManagerEmulator(),
-    ]);
+    providers = await startSyncProviders(ca, ACCOUNTS);
+    const { aws, github, vercel, azure, gcp } = providers;
     const [awsProxy, githubProxy, vercelProxy, gcpProxy, vaultProxy, directoryProxy] = await Promise.all(
       [aws.url, github.url, vercel.url, gcp.url, azure.url, azure.url].map((target) => startStallingProxy(target)),
     );
     proxies = { aws: awsProxy, github: githubProxy, vercel: vercelProxy, gcp: gcpProxy, vault: vaultProxy, directory: directoryProxy };
-    azure.apps.set(AZURE_APP.id, AZURE_APP.secret);
-    aws.accessKeys.set(AWS_KEY.id, { secretAccessKey: AWS_KEY.secret });
-    github.addRepository('acme', 'app');
-    github.tokens.set(GITHUB_TOKEN, new Set(['acme/app']));
-    vercel.addProject('prj_web', 'team_acme');
-    vercel.tokens.set(VERCEL_TOKEN, 'team_acme');
     const endpoints = `provider_endpoints {\n  cloud_sm = "${awsProxy.url}"\n  cloudb_authority = "${directoryProxy.url}"\n  cloudc_sm = "${gcpProxy.url}"\n  codehost = "${githubProxy.url}"\n  webhost = "${vercelProxy.url}"\n}\n`;
     topology = await startTopology(kind, { gatewayConfig: endpoints, serviceConfig: endpoints, services: ['sync'], env: { NODE_EXTRA_CA_CERTS: ca.caCert } });
     url = topology.urls[0];
@@ -112,7 +91,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('secret sync with pro
   afterAll(async () => {
     const logs = topology?.processes.flatMap((p) => p.logs).join('\n') ?? '';
     await topology?.stop();
-    await Promise.all([...Object.values(proxies ?? {}).map((proxy) => proxy.close()), aws?.close(), github?.close(), vercel?.close(), azure?.close(), gcp?.close()]);
+    await Promise.all([...Object.values(proxies ?? {}).map((proxy) => proxy.close()), providers?.close()]);
     if (caDir) rmSync(caDir, { recursive: true, force: true });
     expect(logs).not.toContain(SECRET);
   });
@@ -141,13 +120,13 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('secret sync with pro
     // While every stalled provider holds a call, a change in another mount, to another destination, lands...
     await ok('POST', 'kv2/data/other', { data: { v: '2' } });
     // ...and reads SYNCED only once the provider holds it.
-    const steadyOther = () => azure.value(`steady-kv2-other`);
+    const steadyOther = () => providers.azure.value(`steady-kv2-other`);
     const status = (await association('cloudb-kv/steady', 'kv2', 'other')).sync_status;
     if (status === 'SYNCED') expect(steadyOther()).toBe('{"v":"2"}');
     else expect(['PENDING', 'SYNCING']).toContain(status);
     await untilStatus('cloudb-kv/steady', 'kv2', 'other', 'SYNCED', SYNC_WITHIN_MS);
     await untilStatus('cloudb-kv/steady', 'kv', 'app', 'SYNCED', SYNC_WITHIN_MS);
-    expect([steadyOther(), azure.value('steady-kv-app')]).toEqual(['{"v":"2"}', '{"v":"2"}']);
+    expect([steadyOther(), providers.azure.value('steady-kv-app')]).toEqual(['{"v":"2"}', '{"v":"2"}']);
     // The stalled calls are still under way: the steady destination did not wait for them.
     for (const destination of stalledDestinations) expect((await association(destination, 'kv', 'app')).sync_status).toBe('SYNCING');
 
@@ -171,6 +150,6 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('secret sync with pro
       expect((await association(destination, 'kv', 'app')).error).toBeUndefined();
     }
     await untilStatus('cloudb-kv/fresh', 'kv', 'app', 'SYNCED', SYNC_WITHIN_MS);
-    expect(azure.value('fresh-app')).toBe('{"v":"2"}');
+    expect(providers.azure.value('fresh-app')).toBe('{"v":"2"}');
   });
 });
