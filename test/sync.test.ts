@@ -9,18 +9,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { api, assertingCalls, createTestCa, eventually, initAndUnseal, startTopology, type ApiCall, type Topology, type TopologyKind } from '@svc/testing';
-import { startSecretsManagerEmulator, type SecretsManagerEmulator } from './emulators/aws/secrets-manager';
-import { startAzureKeyVaultEmulator, type AzureKeyVaultEmulator } from './emulators/azure-keyvault';
-import { startGcpSecretManagerEmulator, type GcpSecretManagerEmulator } from './emulators/gcp-secret-manager';
-import { startGithubEmulator, type GithubEmulator } from './emulators/github';
-import { startVercelEmulator, type VercelEmulator } from './emulators/vercel';
+import type { SecretsManagerEmulator } from './emulators/aws/secrets-manager';
+import type { AzureKeyVaultEmulator } from './emulators/azure-keyvault';
+import type { GcpSecretManagerEmulator } from './emulators/gcp-secret-manager';
+import type { GithubEmulator } from './emulators/github';
+import { startSyncProviders, syncAccounts, type SyncProviders } from './emulators/sync-providers';
+import type { VercelEmulator } from './emulators/vercel';
 
 /** A marker in secret values and credentials, so logs can be searched for leaks at the end. */
 const SECRET = `s3cret-${randomBytes(6).toString('hex')}`;
-const AWS_KEY = { id: 'AKIASYNCTEST0001', secret: `aws-${SECRET}` };
-const GITHUB_TOKEN = `ghp_${SECRET}`;
-const VERCEL_TOKEN = `vercel-${SECRET}`;
-const AZURE_APP = { id: 'a1b2c3d4-0000-4000-8000-00000000sync', secret: `azure-${SECRET}` };
+const ACCOUNTS = syncAccounts(SECRET);
+const { awsKey: AWS_KEY, githubToken: GITHUB_TOKEN, vercelToken: VERCEL_TOKEN, azureApp: AZURE_APP } = ACCOUNTS;
 const GCP_PROJECT = 'sync-project';
 const SYNC_DEADLINE_MS = 15_000;
 
@@ -43,6 +42,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('secret sync, %s', (k
   let vercel: VercelEmulator;
   let azure: AzureKeyVaultEmulator;
   let gcp: GcpSecretManagerEmulator;
+  let providers: SyncProviders;
   let caDir: string;
 
   const call: ApiCall = (method, where, body, token = root) => api(url, method, `/v1/${where}`, { token, body });
@@ -73,19 +73,8 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('secret sync, %s', (k
     // Key Vault is reached over TLS only: its emulator has a certificate of a CA made for this run, which the server processes trust.
     caDir = mkdtempSync(path.join(tmpdir(), 'svc-sync-ca-'));
     const ca = createTestCa(caDir, 'svc sync test CA');
-    [aws, github, vercel, azure, gcp] = await Promise.all([
-      startSecretsManagerEmulator(),
-      startGithubEmulator(),
-      startVercelEmulator(),
-      startAzureKeyVaultEmulator(ca.issue('keyvault', ['127.0.0.1'])),
-      startGcpSecretManagerEmulator(),
-    ]);
-    azure.apps.set(AZURE_APP.id, AZURE_APP.secret);
-    aws.accessKeys.set(AWS_KEY.id, { secretAccessKey: AWS_KEY.secret });
-    github.addRepository('acme', 'app');
-    github.tokens.set(GITHUB_TOKEN, new Set(['acme/app']));
-    vercel.addProject('prj_web', 'team_acme');
-    vercel.tokens.set(VERCEL_TOKEN, 'team_acme');
+    providers = await startSyncProviders(ca, ACCOUNTS);
+    ({ aws, github, vercel, azure, gcp } = providers);
     const endpoints = `provider_endpoints {\n  cloud_sm = "${aws.url}"\n  cloudb_authority = "${azure.url}"\n  cloudc_sm = "${gcp.url}"\n  codehost = "${github.url}"\n  webhost = "${vercel.url}"\n}\n`;
     topology = await startTopology(kind, { gatewayConfig: endpoints, serviceConfig: endpoints, services: ['sync', 'sync'], env: { NODE_EXTRA_CA_CERTS: ca.caCert } });
     url = topology.urls[0];
@@ -102,7 +91,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('secret sync, %s', (k
   afterAll(async () => {
     const logs = topology?.processes.flatMap((p) => p.logs).join('\n') ?? '';
     await topology?.stop();
-    await Promise.all([aws?.close(), github?.close(), vercel?.close(), azure?.close(), gcp?.close()]);
+    await providers?.close();
     if (caDir) rmSync(caDir, { recursive: true, force: true });
     // Neither secret values nor provider credentials ever reach a log line.
     expect(logs).not.toContain(SECRET);

@@ -135,7 +135,8 @@ export async function startAzureKeyVaultEmulator(tls: { cert: string; key: strin
     if (url.pathname.startsWith('/secrets/') || url.pathname.startsWith('/deletedsecrets/')) {
       return vault(res, req.method ?? 'GET', url, String(req.headers.authorization ?? ''), body);
     }
-    directory.handle(res, req.method ?? 'GET', url.pathname, new URLSearchParams(body.toString('utf8')), base);
+    // The directory names itself as the client reached it (directly, or through a test's proxy), as its clients check.
+    directory.handle(res, req.method ?? 'GET', url.pathname, new URLSearchParams(body.toString('utf8')), `https://${req.headers.host ?? new URL(base).host}`);
   }, tls);
   base = server.url;
 

@@ -29,6 +29,13 @@ export type SyncStatus =
   | 'CLIENT_SIDE_ERROR'
   | 'EXTERNAL_SERVICE_ERROR';
 
+/**
+ * How long one provider operation (the write or the delete of one name, every request it makes
+ * included, connecting too) may take before it is cancelled and the association records an
+ * EXTERNAL_SERVICE_ERROR, retried with backoff.
+ */
+export const PROVIDER_CALL_DEADLINE_MS = 10_000;
+
 /** Statuses a sync or unsync in progress has; `set` and `remove` wait for any other. */
 export const IN_PROGRESS: ReadonlySet<SyncStatus> = new Set(['PENDING', 'SYNCING', 'UNSYNCING']);
 

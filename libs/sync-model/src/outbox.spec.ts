@@ -1,5 +1,5 @@
 import { mountStorage, testMount } from '@svc/testing';
-import { markAssociated, queueFirstSync, queueKey, queueRemoval, readEntry, recordSecretChange } from './outbox';
+import { currentStatus, dueDestinations, markAssociated, queueFirstSync, queueKey, queueRemoval, readEntry, recordSecretChange, writeEntry } from './outbox';
 
 describe('sync outbox of a KV mount', () => {
   const storage = () => mountStorage(testMount('kv'));
@@ -35,5 +35,33 @@ describe('sync outbox of a KV mount', () => {
     await change(view, 'app', { v: 'after removal' });
     // Pending removals keep the entry current, but nothing targets the destination any more.
     expect(await entry(view, 'app')).toMatchObject({ data: { v: 'after removal' }, targets: [], removals: ['cloud-sm/a'] });
+  });
+
+  it('a destination in backoff is not due; later changes keep its backoff, set and remove clear it', async () => {
+    const view = storage();
+    await view.transaction((tx) => markAssociated(tx, 'app', 'cloud-sm/a'));
+    await view.transaction((tx) => markAssociated(tx, 'app', 'codehost/b'));
+    await change(view, 'app', { v: 1 });
+    const queued = await entry(view, 'app');
+    if (!queued) throw new Error('nothing queued');
+    await view.transaction((tx) => writeEntry(tx, { ...queued, backoff: { 'cloud-sm/a': { attempts: 2, not_before: Date.now() + 60_000 } } }));
+    await change(view, 'app', { v: 2 });
+    const changed = await entry(view, 'app');
+    expect(changed && dueDestinations(changed, Date.now())).toEqual(['codehost/b']);
+    expect(changed && dueDestinations(changed, Date.now() + 61_000)).toEqual(['cloud-sm/a', 'codehost/b']);
+
+    await view.transaction((tx) => queueFirstSync(tx, 'app', 'cloud-sm/a', { v: 2 }));
+    const retried = await entry(view, 'app');
+    expect(retried && dueDestinations(retried, Date.now())).toEqual(['cloud-sm/a', 'codehost/b']);
+  });
+
+  it('an association reads SYNCED (or UNSYNCED) only while no newer change is queued for its destination', async () => {
+    const view = storage();
+    await view.transaction((tx) => markAssociated(tx, 'app', 'cloud-sm/a'));
+    await change(view, 'app', { v: 1 });
+    const queued = await entry(view, 'app');
+    expect(['SYNCED', 'UNSYNCED', 'SYNCING', 'EXTERNAL_SERVICE_ERROR'].map((recorded) => currentStatus(recorded as 'SYNCED', queued, 'cloud-sm/a'))).toEqual(['PENDING', 'PENDING', 'SYNCING', 'EXTERNAL_SERVICE_ERROR']);
+    expect(currentStatus('SYNCED', queued, 'codehost/b')).toBe('SYNCED');
+    expect(currentStatus('SYNCED', null, 'cloud-sm/a')).toBe('SYNCED');
   });
 });

@@ -1,5 +1,6 @@
 import { hash, randomUUID } from 'node:crypto';
 import { readJson, writeJson, type KeyValueStore, type Transaction } from '@svc/storage';
+import type { SyncStatus } from './model';
 
 /**
  * The sync outbox of a KV version 2 mount, kept inside the mount's own storage so that a write of
@@ -30,9 +31,12 @@ export interface QueueEntry {
   targets: string[];
   /** Destinations the secret was unassociated from: its provider copies are to be deleted. */
   removals: string[];
-  /** Failed attempts so far (for the backoff), and the time (ms) before which no retry runs. */
-  attempts: number;
-  not_before: number;
+  /**
+   * Destinations whose last attempt failed: how many attempts failed in a row, and the time (ms)
+   * before which the next one does not run. Kept across changes, so a provider that is down is
+   * not called again at every write; `set` and `remove` clear it for their destination.
+   */
+  backoff?: Record<string, { attempts: number; not_before: number }>;
   /** When the oldest change this entry carries was made (ms), for the sync lag. */
   enqueued_at: number;
 }
@@ -78,7 +82,28 @@ export function writeEntry(store: KeyValueStore, entry: QueueEntry): Promise<voi
 }
 
 function newEntry(path: string, data: Record<string, unknown> | null, now: number): QueueEntry {
-  return { path, change: randomUUID(), data, targets: [], removals: [], attempts: 0, not_before: 0, enqueued_at: now };
+  return { path, change: randomUUID(), data, targets: [], removals: [], enqueued_at: now };
+}
+
+/** The destinations of an entry whose sync (or removal) may run at `now`. */
+export function dueDestinations(entry: QueueEntry, now: number): string[] {
+  return [...entry.removals, ...entry.targets].filter((destination) => (entry.backoff?.[destination]?.not_before ?? 0) <= now);
+}
+
+/**
+ * An association's status as its readers see it. The worker records SYNCED (or UNSYNCED) once it
+ * has written a change; a newer change still queued for the destination means the provider does
+ * not hold the latest version yet, which reads PENDING.
+ */
+export function currentStatus(recorded: SyncStatus, queued: QueueEntry | null, destination: string): SyncStatus {
+  return (recorded === 'SYNCED' || recorded === 'UNSYNCED') && queued?.targets.includes(destination) ? 'PENDING' : recorded;
+}
+
+/** `set` and `remove` ask for an attempt now, whatever failed before. */
+function withoutBackoff(entry: QueueEntry, destination: string): QueueEntry {
+  const backoff = { ...entry.backoff };
+  delete backoff[destination];
+  return { ...entry, backoff };
 }
 
 /**
@@ -96,6 +121,7 @@ export async function recordSecretChange(tx: Transaction, path: string, current:
   const entry = newEntry(path, await current(), pending?.enqueued_at ?? now);
   entry.targets = marker?.destinations ?? [];
   entry.removals = pending?.removals ?? [];
+  entry.backoff = pending?.backoff;
   await writeEntry(tx, entry);
 }
 
@@ -120,8 +146,7 @@ export async function queueFirstSync(tx: Transaction, path: string, destination:
   const entry = (await readEntry(tx, key)) ?? newEntry(path, data, Date.now());
   entry.targets = [...new Set([...entry.targets, destination])];
   entry.removals = entry.removals.filter((id) => id !== destination);
-  entry.not_before = 0;
-  await writeEntry(tx, entry);
+  await writeEntry(tx, withoutBackoff(entry, destination));
 }
 
 /** `remove`: no more changes go to `destination`, and its copy of the secret is queued for deletion. */
@@ -137,6 +162,5 @@ export async function queueRemoval(tx: Transaction, path: string, destination: s
   const entry = (await readEntry(tx, key)) ?? newEntry(path, null, Date.now());
   entry.targets = entry.targets.filter((id) => id !== destination);
   entry.removals = [...new Set([...entry.removals, destination])];
-  entry.not_before = 0;
-  await writeEntry(tx, entry);
+  await writeEntry(tx, withoutBackoff(entry, destination));
 }

@@ -6,8 +6,10 @@ import { describeRequestError } from '@svc/http';
 import {
   associationKey,
   destinationId,
+  dueDestinations,
   nameFields,
   parseDestinationId,
+  PROVIDER_CALL_DEADLINE_MS,
   providerSecretName,
   QUEUE_PREFIX,
   readEntry,
@@ -38,12 +40,12 @@ export interface SyncWorkerOptions {
   metrics?: Metrics;
 }
 
-/** An entry's lock; renewed while its holder works, so it lapses this soon after a holder dies. */
-const ENTRY_LOCK_TTL_MS = 5_000;
+/** A job's lock; renewed while its holder works, so it lapses this soon after a holder dies. */
+const JOB_LOCK_TTL_MS = 5_000;
 const DEFAULT_POLL_MS = 50;
 const IDLE_POLL_MS = 400;
-/** Entries of different secrets are synced side by side, up to this many at once. */
-const PARALLEL_ENTRIES = 8;
+/** Secrets synced to one destination at once, at most; destinations never wait for one another. */
+const PARALLEL_PER_DESTINATION = 4;
 const BACKOFF_BASE_MS = 500;
 const BACKOFF_MAX_MS = 60_000;
 
@@ -60,18 +62,34 @@ interface MountOfAssociations {
   accessor: string;
 }
 
+/** A destination's provider, each operation bounded by the provider call deadline. */
+interface BoundedStore {
+  upsert(name: string, value: string): Promise<void>;
+  remove(name: string): Promise<void>;
+}
+
 /**
  * The sync worker: it finds the queue entries in the outboxes of the KV mounts that have
  * associations, and brings each destination's copy of the secret to the entry's data (or deletes
- * it). Each entry is taken under a lock (Redis in the distributed topology, with fencing tokens),
- * so one replica works on it at a time; a replica that dies leaves the lock to expire and the
- * entry to another. An entry is removed only if no newer change replaced it meanwhile, so the
- * latest value is always the last one written. Provider failures keep the entry for a retry with
- * backoff (external) or record the refusal (client) until the next change or `set`.
+ * it). The unit of work is a job: one entry at one destination. Jobs run side by side, a few per
+ * destination, so a provider that is slow or does not answer only delays its own destination;
+ * each provider operation has a deadline (PROVIDER_CALL_DEADLINE_MS) after which it is cancelled
+ * and counts as a provider failure. Each job is taken under a lock (Redis in the distributed
+ * topology, with fencing tokens), so one replica works on it at a time; a replica that dies leaves
+ * the lock to expire and the job to another. A destination is taken off an entry only if no newer
+ * change replaced the entry meanwhile, so the latest value is always the last one written.
+ * Provider failures keep the destination on the entry for a retry with backoff (external) or record
+ * the refusal (client) until the next change or `set`.
  */
 export class SyncWorker {
   private readonly records: SyncRecords;
   private readonly stores = new Map<string, { key: string; store: SecretStore }>();
+  /** Jobs under way in this process, keyed `<mount uuid>/<entry>/<destination>`. */
+  private readonly jobs = new Map<string, Promise<void>>();
+  /** How many of those jobs each destination has. */
+  private readonly busyDestinations = new Map<string, number>();
+  /** Cancels the provider operations under way when the worker stops. */
+  private readonly stopping = new AbortController();
   private timer?: NodeJS.Timeout;
   private running?: Promise<void>;
   private stopped = false;
@@ -105,27 +123,34 @@ export class SyncWorker {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    this.stopping.abort();
     await this.running;
+    await Promise.all(this.jobs.values());
     for (const { store } of this.stores.values()) store.close();
     this.stores.clear();
   }
 
-  /** One pass over every outbox: each due entry this replica can lock is synced. Answers how many entries it found. */
+  /**
+   * One pass over every outbox: starts the jobs that are due (past their backoff), not under way
+   * here already, and whose destination has a free slot; it does not wait for them. Answers how
+   * many entries it found.
+   */
   async runOnce(): Promise<number> {
     if (this.options.sealed() || (await this.options.paused?.())) return 0;
     const mounts = await this.mountsWithAssociations();
-    const work: (() => Promise<void>)[] = [];
+    let found = 0;
     for (const [uuid, mount] of mounts) {
       if (!this.options.writable(`logical/${uuid}/`)) continue;
-      for (const name of await this.options.storage.list(`logical/${uuid}/${QUEUE_PREFIX}`)) {
-        if (!name.endsWith('/')) work.push(() => this.processEntry(uuid, mount, name));
+      const outbox = this.options.storage.sub(`logical/${uuid}/`);
+      for (const name of await outbox.list(QUEUE_PREFIX)) {
+        if (name.endsWith('/')) continue;
+        found++;
+        const entry = await outbox.transaction((tx) => readEntry(tx, QUEUE_PREFIX + name));
+        for (const destination of entry ? dueDestinations(entry, Date.now()) : []) this.startJob(uuid, mount, name, destination);
       }
     }
-    this.queueDepth?.set(work.length);
-    for (let start = 0; start < work.length; start += PARALLEL_ENTRIES) {
-      await Promise.all(work.slice(start, start + PARALLEL_ENTRIES).map((run) => run()));
-    }
-    return work.length;
+    this.queueDepth?.set(found);
+    return found;
   }
 
   private async mountsWithAssociations(): Promise<Map<string, MountOfAssociations>> {
@@ -134,38 +159,53 @@ export class SyncWorker {
     return mounts;
   }
 
-  private async processEntry(uuid: string, mount: MountOfAssociations, name: string): Promise<void> {
+  private startJob(uuid: string, mount: MountOfAssociations, name: string, destination: string): void {
+    const job = `${uuid}/${name}/${destination}`;
+    const busy = this.busyDestinations.get(destination) ?? 0;
+    if (this.stopped || this.jobs.has(job) || busy >= PARALLEL_PER_DESTINATION) return;
+    this.busyDestinations.set(destination, busy + 1);
+    const run = this.runJob(uuid, mount, name, destination)
+      .catch((err: unknown) => this.options.logger.warn({ destination, err: describeRequestError(err) }, 'sync job failed'))
+      .finally(() => {
+        this.jobs.delete(job);
+        const left = (this.busyDestinations.get(destination) ?? 1) - 1;
+        if (left > 0) this.busyDestinations.set(destination, left);
+        else this.busyDestinations.delete(destination);
+      });
+    this.jobs.set(job, run);
+  }
+
+  /** Syncs (or removes) the secret of entry `name` at one destination, then records the outcome in the entry. */
+  private async runJob(uuid: string, mount: MountOfAssociations, name: string, destination: string): Promise<void> {
     // Renewed in the background while this replica works; a replica that dies lets it expire.
-    await this.options.locks.withLock(`sync/${uuid}/${name}`, ENTRY_LOCK_TTL_MS, async (lock) => {
+    await this.options.locks.withLock(`sync/${uuid}/${name}/${destination}`, JOB_LOCK_TTL_MS, async (lock) => {
       const outbox = this.options.storage.sub(`logical/${uuid}/`);
       const key = QUEUE_PREFIX + name;
       const entry = await outbox.transaction((tx) => readEntry(tx, key));
-      if (!entry || entry.not_before > Date.now()) return;
+      if (!entry || !dueDestinations(entry, Date.now()).includes(destination)) return;
       const secretKey = associationKey(mount.accessor, entry.path);
-      const removals = new Map<string, Outcome>();
-      for (const id of entry.removals) removals.set(id, await this.unsync(id, secretKey));
-      const targets = new Map<string, Outcome>();
-      for (const id of entry.targets) targets.set(id, await this.sync(id, secretKey, entry.data));
-      // Lost the lock (expired during a very slow call): the replica that took it commits instead.
-      if (!(await lock.renew(ENTRY_LOCK_TTL_MS))) return;
+      const removal = entry.removals.includes(destination);
+      const outcome = removal ? await this.unsync(destination, secretKey) : await this.sync(destination, secretKey, entry.data);
+      // Lost the lock (expired during a very slow call), or stopping: the replica that takes the job commits instead.
+      if (this.stopping.signal.aborted || !(await lock.renew(JOB_LOCK_TTL_MS))) return;
       await outbox.transaction(async (tx) => {
         await tx.lock(key);
         const current = await readEntry(tx, key);
         if (!current) return;
-        const pending = (outcomes: Map<string, Outcome>, id: string) => outcomes.get(id) === undefined || outcomes.get(id) === 'retry';
-        const next: QueueEntry = { ...current, removals: current.removals.filter((id) => pending(removals, id)) };
-        // A newer change replaced the entry: all its targets still need that newer data.
-        if (current.change === entry.change) next.targets = current.targets.filter((id) => pending(targets, id));
-        if (next.targets.length === 0 && next.removals.length === 0) {
-          await tx.delete(key);
-          return;
+        const backoff = { ...current.backoff };
+        const next: QueueEntry = { ...current, backoff };
+        if (outcome === 'retry') {
+          if (!current.targets.includes(destination) && !current.removals.includes(destination)) return;
+          const attempts = (backoff[destination]?.attempts ?? 0) + 1;
+          backoff[destination] = { attempts, not_before: Date.now() + retryDelayMs(attempts) };
+        } else {
+          delete backoff[destination];
+          if (removal) next.removals = current.removals.filter((id) => id !== destination);
+          // A newer change replaced the entry: the destination still needs that newer data.
+          else if (current.change === entry.change) next.targets = current.targets.filter((id) => id !== destination);
         }
-        const failed = [...removals.values(), ...targets.values()].includes('retry');
-        if (current.change === entry.change && failed) {
-          next.attempts = current.attempts + 1;
-          next.not_before = Date.now() + retryDelayMs(next.attempts);
-        }
-        await writeEntry(tx, next);
+        if (next.targets.length === 0 && next.removals.length === 0) await tx.delete(key);
+        else await writeEntry(tx, next);
       });
     });
   }
@@ -205,13 +245,15 @@ export class SyncWorker {
   }
 
   /** Runs provider work; a failure is recorded on the association with its cause. */
-  private async withProvider(destination: Destination, association: Association, work: (store: SecretStore) => Promise<void>): Promise<Outcome> {
+  private async withProvider(destination: Destination, association: Association, work: (store: BoundedStore) => Promise<void>): Promise<Outcome> {
     const { type, name } = destination;
     try {
-      await work(await this.store(destination));
+      await work(this.bounded(await this.store(destination)));
       this.operations?.inc({ destination_type: type, outcome: 'success' });
       return 'done';
     } catch (err) {
+      // Cancelled because this worker stops: nothing is known about the provider; the job runs again.
+      if (this.stopping.signal.aborted) return 'retry';
       const [status, outcome]: [SyncStatus, Outcome] =
         err instanceof ProviderError ? (err.side === 'client' ? ['CLIENT_SIDE_ERROR', 'dropped'] : ['EXTERNAL_SERVICE_ERROR', 'retry'])
         : err instanceof SecretNameError ? ['CLIENT_SIDE_ERROR', 'dropped']
@@ -222,6 +264,27 @@ export class SyncWorker {
       await this.setStatus(association, type, name, { sync_status: status, last_error: cause });
       return outcome;
     }
+  }
+
+  /**
+   * Each operation of `store` under its own deadline, and cancelled when the worker stops. A
+   * deadline that fires is the provider's failure, said as such rather than as the SDK words the
+   * cancellation.
+   */
+  private bounded(store: SecretStore): BoundedStore {
+    const run = async (operation: (signal: AbortSignal) => Promise<void>) => {
+      const deadline = AbortSignal.timeout(PROVIDER_CALL_DEADLINE_MS);
+      try {
+        await operation(AbortSignal.any([deadline, this.stopping.signal]));
+      } catch (err) {
+        if (deadline.aborted) throw new ProviderError('external', `no answer from the provider within ${PROVIDER_CALL_DEADLINE_MS / 1000} s`);
+        throw err;
+      }
+    };
+    return {
+      upsert: (name, value) => run((signal) => store.upsert(name, value, signal)),
+      remove: (name) => run((signal) => store.remove(name, signal)),
+    };
   }
 
   /** The provider names and values of a secret: one for the whole secret, or one per key. */

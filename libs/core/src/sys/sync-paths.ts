@@ -2,10 +2,11 @@ import type { FieldData, FieldMap, FieldSchema, PathDeclaration, Request, Respon
 import { listResponse, responseData } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import { mountStoragePrefix } from '@svc/engine-host';
-import { createView, readJson, writeJson } from '@svc/storage';
+import { createView, readJson, writeJson, type Transaction } from '@svc/storage';
 import {
   associationKey,
   CONNECTION_FIELDS,
+  currentStatus,
   defaultGranularity,
   DESTINATION_TYPES,
   destinationId,
@@ -14,9 +15,12 @@ import {
   markAssociated,
   nameFields,
   obfuscated,
+  PROVIDER_CALL_DEADLINE_MS,
   providerSecretName,
   queueFirstSync,
+  queueKey,
   queueRemoval,
+  readEntry,
   SecretNameError,
   SYNC_KEYS,
   SyncRecords,
@@ -29,8 +33,11 @@ import type { Core } from '../core';
 import type { MountEntry } from '../mounts/mount-table';
 import { normalizeMountPath } from '../mounts/mount-table';
 
-/** How long `set` and `remove` wait for the sync worker's first outcome before answering with the status as it stands. */
-const FIRST_SYNC_WAIT_MS = 10_000;
+/**
+ * How long `set` and `remove` wait for the sync worker's first outcome before answering with the
+ * status as it stands: long enough for a provider that does not answer to be recorded as such.
+ */
+const FIRST_SYNC_WAIT_MS = PROVIDER_CALL_DEADLINE_MS + 5_000;
 const FIRST_SYNC_POLL_MS = 25;
 
 const OPTION_FIELDS: FieldMap = {
@@ -69,7 +76,19 @@ export function syncPaths(core: Core): PathDeclaration[] {
     if (!destination) throw ServiceError.notFound(`destination ${destinationId(type, name)} does not exist`);
     return destination;
   };
-  const associationsOf = (type: string, name: string) => records.associations(type, name);
+  /** The association's status as it reads: SYNCED only once the provider holds the secret's latest version (currentStatus). */
+  const asItStands = async (tx: Transaction, destination: string, association: Association): Promise<Association> => {
+    const queued = await readEntry(tx, `${mountStoragePrefix({ uuid: association.mount_uuid })}${queueKey(association.secret_name)}`);
+    return { ...association, sync_status: currentStatus(association.sync_status, queued, destination) };
+  };
+  const associationsOf = async (type: string, name: string): Promise<AssociationMap> => {
+    const recorded = Object.entries(await records.associations(type, name));
+    return root.transaction(async (tx) => {
+      const current: AssociationMap = {};
+      for (const [key, association] of recorded) current[key] = await asItStands(tx, destinationId(type, name), association);
+      return current;
+    });
+  };
 
   const describeDestination = (destination: Destination): Response => ({
     data: {
@@ -278,11 +297,15 @@ export function syncPaths(core: Core): PathDeclaration[] {
     const mountPath = normalizeMountPath(mountParam);
     const secretName = secretParam.replace(/^\/+|\/+$/g, '');
     const mount = core.namespaceOf(req).secretMounts.get(mountPath);
-    const destinations: Record<string, unknown> = {};
-    for (const { type, name, association } of await records.allAssociations()) {
-      if (!mount || association.mount_uuid !== mount.uuid || association.secret_name !== secretName) continue;
-      destinations[destinationId(type, name)] = { type, name, sync_status: association.sync_status, updated_at: association.updated_at, ...(association.last_error ? { error: association.last_error } : {}) };
-    }
+    const linked = (await records.allAssociations()).filter(({ association }) => mount && association.mount_uuid === mount.uuid && association.secret_name === secretName);
+    const destinations = await root.transaction(async (tx) => {
+      const found: Record<string, unknown> = {};
+      for (const { type, name, association: recorded } of linked) {
+        const association = await asItStands(tx, destinationId(type, name), recorded);
+        found[destinationId(type, name)] = { type, name, sync_status: association.sync_status, updated_at: association.updated_at, ...(association.last_error ? { error: association.last_error } : {}) };
+      }
+      return found;
+    });
     return { data: { associated_destinations: destinations } };
   };
 
@@ -373,7 +396,7 @@ export function syncPaths(core: Core): PathDeclaration[] {
       synopsis: 'Reads the destinations a secret is associated with (for names containing "/").',
       fields: ASSOCIATION_FIELDS,
       operations: {
-        read: { summary: 'Read the destinations of a secret.', forwardQuery: true, handler: async (req, fields) => destinationsOfSecret(req, fields.get<string>('mount'), fields.get<string>('secret_name')) },
+        read: { summary: 'Read the destinations of a secret.', forwardQuery: true, handler: async (req, fields) => destinationsOfSecret(req, requiredQuery(fields, 'mount'), requiredQuery(fields, 'secret_name')) },
       },
     },
     {
@@ -384,6 +407,13 @@ export function syncPaths(core: Core): PathDeclaration[] {
       },
     },
   ];
+}
+
+/** A query parameter a read cannot do without (the framework checks required fields on writes only). */
+function requiredQuery(fields: FieldData, name: string): string {
+  const value = fields.get<string | undefined>(name);
+  if (value === undefined || value === '') throw ServiceError.badRequest(`missing required field "${name}"`);
+  return value;
 }
 
 /** The provider name of a secret for a destination; throws SecretNameError when the template or the name is unusable. */

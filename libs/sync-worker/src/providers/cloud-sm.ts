@@ -13,7 +13,9 @@ interface AwsFault {
 /**
  * cloud-sm destinations: the provider's secrets manager. A new name is created with the managed
  * tag; an existing one gets a new version. Deletion is immediate (no recovery window), so the name
- * can be used again at once; a name that is not there is already deleted.
+ * can be used again at once; a name that is not there is already deleted. The request handler's
+ * own timeouts are not used: past `requestTimeout` it only logs a warning unless told to throw;
+ * the operation's signal ends each request instead.
  */
 export async function cloudSecretsManager(details: Record<string, unknown>, tags: Record<string, string>, endpoint: string | undefined): Promise<SecretStore> {
   sdk ??= import('@aws-sdk/client-secrets-manager');
@@ -23,7 +25,6 @@ export async function cloudSecretsManager(details: Record<string, unknown>, tags
     credentials: cloudCredentials(details.access_key_id as string | undefined, details.secret_access_key as string | undefined),
     endpoint: endpoint || undefined,
     maxAttempts: 1,
-    requestHandler: { connectionTimeout: 2_000, requestTimeout: 10_000 },
   });
   const failure = (err: unknown) => {
     const fault = (err ?? {}) as AwsFault;
@@ -31,21 +32,21 @@ export async function cloudSecretsManager(details: Record<string, unknown>, tags
   };
   const Tags = [{ Key: MANAGED_TAG.key, Value: MANAGED_TAG.value }, ...Object.entries(tags).map(([Key, Value]) => ({ Key, Value }))];
   return {
-    async upsert(name, value) {
+    async upsert(name, value, abortSignal) {
       try {
-        await client.send(new SM.CreateSecretCommand({ Name: name, SecretString: value, Tags }));
+        await client.send(new SM.CreateSecretCommand({ Name: name, SecretString: value, Tags }), { abortSignal });
       } catch (err) {
         if ((err as AwsFault).name !== 'ResourceExistsException') throw failure(err);
         try {
-          await client.send(new SM.PutSecretValueCommand({ SecretId: name, SecretString: value }));
+          await client.send(new SM.PutSecretValueCommand({ SecretId: name, SecretString: value }), { abortSignal });
         } catch (putErr) {
           throw failure(putErr);
         }
       }
     },
-    async remove(name) {
+    async remove(name, abortSignal) {
       try {
-        await client.send(new SM.DeleteSecretCommand({ SecretId: name, ForceDeleteWithoutRecovery: true }));
+        await client.send(new SM.DeleteSecretCommand({ SecretId: name, ForceDeleteWithoutRecovery: true }), { abortSignal });
       } catch (err) {
         if ((err as AwsFault).name !== 'ResourceNotFoundException') throw failure(err);
       }

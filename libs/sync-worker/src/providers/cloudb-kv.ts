@@ -1,5 +1,6 @@
 import type * as Identity from '@azure/identity';
 import type * as KeyVaultSecrets from '@azure/keyvault-secrets';
+import { PROVIDER_CALL_DEADLINE_MS } from '@svc/sync-model';
 import { MANAGED_TAG, providerFailure, withoutSecrets, type SecretStore } from './secret-store';
 
 let modules: Promise<[typeof Identity, typeof KeyVaultSecrets]> | undefined;
@@ -24,6 +25,21 @@ interface AzureFault {
  */
 const REFUSED_CREDENTIALS = /\b(invalid_client|unauthorized_client|invalid_request|invalid_scope|invalid_tenant|invalid_grant)\b|AADSTS\d+/;
 
+type PipelinePolicy = NonNullable<Identity.ClientSecretCredentialOptions['additionalPolicies']>[number]['policy'];
+
+/**
+ * The identity library asks the directory for tokens without the caller's abort signal, so a
+ * directory that never answers would hold the operation forever: each of its requests gets the
+ * provider call deadline of its own.
+ */
+const directoryDeadline: PipelinePolicy = {
+  name: 'directoryDeadline',
+  sendRequest: (request, next) => {
+    request.timeout = PROVIDER_CALL_DEADLINE_MS;
+    return next(request);
+  },
+};
+
 /**
  * cloudb-kv destinations: a key vault's secrets, reached with the app registration's client
  * credentials. Each write adds a version and sets the tags (the managed tag and `custom_tags`).
@@ -41,6 +57,7 @@ export async function cloudbKeyVault(details: Record<string, unknown>, tags: Rec
     authorityHost: authorityOverride || AUTHORITY_HOSTS[String(details.cloud || 'cloud')],
     disableInstanceDiscovery: Boolean(authorityOverride),
     retryOptions: { maxRetries: 0 },
+    additionalPolicies: [{ policy: directoryDeadline, position: 'perCall' }],
   });
   const client = new keyVault.SecretClient(String(details.key_vault_uri ?? ''), credential, {
     disableChallengeResourceVerification: Boolean(authorityOverride),
@@ -57,28 +74,28 @@ export async function cloudbKeyVault(details: Record<string, unknown>, tags: Rec
   const deletedButRecoverable = (err: unknown) => status(err) === 409 && /deleted but recoverable/i.test((err as AzureFault).message ?? '');
 
   return {
-    async upsert(name, value) {
+    async upsert(name, value, abortSignal) {
       try {
         try {
-          await client.setSecret(name, value, { tags: managedTags });
+          await client.setSecret(name, value, { tags: managedTags, abortSignal });
         } catch (err) {
           if (!deletedButRecoverable(err)) throw err;
-          await (await client.beginRecoverDeletedSecret(name)).pollUntilDone();
-          await client.setSecret(name, value, { tags: managedTags });
+          await (await client.beginRecoverDeletedSecret(name, { abortSignal })).pollUntilDone({ abortSignal });
+          await client.setSecret(name, value, { tags: managedTags, abortSignal });
         }
       } catch (err) {
         throw failure(err);
       }
     },
-    async remove(name) {
+    async remove(name, abortSignal) {
       try {
-        await (await client.beginDeleteSecret(name)).pollUntilDone();
+        await (await client.beginDeleteSecret(name, { abortSignal })).pollUntilDone({ abortSignal });
       } catch (err) {
         // Not live: never written, or deleted before (and maybe not purged, which is retried below).
         if (status(err) !== 404) throw failure(err);
       }
       try {
-        await client.purgeDeletedSecret(name);
+        await client.purgeDeletedSecret(name, { abortSignal });
       } catch (err) {
         // 404: already purged; 403: purge protection (or no purge permission) keeps it recoverable.
         if (status(err) !== 404 && status(err) !== 403) throw failure(err);

@@ -1,10 +1,23 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type * as SecretManager from '@google-cloud/secret-manager';
 import { parseServiceAccount, type ServiceAccountKey } from '@svc/sync-model';
 import { MANAGED_TAG, ProviderError, providerFailure, withoutSecrets, type SecretStore } from './secret-store';
 
 let sdk: Promise<typeof SecretManager> | undefined;
 
-const CALL_OPTIONS = { timeout: 10_000, maxRetries: 0 };
+const CALL_OPTIONS = { maxRetries: 0 };
+
+/**
+ * The signal of the operation under way. The library's REST transport takes no signal per call
+ * (and does not apply the `timeout` call option), so its requests go through `fetchUnderSignal`,
+ * which finds the signal in the async context the operation runs its calls in.
+ */
+const operationSignal = new AsyncLocalStorage<AbortSignal>();
+
+const fetchUnderSignal: typeof fetch = (input, init) => {
+  const signals = [init?.signal, operationSignal.getStore()].filter((signal) => signal instanceof AbortSignal);
+  return fetch(input, { ...init, signal: AbortSignal.any(signals) });
+};
 
 interface GoogleFault {
   /** The HTTP status the REST transport got. */
@@ -50,6 +63,7 @@ export async function cloudcSecretManager(details: Record<string, unknown>, tags
     credentials: { client_email: account.client_email, private_key: account.private_key, private_key_id: account.private_key_id },
     projectId: project,
     fallback: true,
+    clientOptions: { transporterOptions: { fetchImplementation: fetchUnderSignal } },
     ...(api && { apiEndpoint: api.hostname, port: Number(api.port || (api.protocol === 'https:' ? 443 : 80)), protocol: api.protocol.slice(0, -1) }),
   });
   const failure = (err: unknown) => {
@@ -61,23 +75,25 @@ export async function cloudcSecretManager(details: Record<string, unknown>, tags
   const labels = { [MANAGED_TAG.key]: MANAGED_TAG.value, ...tags };
 
   return {
-    async upsert(name, value) {
-      try {
-        await client.createSecret({ parent: client.projectPath(project), secretId: name, secret: { replication: { automatic: {} }, labels } }, CALL_OPTIONS).catch((err: unknown) => {
-          if (status(err) !== 409) throw err;
-        });
-        await client.addSecretVersion({ parent: secretPath(name), payload: { data: Buffer.from(value, 'utf8') } }, CALL_OPTIONS);
-      } catch (err) {
-        throw failure(err);
-      }
-    },
-    async remove(name) {
-      try {
-        await client.deleteSecret({ name: secretPath(name) }, CALL_OPTIONS);
-      } catch (err) {
-        if (status(err) !== 404) throw failure(err);
-      }
-    },
+    upsert: (name, value, signal) =>
+      operationSignal.run(signal, async () => {
+        try {
+          await client.createSecret({ parent: client.projectPath(project), secretId: name, secret: { replication: { automatic: {} }, labels } }, CALL_OPTIONS).catch((err: unknown) => {
+            if (status(err) !== 409) throw err;
+          });
+          await client.addSecretVersion({ parent: secretPath(name), payload: { data: Buffer.from(value, 'utf8') } }, CALL_OPTIONS);
+        } catch (err) {
+          throw failure(err);
+        }
+      }),
+    remove: (name, signal) =>
+      operationSignal.run(signal, async () => {
+        try {
+          await client.deleteSecret({ name: secretPath(name) }, CALL_OPTIONS);
+        } catch (err) {
+          if (status(err) !== 404) throw failure(err);
+        }
+      }),
     close: () => void client.close(),
   };
 }

@@ -32,15 +32,15 @@ export async function codehostActionsSecrets(details: Record<string, unknown>, e
   const token = String(details.access_token ?? '');
   const owner = String(details.repository_owner ?? '');
   const repo = String(details.repository_name ?? '');
-  const client = new OctokitClass({ auth: token, baseUrl: endpoint || DEFAULT_API, request: { retries: 0, timeout: 10_000 } });
+  const client = new OctokitClass({ auth: token, baseUrl: endpoint || DEFAULT_API, request: { retries: 0 } });
   const failure = (err: unknown) => {
     const fault = (err ?? {}) as RequestFault;
     return providerFailure(fault.status, withoutSecrets(fault.message ?? 'request failed', [token]));
   };
   return {
-    async upsert(name, value) {
+    async upsert(name, value, signal) {
       try {
-        const { data: key } = await client.rest.actions.getRepoPublicKey({ owner, repo });
+        const { data: key } = await client.rest.actions.getRepoPublicKey({ owner, repo, request: { signal } });
         const sealed = sodium.crypto_box_seal(sodium.from_string(value), sodium.from_base64(key.key, sodium.base64_variants.ORIGINAL));
         await client.rest.actions.createOrUpdateRepoSecret({
           owner,
@@ -48,14 +48,15 @@ export async function codehostActionsSecrets(details: Record<string, unknown>, e
           secret_name: name,
           encrypted_value: sodium.to_base64(sealed, sodium.base64_variants.ORIGINAL),
           key_id: key.key_id,
+          request: { signal },
         });
       } catch (err) {
         throw failure(err);
       }
     },
-    async remove(name) {
+    async remove(name, signal) {
       try {
-        await client.rest.actions.deleteRepoSecret({ owner, repo, secret_name: name });
+        await client.rest.actions.deleteRepoSecret({ owner, repo, secret_name: name, request: { signal } });
       } catch (err) {
         if ((err as RequestFault).status !== 404) throw failure(err);
       }

@@ -1,11 +1,13 @@
 /**
  * What the sync worker needs of a provider: write a value under a name (creating the secret,
  * marked as managed by this service, or adding a version) and delete a name (already gone is
- * success). Failures are ProviderErrors that say whose fault they are.
+ * success). Failures are ProviderErrors that say whose fault they are. `signal` bounds every
+ * request the operation makes (its deadline, or the worker stopping): when it fires, the
+ * requests under way are cancelled, connecting included, and the operation fails.
  */
 export interface SecretStore {
-  upsert(name: string, value: string): Promise<void>;
-  remove(name: string): Promise<void>;
+  upsert(name: string, value: string, signal: AbortSignal): Promise<void>;
+  remove(name: string, signal: AbortSignal): Promise<void>;
   close(): void;
 }
 

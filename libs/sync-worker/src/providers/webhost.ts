@@ -1,7 +1,6 @@
 import { ProviderError, providerFailure, withoutSecrets, type SecretStore } from './secret-store';
 
 const DEFAULT_API = 'https://api.vercel.com';
-const TIMEOUT_MS = 10_000;
 
 interface EnvironmentVariable {
   id: string;
@@ -24,19 +23,21 @@ export function webhostEnvironment(details: Record<string, unknown>, endpoint: s
     const params = new URLSearchParams({ ...query, ...(teamId ? { teamId } : {}) }).toString();
     return `${base}${path}${params ? `?${params}` : ''}`;
   };
-  const call = async (method: string, target: string, body?: unknown): Promise<unknown> => {
+  const call = async (signal: AbortSignal, method: string, target: string, body?: unknown): Promise<unknown> => {
     let response: Response;
+    let text: string;
     try {
       response = await fetch(target, {
         method,
         headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(TIMEOUT_MS),
+        signal,
       });
+      // The body too arrives under the signal: a provider that stalls mid-answer is cut off as well.
+      text = await response.text();
     } catch (err) {
       throw providerFailure(undefined, withoutSecrets((err as Error).message, [token]));
     }
-    const text = await response.text();
     if (!response.ok) {
       const message = (() => {
         try {
@@ -51,14 +52,14 @@ export function webhostEnvironment(details: Record<string, unknown>, endpoint: s
     return text ? (JSON.parse(text) as unknown) : undefined;
   };
   return {
-    async upsert(name, value) {
-      await call('POST', url(`/v10/projects/${project}/env`, { upsert: 'true' }), { key: name, value, type: 'encrypted', target: targets });
+    async upsert(name, value, signal) {
+      await call(signal, 'POST', url(`/v10/projects/${project}/env`, { upsert: 'true' }), { key: name, value, type: 'encrypted', target: targets });
     },
-    async remove(name) {
-      const listed = (await call('GET', url(`/v9/projects/${project}/env`))) as { envs?: EnvironmentVariable[] } | undefined;
+    async remove(name, signal) {
+      const listed = (await call(signal, 'GET', url(`/v9/projects/${project}/env`))) as { envs?: EnvironmentVariable[] } | undefined;
       for (const variable of listed?.envs?.filter((env) => env.key === name) ?? []) {
         try {
-          await call('DELETE', url(`/v9/projects/${project}/env/${encodeURIComponent(variable.id)}`));
+          await call(signal, 'DELETE', url(`/v9/projects/${project}/env/${encodeURIComponent(variable.id)}`));
         } catch (err) {
           // Deleted meanwhile by someone else: what was asked for is done.
           if (!(err instanceof ProviderError && err.status === 404)) throw err;
