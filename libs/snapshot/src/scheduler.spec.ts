@@ -1,20 +1,16 @@
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readdirSync } from 'node:fs';
 import pino from 'pino';
 import { MemoryLockManager } from '@svc/locks';
 import { Barrier, CachedPhysical, createView, InmemPhysical, Keyring } from '@svc/storage';
+import { temporaryDirectoryPerTest } from '@svc/testing';
 import { checkConfig, CONFIG_PREFIX } from './config';
 import { SnapshotScheduler } from './scheduler';
 
 describe('SnapshotScheduler', () => {
-  let dir: string;
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'svc-scheduler-'));
-  });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  const directory = temporaryDirectoryPerTest('svc-scheduler-');
 
   it('two gateway workers, each reading through its own cache of one store, take one snapshot per interval', async () => {
+    const dir = directory();
     const shared = new InmemPhysical();
     const keyring = Keyring.generate();
     const locks = new MemoryLockManager();

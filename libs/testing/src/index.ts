@@ -14,3 +14,4 @@ export * from './transit-seal-provider';
 export * from './softhsm';
 export * from './stores';
 export * from './replication-clusters';
+export * from './temporary-directory';
