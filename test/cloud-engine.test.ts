@@ -7,7 +7,8 @@
  */
 import { CloudBackend } from '@svc/engine-cloud';
 import type { MountInfo, Request } from '@svc/framework';
-import type { StorageView } from '@svc/storage';
+import { MemoryLockManager } from '@svc/locks';
+import { CachedPhysical, InmemPhysical, Keyring, type StorageView } from '@svc/storage';
 import { engineContext, engineRequest, mountStorage, testMount } from '@svc/testing';
 import { startIamStsEmulator, type IamStsEmulator } from './emulators/aws/iam-sts';
 
@@ -42,16 +43,16 @@ describe('cloud-credential engine, in process', () => {
     return { ...engineRequest(mount, operation, path, data), caller: { tokenAccessor: 'a', policies: ['root'], entityId: '', displayName: 'root', namespace: '', meta: {} } };
   }
 
-  function handle(operation: Request['operation'], path: string, data: Record<string, unknown> = {}) {
-    return backend.handle(request(operation, path, data));
+  function handle(operation: Request['operation'], path: string, data: Record<string, unknown> = {}, on: CloudBackend = backend) {
+    return on.handle(request(operation, path, data));
   }
 
-  /** Runs the periodic work as if `minutes` had passed. */
-  async function periodicAfter(minutes: number): Promise<void> {
+  /** Runs the periodic work (of `on`, by default the test's backend) as if `minutes` had passed. */
+  async function periodicAfter(minutes: number, on: CloudBackend = backend): Promise<void> {
     const now = Date.now();
     const clock = jest.spyOn(Date, 'now').mockReturnValue(now + minutes * 60_000);
     try {
-      await backend.periodic();
+      await on.periodic();
     } finally {
       clock.mockRestore();
     }
@@ -115,5 +116,31 @@ describe('cloud-credential engine, in process', () => {
     expect((await handle('read', 'static-creds/deployer'))!.data!.access_key).toBe(second);
     await periodicAfter(61);
     expect((await handle('read', 'static-creds/deployer'))!.data!.access_key).not.toBe(second);
+  });
+
+  test('two gateway workers, each reading through its own cache of one store, rotate a due static role once and agree on its key', async () => {
+    const shared = new InmemPhysical();
+    const keyring = Keyring.generate();
+    const locks = new MemoryLockManager();
+    const workers = [0, 1].map(() => new CloudBackend(mount, engineContext({ storage: mountStorage(mount, new CachedPhysical(shared), keyring), locks })));
+    try {
+      emulator.state.createUser('deployer');
+      await handle('update', 'config/root', rootConfig, workers[0]);
+      await handle('create', 'static-roles/deployer', { username: 'deployer', rotation_period: '10m' }, workers[0]);
+      // The second worker caches the role as created.
+      const first = (await handle('read', 'static-creds/deployer', {}, workers[1]))!.data!.access_key;
+      const created = () => emulator.state.calls.filter((action) => action === 'CreateAccessKey').length;
+      expect(created()).toBe(1);
+
+      await periodicAfter(11, workers[0]);
+      await periodicAfter(11, workers[1]);
+      expect(created()).toBe(2);
+      const [current] = emulator.state.keysOf('deployer').map((key) => key.id).filter((id) => id !== first);
+      // A new period through the second worker keeps the key the first one rotated to.
+      await handle('update', 'static-roles/deployer', { rotation_period: '1h' }, workers[1]);
+      expect((await handle('read', 'static-creds/deployer', {}, workers[0]))!.data!.access_key).toBe(current);
+    } finally {
+      await Promise.all(workers.map((worker) => worker.cleanup()));
+    }
   });
 });

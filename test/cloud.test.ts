@@ -7,10 +7,9 @@
  * that fails or is gone, and the service gone.
  */
 import { randomBytes } from 'node:crypto';
-import { GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
 import { ANSWER_TIMEOUT_MS } from '@svc/cloud-provider';
 import { api, closedPort, eventually, initAndUnseal, startSilentListener, startTopology, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
-import { ACCOUNT_ID, startIamStsEmulator, type IamStsEmulator } from './emulators/aws/iam-sts';
+import { ACCOUNT_ID, callerOf, startIamStsEmulator, type IamStsEmulator } from './emulators/aws/iam-sts';
 
 interface Issued {
   status: number;
@@ -94,20 +93,8 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('cloud-credential eng
   }
 
   /** Who the emulator says the credentials belong to: proof that they authenticate. */
-  async function callerOf(issued: Pick<Issued, 'accessKey' | 'secretKey' | 'securityToken'>): Promise<string> {
-    const sts = new STSClient({
-      endpoint: emulator.url,
-      region: 'us-east-1',
-      maxAttempts: 1,
-      credentials: { accessKeyId: issued.accessKey, secretAccessKey: issued.secretKey, sessionToken: issued.securityToken ?? undefined },
-    });
-    try {
-      return (await sts.send(new GetCallerIdentityCommand({}))).Arn ?? '';
-    } catch (err) {
-      return (err as Error).name;
-    } finally {
-      sts.destroy();
-    }
+  function callerOfIssued(issued: Pick<Issued, 'accessKey' | 'secretKey' | 'securityToken'>): Promise<string> {
+    return callerOf(emulator, { accessKeyId: issued.accessKey, secretAccessKey: issued.secretKey, sessionToken: issued.securityToken ?? undefined });
   }
 
   /** Users other than the root user: what the engine has left at the provider. */
@@ -138,7 +125,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('cloud-credential eng
     const creds = await issue('GET', 'cloud/creds/app');
     expect(creds).toMatchObject({ status: 200, securityToken: null, leaseDuration: 1800, renewable: true });
     expect(creds.leaseId).toMatch(/^cloud\/creds\/app\//);
-    expect(await callerOf(creds)).toBe(creds.arn);
+    expect(await callerOfIssued(creds)).toBe(creds.arn);
     const username = userOfArn(creds.arn);
     expect(username).toMatch(/^svc-root-app-\d{10}-[A-Za-z0-9]{20}$/);
     const user = emulator.state.user(username);
@@ -158,7 +145,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('cloud-credential eng
     expect((await api(url, 'PUT', '/v1/sys/leases/revoke', { token: rootToken, body: { lease_id: creds.leaseId } })).status).toBe(204);
     expect(emulator.state.users.has(username)).toBe(false);
     expect(emulator.state.keysOf(username)).toEqual([]);
-    expect(await callerOf(creds)).toBe('InvalidClientTokenId');
+    expect(await callerOfIssued(creds)).toBe('InvalidClientTokenId');
   });
 
   test('an iam_user lease that expires deletes its user', async () => {
@@ -184,7 +171,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('cloud-credential eng
     const creds = await issue('POST', 'cloud/sts/assume', { role_arn: reader.arn, role_session_name: 'alice smith/ops' });
     expect(creds).toMatchObject({ status: 200, leaseDuration: 1200, renewable: false, arn: `arn:aws:sts::${ACCOUNT_ID}:assumed-role/reader/alice_smith_ops` });
     expect(creds.securityToken).toEqual(expect.any(String));
-    expect(await callerOf(creds)).toBe(creds.arn);
+    expect(await callerOfIssued(creds)).toBe(creds.arn);
     const renew = await api(url, 'PUT', '/v1/sys/leases/renew', { token: rootToken, body: { lease_id: creds.leaseId } });
     expect(renew.status).toBe(400);
 
@@ -192,7 +179,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('cloud-credential eng
     const viaCreds = await issue('GET', `cloud/creds/assume?role_arn=${encodeURIComponent(writer.arn)}&ttl=15m`);
     expect(viaCreds).toMatchObject({ status: 200, leaseDuration: 900 });
     expect(userOfArn(viaCreds.arn)).toMatch(/^svc-\d{10}-[A-Za-z0-9]{17}$/);
-    expect(await callerOf(viaCreds)).toBe(viaCreds.arn);
+    expect(await callerOfIssued(viaCreds)).toBe(viaCreds.arn);
 
     const tooLong = await issue('POST', 'cloud/sts/assume', { role_arn: reader.arn, ttl: '2h' });
     expect(tooLong.status).toBe(400);
@@ -207,7 +194,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('cloud-credential eng
     const creds = await issue('POST', 'cloud/sts/fed', { ttl: 900 });
     expect(creds).toMatchObject({ status: 200, leaseDuration: 900, renewable: false });
     expect(creds.arn).toMatch(new RegExp(`^arn:aws:sts::${ACCOUNT_ID}:federated-user/svc-\\d{10}-`));
-    expect(await callerOf(creds)).toBe(creds.arn);
+    expect(await callerOfIssued(creds)).toBe(creds.arn);
     const session = emulator.state.sessions.get(creds.accessKey)!;
     expect(JSON.parse(session.policy!)).toEqual({ Version: '2012-10-17', Statement: [POLICY.Statement[0], { Effect: 'Allow', Action: 'cloudtrail:LookupEvents', Resource: '*' }] });
     expect(session.policyArns).toEqual([READ_ONLY]);
@@ -224,7 +211,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('cloud-credential eng
     await writeRole('legacy-user', { policy: JSON.stringify(POLICY) });
     expect((await call('GET', 'cloud/roles/legacy-user')).body.data).toMatchObject({ credential_types: ['iam_user'], policy_document: JSON.stringify(POLICY) });
     const legacyUser = await issue('GET', 'cloud/creds/legacy-user');
-    expect(await callerOf(legacyUser)).toBe(legacyUser.arn);
+    expect(await callerOfIssued(legacyUser)).toBe(legacyUser.arn);
     expect((await call('PUT', 'sys/leases/revoke', { lease_id: legacyUser.leaseId })).status).toBe(204);
     expect((await issue('GET', 'cloud/sts/legacy-user')).status).toBe(400);
 
@@ -258,14 +245,14 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('cloud-credential eng
     const newKey = String(rotated.body.data.access_key);
     expect(newKey).not.toBe(rootKey.id);
     expect(rotated.text).not.toContain(emulator.state.accessKeys.get(newKey)!.secret);
-    expect(await callerOf({ accessKey: rootKey.id, secretKey: rootKey.secret, securityToken: null })).toBe('InvalidClientTokenId');
+    expect(await callerOfIssued({ accessKey: rootKey.id, secretKey: rootKey.secret, securityToken: null })).toBe('InvalidClientTokenId');
     expect(emulator.state.keysOf('svc-root').map((key) => key.id)).toEqual([newKey]);
     rootKey = { id: newKey, secret: emulator.state.accessKeys.get(newKey)!.secret };
     secrets.add(rootKey.secret);
     expect((await call('GET', 'cloud/config/root')).body.data.access_key).toBe(newKey);
     // The engine goes on with the new key.
     const creds = await issue('GET', 'cloud/creds/app');
-    expect(await callerOf(creds)).toBe(creds.arn);
+    expect(await callerOfIssued(creds)).toBe(creds.arn);
     expect((await call('PUT', 'sys/leases/revoke', { lease_id: creds.leaseId })).status).toBe(204);
 
     const extra = emulator.state.createAccessKey('svc-root');
@@ -293,7 +280,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('cloud-credential eng
     secrets.add(String(staticCreds.body.data.secret_key));
     const current = { accessKey: String(staticCreds.body.data.access_key), secretKey: String(staticCreds.body.data.secret_key), securityToken: null };
     expect(keys).toContain(current.accessKey);
-    expect(await callerOf(current)).toBe(emulator.state.user(name).arn);
+    expect(await callerOfIssued(current)).toBe(emulator.state.user(name).arn);
     expect((await call('GET', `cloud/static-roles/${name}`)).body.data).toEqual({ name, username: name, rotation_period: 86400 });
     expect((await call('LIST', 'cloud/static-roles')).body.data.keys).toContain(name);
 

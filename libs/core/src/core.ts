@@ -30,7 +30,7 @@ import {
 import { REPLICATION_STORAGE_PREFIX, Replication, type ForwardCall, type MountRef } from '@svc/replication';
 import { DEFAULT_SHIPPER_LIMITS } from '@svc/replication-log';
 import { createSnapshot, openSnapshot, type SnapshotFile } from '@svc/snapshot';
-import { Barrier, CachedPhysical, createView, type Keyring, type Physical, type StorageView } from '@svc/storage';
+import { Barrier, CachedPhysical, createView, readJson, writeJson, type Keyring, type Physical, type StorageView } from '@svc/storage';
 import { SYSTEM_MOUNT } from './mounts/system-mount';
 import { describeRequestError } from './http/request-errors';
 import { ReplicaSync } from './cluster/replica-sync';
@@ -57,6 +57,10 @@ import { RequestHandler } from './request/request-handler';
 import { decodeForwardedRequest, encodeForwardedReply, forwardingDispatcher } from './request/forwarding';
 
 const PERIODIC_INTERVAL_MS = 60_000;
+/** Barrier key of when the cluster's last pass of the periodic functions started, whichever replica ran it. */
+const PERIODIC_PASS_KEY = 'core/periodic-pass';
+/** A replica's timer may fire a moment before a minute has passed since another replica's pass: it still runs the next one. */
+const PERIODIC_TIMER_SLACK_MS = 1_000;
 /** The lease whose holder, among the replication services of a cluster, owns its replication. */
 const REPLICATION_LEASE = 'replication-owner';
 /** How long the lease outlives its holder's last renewal: a standby takes over within it. */
@@ -744,7 +748,9 @@ export class Core {
     this.opened = true;
     this.activeSince = new Date();
     if (!announce) return;
-    this.periodic ??= setInterval(() => void this.runPeriodicFunctions(), PERIODIC_INTERVAL_MS).unref();
+    this.periodic ??= setInterval(() => {
+      this.runPeriodicFunctions().catch((err: unknown) => this.logger.warn({ err: describeRequestError(err) }, 'periodic pass failed (taking its lock, recording it, or telling the other replicas of its changes); the next one tries again'));
+    }, PERIODIC_INTERVAL_MS).unref();
     this.leases.start();
     await this.distributor.publish(keyring);
     this.logger.info({ term: keyring.activeTerm }, 'unsealed');
@@ -1169,17 +1175,23 @@ export class Core {
   }
 
   /**
-   * Calls every mount's periodic function (rotations, tidy), as Vault's core does once a minute.
-   * The lock makes exactly one gateway replica do it; a mount's failure does not stop the others.
+   * Calls every mount's periodic function (rotations, tidy), as Vault's core does once a minute:
+   * once a minute for the whole cluster, however many replicas' timers fire. Under the lock the
+   * replica reads when the last pass started from storage itself and records its own before it
+   * runs, so the replica that takes the lock next skips until a minute has passed. A mount's
+   * failure does not stop the others.
    */
   async runPeriodicFunctions(): Promise<void> {
     // A DR secondary's data is its primary's: rotations and tidying happen there.
     if (this.replication.isDrSecondary) return;
     await this.options.locks.withLock('core-periodic', PERIODIC_INTERVAL_MS, async () => {
+      if (!(await this.claimPeriodicPass())) return;
+      let mounts = 0;
       for (const { mount } of this.namespaces.all().flatMap((namespace) => namespace.allMounts())) {
         if (mount.type === 'system' || (!mount.external && !this.engines.forMount(mount))) continue;
         // Rotations and tidies write the mount's storage: where it is replicated, the primary's run comes back here.
         if (!this.barrier.canWrite(mountStoragePrefix(mount))) continue;
+        mounts++;
         const reply = await this.dispatch({
           kind: 'periodic',
           requestId: randomUUID(),
@@ -1192,6 +1204,22 @@ export class Core {
         }).catch((err: unknown) => ({ ok: false as const, kind: 'internal' as const, errors: [describeRequestError(err).type] }));
         if (!reply.ok) this.logger.warn({ mount: mount.path, kind: reply.kind, errors: reply.errors }, 'periodic function failed');
       }
+      this.logger.info({ mounts }, 'periodic functions ran');
+    });
+    // Outside any request: the other replicas drop what they cached of the keys the pass changed
+    // (a rotated static role's key) now, not when this replica next serves a request.
+    if (this.replicas.hasPending) await this.replicas.flush();
+  }
+
+  /** Whether the periodic pass is due by what storage holds; if so, records that this one starts now. */
+  private claimPeriodicPass(): Promise<boolean> {
+    return this.barrier.transaction(async (tx) => {
+      await tx.lock(PERIODIC_PASS_KEY);
+      const last = await readJson<{ started: string }>(tx, PERIODIC_PASS_KEY);
+      const now = Date.now();
+      if (last && now < Date.parse(last.started) + PERIODIC_INTERVAL_MS - PERIODIC_TIMER_SLACK_MS) return false;
+      await writeJson(tx, PERIODIC_PASS_KEY, { started: new Date(now).toISOString() });
+      return true;
     });
   }
 

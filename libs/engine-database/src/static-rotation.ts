@@ -8,7 +8,7 @@
 import type { MountInfo } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import type { LockManager } from '@svc/locks';
-import type { StorageView } from '@svc/storage';
+import { readJson, writeJson, type StorageView } from '@svc/storage';
 import type { Logger } from 'pino';
 import { checkRoleAllowed, type ConnectionRegistry } from './connections';
 import { issueCredential } from './credentials';
@@ -80,7 +80,8 @@ export class StaticRotations {
 
   private async rotateLocked(name: string, mode: Mode, fence = 0): Promise<StaticRoleRecord | undefined> {
     const { storage } = this.deps;
-    const role = mode.kind === 'create' ? mode.role : await STATIC_ROLES.get(storage, name);
+    // From storage itself: this process's read cache may not hold another replica's rotation yet.
+    const role = mode.kind === 'create' ? mode.role : await STATIC_ROLES.getStored(storage, name);
     if (!role) return undefined;
     const now = new Date();
     if (mode.kind === 'due') {
@@ -126,9 +127,13 @@ export class StaticRotations {
       last_rotation_error: undefined,
     };
     // Fencing: if a later lock holder already stored its rotation (ours outlived its lock), it wins.
-    const stored = await STATIC_ROLES.get(storage, name);
-    if (stored && stored.fence > fence) return stored;
-    await STATIC_ROLES.put(storage, name, rotated);
-    return rotated;
+    const key = STATIC_ROLES.keyOf(name);
+    return storage.transaction(async (tx) => {
+      await tx.lock(key);
+      const stored = await readJson<StaticRoleRecord>(tx, key);
+      if (stored && stored.fence > fence) return stored;
+      await writeJson(tx, key, rotated);
+      return rotated;
+    });
   }
 }

@@ -35,8 +35,8 @@ export const transitBackendFactory: BackendFactory = (mount: MountInfo, context:
         const stored = await keys.readStored(storage, name);
         if (!stored || !rotationDue(stored, Date.now())) continue;
         await context.locks.withLock(`transit/${mount.uuid}/rotate/${name}`, ROTATION_LOCK_TTL_MS, async () => {
-          // Re-check under the lock: another replica may have rotated it meanwhile.
-          const current = await keys.readStored(storage, name);
+          // Re-check under the lock, from storage: another replica may have rotated it meanwhile.
+          const current = await keys.readFromStorage(storage, name);
           if (current && rotationDue(current, Date.now())) await rotateKey(keys, storage, name);
         });
       } catch (err) {

@@ -155,9 +155,19 @@ export class KeyStore {
     this.cache.delete(name);
   }
 
-  /** The stored key read directly, bypassing the cache (background rotation). */
+  /** The stored key read directly, bypassing this store's cache of keys. */
   async readStored(storage: StorageView, name: string): Promise<StoredKey | null> {
     const value = await storage.get(policyPath(name));
+    return value ? parseStored(value) : null;
+  }
+
+  /**
+   * The key as storage itself holds it, past every cache (this store's and a read cache below the
+   * barrier, which may not hold another replica's latest write yet): what a rotation under the
+   * key's lock decides on.
+   */
+  async readFromStorage(storage: StorageView, name: string): Promise<StoredKey | null> {
+    const value = await storage.transaction((tx) => tx.get(policyPath(name)));
     return value ? parseStored(value) : null;
   }
 

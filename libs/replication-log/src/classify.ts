@@ -21,6 +21,7 @@ export const LOCAL_PREFIXES: readonly LocalPrefix[] = [
   { prefix: 'core/snapshot-auto/', why: 'automated snapshots are configured and scheduled per cluster' },
   { prefix: 'core/snapshot-restored', why: "the marker of a restore of this cluster's storage" },
   { prefix: 'core/plugin-reload', why: "a reload request to this cluster's processes" },
+  { prefix: 'core/periodic-pass', why: "when this cluster's processes last ran the periodic functions" },
 ];
 
 /**

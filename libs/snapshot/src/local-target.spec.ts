@@ -1,18 +1,15 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { temporaryDirectoryPerTest } from '@svc/testing';
 import type { SnapshotFile } from './archive';
 import { checkConfig } from './config';
 import { createTarget } from './targets';
 
 describe('local snapshot target', () => {
-  let dir: string;
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'svc-local-target-'));
-  });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  const directory = temporaryDirectoryPerTest('svc-local-target-');
 
   it('removes the partial copy an interrupted run of its configuration left, and nothing else', async () => {
+    const dir = directory();
     const target = await createTarget(checkConfig({ interval: 60, path_prefix: dir, storage_type: 'local', local_max_space: 1_000_000, file_prefix: 'app' }));
     const archive = join(dir, 'source');
     writeFileSync(archive, 'archive bytes');

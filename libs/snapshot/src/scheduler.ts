@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { LockManager, Lock } from '@svc/locks';
 import type { Counter, Gauge, Metrics } from '@svc/metrics';
-import { createView, type Barrier, type Physical, type StorageView } from '@svc/storage';
+import { createView, readJson, readStoredJson, writeJson, type Barrier, type Physical, type StorageView } from '@svc/storage';
 import { createSnapshot } from './archive';
 import { CONFIG_PREFIX, NO_STATUS, STATUS_PREFIX, type SnapshotConfig, type SnapshotStatus } from './config';
 import { createTarget, snapshotName, snapshotsNewestFirst } from './targets';
@@ -14,6 +14,12 @@ const LOCK_TTL_MS = 30_000;
 /** The stored status: what `status/:name` shows, and the fencing token of the run that wrote it. */
 interface StoredStatus extends SnapshotStatus {
   fencing_token: number;
+}
+
+/** A configuration whose run is due, with the status its last run recorded (none before the first). */
+interface DueRun {
+  config: SnapshotConfig;
+  status: StoredStatus | null;
 }
 
 export interface SchedulerOptions {
@@ -88,30 +94,39 @@ export class SnapshotScheduler {
     return createView(this.options.barrier, '');
   }
 
-  private async isDue(name: string): Promise<SnapshotConfig | undefined> {
-    const config = await this.view().getJSON<SnapshotConfig>(CONFIG_PREFIX + name);
+  /**
+   * The configuration and its status when it is due. Outside the lock a cached read is enough to
+   * pass over what is not due; under it, `stored` reads storage itself (this process's read cache
+   * may not hold another replica's latest run yet), so a run just made elsewhere is not repeated.
+   */
+  private async due(name: string, stored = false): Promise<DueRun | undefined> {
+    const read = <T>(key: string) => (stored ? readStoredJson<T>(this.view(), key) : this.view().getJSON<T>(key));
+    const config = await read<SnapshotConfig>(CONFIG_PREFIX + name);
     if (!config) return undefined;
-    const status = await this.view().getJSON<StoredStatus>(STATUS_PREFIX + name);
+    const status = await read<StoredStatus>(STATUS_PREFIX + name);
     const last = status ? Date.parse(status.snapshot_start) : Number.NEGATIVE_INFINITY;
-    return this.now().getTime() >= last + config.interval * 1000 ? config : undefined;
+    return this.now().getTime() >= last + config.interval * 1000 ? { config, status } : undefined;
   }
 
   private async runIfDue(name: string): Promise<void> {
-    if (!(await this.isDue(name))) return;
+    if (!(await this.due(name))) return;
     await this.options.locks.withLock(`snapshot-auto-${name}`, LOCK_TTL_MS, async (lock) => {
       // Another replica may have run it between the check above and taking the lock.
-      const config = await this.isDue(name);
-      if (config) await this.run(name, config, lock);
+      const due = await this.due(name, true);
+      if (due) await this.run(name, due, lock);
     });
   }
 
-  private async run(name: string, config: SnapshotConfig, lock: Lock): Promise<void> {
+  private async run(name: string, { config, status }: DueRun, lock: Lock): Promise<void> {
     const started = this.now();
     const fileName = snapshotName(config, started);
     const target = await createTarget(config);
     const url = target.url(fileName);
-    const previous = (await this.view().getJSON<StoredStatus>(STATUS_PREFIX + name)) ?? { ...NO_STATUS, fencing_token: 0 };
-    await this.record(name, lock, { ...previous, snapshot_start: started.toISOString(), snapshot_url: url });
+    // Refused when a later holder of the lock has recorded a run (this one outlived its lock): that one counts.
+    if (!(await this.record(name, lock, { ...(status ?? NO_STATUS), snapshot_start: started.toISOString(), snapshot_url: url }))) {
+      target.close();
+      return;
+    }
     this.options.logger.info({ config: name, url }, 'automated snapshot started');
     let error = '';
     try {
@@ -142,18 +157,17 @@ export class SnapshotScheduler {
     });
   }
 
-  /** Stores the status unless a newer holder of the lock (a later fencing token) already has. */
-  private async record(name: string, lock: Lock, status: SnapshotStatus): Promise<void> {
+  /** Stores the status unless a newer holder of the lock (a later fencing token) already has; answers whether it did. */
+  private record(name: string, lock: Lock, status: SnapshotStatus): Promise<boolean> {
     const key = STATUS_PREFIX + name;
-    await this.view().transaction(async (tx) => {
+    return this.view().transaction(async (tx) => {
       await tx.lock(key);
-      const stored = await tx.get(key);
-      const current = stored ? (JSON.parse(stored.toString('utf8')) as StoredStatus) : undefined;
-      if (current && current.fencing_token > lock.fencingToken) return;
+      const current = await readJson<StoredStatus>(tx, key);
+      if (current && current.fencing_token > lock.fencingToken) return false;
       // The configuration may have been deleted meanwhile: its status goes with it.
-      if (!(await tx.get(CONFIG_PREFIX + name))) return;
-      const next: StoredStatus = { ...status, fencing_token: lock.fencingToken };
-      await tx.put(key, Buffer.from(JSON.stringify(next), 'utf8'));
+      if (!(await tx.get(CONFIG_PREFIX + name))) return false;
+      await writeJson(tx, key, { ...status, fencing_token: lock.fencingToken } satisfies StoredStatus);
+      return true;
     });
   }
 }

@@ -10,7 +10,7 @@ export { createView } from './view';
 export { RecordStore } from './record-store';
 export { CachedPhysical } from './cache';
 export { InvalidationEpoch } from './invalidation-epoch';
-export { frozenJsonDecoder, jsonBytes, readFrozenJson, readJson, utf8Text, writeJson, type Frozen } from './json-records';
+export { frozenJsonDecoder, jsonBytes, readFrozenJson, readJson, readStoredJson, utf8Text, writeJson, type Frozen } from './json-records';
 export { storeTables } from './sql/statements';
 export { BusPhysical, PhysicalServer } from './bus-physical';
 export { MeteredPhysical } from './metered';

@@ -1,9 +1,18 @@
-import type { KeyValueStore, SharedDecoder, StorageView } from './types';
+import type { KeyValueStore, SharedDecoder, StorageView, TransactionalStore } from './types';
 
 /** JSON records over any store, including a transaction (which has no getJSON/putJSON). */
 export async function readJson<T>(store: KeyValueStore, key: string): Promise<T | null> {
   const value = await store.get(key);
   return value === null ? null : (JSON.parse(value.toString('utf8')) as T);
+}
+
+/**
+ * A JSON record read from storage itself, never from a read cache (a transaction's reads bypass
+ * it): for a decision under a lock that another process's write may have changed, such as whether
+ * periodic work is still due.
+ */
+export function readStoredJson<T>(store: TransactionalStore, key: string): Promise<T | null> {
+  return store.transaction((tx) => readJson<T>(tx, key));
 }
 
 /** A value as a JSON record's bytes. */

@@ -15,3 +15,4 @@ export * from './softhsm';
 export * from './stores';
 export * from './replication-clusters';
 export * from './raw-http';
+export * from './temporary-directory';

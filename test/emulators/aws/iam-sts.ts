@@ -10,6 +10,7 @@
  * provider error into the next calls of one action.
  */
 import { randomBytes, randomInt, randomUUID } from 'node:crypto';
+import { GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { verifySigV4, type SigningSecret } from './sigv4';
@@ -111,6 +112,8 @@ export class IamState {
   readonly sessions = new Map<string, StsSession>();
   /** Every action the emulator served or refused, in order: what the provider saw. */
   readonly calls: string[] = [];
+  /** The same calls with when each came and the user it named, for tests that count calls per user over time. */
+  readonly timedCalls: { action: string; userName?: string; at: number }[] = [];
 
   createUser(name: string, options: { path?: string; permissionsBoundary?: string } = {}): IamUser {
     if (!/^[\w+=,.@-]{1,64}$/.test(name)) throw new EmulatorError(400, 'ValidationError', `1 validation error detected: Value '${name}' at 'userName' failed to satisfy constraint: Member must have length less than or equal to 64 and match [\\w+=,.@-]+`);
@@ -543,7 +546,10 @@ export async function startIamStsEmulator(options: { region?: string; recordCall
     const form = new URLSearchParams(body.toString('utf8'));
     for (const [key, value] of new URL(req.url ?? '/', 'http://emulator').searchParams) if (!key.startsWith('X-Amz-')) form.append(key, value);
     const action = form.get('Action') ?? '';
-    if (recordCalls) state.calls.push(action);
+    if (recordCalls) {
+      state.calls.push(action);
+      state.timedCalls.push({ action, userName: form.get('UserName') ?? undefined, at: Date.now() });
+    }
     const verified = await verifySigV4({ method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body }, (id) => state.signingSecret(id), new Date(Date.now() + emulator.clockOffsetMs));
     if (!verified.ok) return fail(res, new EmulatorError(verified.status, verified.code, verified.message));
     const service = verified.service;
@@ -586,4 +592,16 @@ export async function startIamStsEmulator(options: { region?: string; recordCall
       }),
   };
   return emulator;
+}
+
+/** Whom the emulator takes these credentials for (their ARN), or the error it refuses them with: proof that they work. */
+export async function callerOf(emulator: IamStsEmulator, credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string }): Promise<string> {
+  const sts = new STSClient({ endpoint: emulator.url, region: emulator.region, maxAttempts: 1, credentials });
+  try {
+    return (await sts.send(new GetCallerIdentityCommand({}))).Arn ?? '';
+  } catch (err) {
+    return (err as Error).name;
+  } finally {
+    sts.destroy();
+  }
 }

@@ -9,12 +9,16 @@ import { createRoleTag, taggedRole, verifyRoleTag } from '../role-tags';
 const encodeTag = (tag: string) => Buffer.from(tag).toString('base64url');
 const decodeTag = (key: string) => Buffer.from(key, 'base64url').toString('utf8');
 
-/** Removes the entries whose expiration passed more than `safetyBuffer` seconds ago. */
+/**
+ * Removes the entries whose expiration passed more than `safetyBuffer` seconds ago. One that looks
+ * expired is read again from storage itself before it goes: a login through another replica may
+ * have renewed it since this process's read cache took its copy.
+ */
 async function tidy(storage: StorageView, store: RecordStore<{ expiration_time: string }>, safetyBuffer: number, now = Date.now()): Promise<number> {
+  const expired = (entry: { expiration_time: string } | null) => entry !== null && Date.parse(entry.expiration_time) + safetyBuffer * 1000 < now;
   let removed = 0;
   for (const key of await store.list(storage)) {
-    const entry = await store.get(storage, key);
-    if (entry && Date.parse(entry.expiration_time) + safetyBuffer * 1000 < now) {
+    if (expired(await store.get(storage, key)) && expired(await store.getStored(storage, key))) {
       await store.delete(storage, key);
       removed++;
     }

@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { ServiceError } from '@svc/http';
 import { MemoryLockManager } from '@svc/locks';
-import { createView, InmemPhysical } from '@svc/storage';
+import { CachedPhysical, createView, InmemPhysical } from '@svc/storage';
 import { ExpirationManager } from './expiration';
 import type { LeaseEntry } from './lease';
 
@@ -70,5 +70,20 @@ describe('ExpirationManager', () => {
     // Forced or not, an engine that agrees revokes.
     await manager.revokeKey(ExpirationManager.key(NAMESPACE, 'database/creds/app2/b1'), true);
     expect(revoked).toEqual(['database/creds/app2/b1']);
+  });
+
+  it('a lease another replica revoked is not revoked again by one whose read cache still holds it', async () => {
+    const shared = new InmemPhysical();
+    const locks = new MemoryLockManager();
+    const logger = pino({ level: 'silent' });
+    const revoker = async (entry: LeaseEntry) => void revoked.push(entry.leaseId);
+    const [first, second] = [0, 1].map(() => new ExpirationManager(createView(new CachedPhysical(shared), 'sys/expire/'), locks, revoker, logger));
+    const id = 'database/creds/app/cached';
+    await first.put(NAMESPACE, lease(id));
+    // The second replica reads the lease (a lookup) and keeps it in its cache.
+    expect(await second.get(NAMESPACE, id)).not.toBeNull();
+    await first.revokeKey(ExpirationManager.key(NAMESPACE, id));
+    await second.revokeKey(ExpirationManager.key(NAMESPACE, id));
+    expect(revoked).toEqual([id]);
   });
 });

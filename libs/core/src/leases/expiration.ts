@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ServiceError } from '@svc/http';
 import type { Lock, LockManager } from '@svc/locks';
-import type { StorageView } from '@svc/storage';
+import { readStoredJson, type StorageView } from '@svc/storage';
 import { nowSeconds } from '../tokens/token-store';
 import type { LeaseEntry } from './lease';
 
@@ -143,11 +143,16 @@ export class ExpirationManager {
   /**
    * Revokes now: the engine (or token store) first, then the entry. A refusal stays on the lease
    * and is thrown; with `force` (revoke-force, the operator's last resort) it is logged and the
-   * lease removed all the same, as Vault does.
+   * lease removed all the same, as Vault does. The lease is read from storage itself: this
+   * process's read cache may still hold one another replica has revoked.
    */
   async revokeKey(key: string, force = false): Promise<void> {
-    const entry = await this.readKey(key);
-    if (!entry) return;
+    const entry = await readStoredJson<LeaseEntry>(this.storage, key);
+    if (entry) await this.revokeEntry(key, entry, force);
+    else this.due?.delete(key);
+  }
+
+  private async revokeEntry(key: string, entry: LeaseEntry, force = false): Promise<void> {
     try {
       await this.revoker(entry);
     } catch (err) {
@@ -209,7 +214,9 @@ export class ExpirationManager {
       const now = nowSeconds();
       for (const [key, due] of [...this.due]) {
         if (due > now) continue;
-        await this.revokeKey(key).catch((err: unknown) =>
+        // Revocations can outlast the lock's TTL: each one starts only while the lock is still ours.
+        if (!(await this.lock?.renew(LOCK_TTL_MS))) return await this.releaseLock();
+        await this.revokeIfDue(key, now).catch((err: unknown) =>
           this.logger.warn({ lease: key.slice(ID.length), error: revocationError(err) }, 'lease revocation failed; will retry'),
         );
       }
@@ -218,6 +225,17 @@ export class ExpirationManager {
     } finally {
       this.running = false;
     }
+  }
+
+  /**
+   * Revokes a lease the schedule says is due, if storage agrees: it may have been revoked, or
+   * renewed, through another replica whose change has not reached this one's schedule yet.
+   */
+  private async revokeIfDue(key: string, now: number): Promise<void> {
+    const entry = await readStoredJson<LeaseEntry>(this.storage, key);
+    if (!entry) this.due?.delete(key);
+    else if (dueTime(entry) > now) this.due?.set(key, dueTime(entry));
+    else await this.revokeEntry(key, entry);
   }
 
   /** Takes or keeps the expiry lock; losing it drops the in-memory schedule. */

@@ -52,36 +52,50 @@ async function rotate(engine: CloudEngine, storage: StorageView, name: string, r
   return rotated;
 }
 
+/** The role's lock, taken by every change of a static role: one replica at a time rotates or rewrites it. */
 function withRoleLock<T>(engine: CloudEngine, name: string, fn: () => Promise<T>): Promise<T | null> {
   return engine.context.locks.withLock(`cloud/${engine.mount.uuid}/static-role/${name}`, LOCK_TTL_MS, fn);
 }
 
-async function writeStaticRole(engine: CloudEngine, fields: FieldData): Promise<undefined> {
-  const name = fields.params.name;
-  const stored = await STATIC_ROLES.get(engine.storage, name);
-  const username = fields.has('username') ? fields.get<string>('username') : stored?.username;
-  if (!username) throw ServiceError.badRequest('missing required field "username"');
-  if (stored && username !== stored.username) throw ServiceError.badRequest(`field "username": static role "${name}" rotates ${stored.username}; delete it to change the user`);
-  const period = fields.has('rotation_period') ? fields.get<number>('rotation_period') : stored?.rotation_period;
-  if (period === undefined) throw ServiceError.badRequest('missing required field "rotation_period"');
-  if (period < MIN_ROTATION_PERIOD) throw ServiceError.badRequest('field "rotation_period": must be at least 1 minute');
-  if (stored) {
-    const next = fields.has('rotation_period') ? new Date(Date.now() + period * 1000).toISOString() : stored.next_rotation;
-    await STATIC_ROLES.put(engine.storage, name, { ...stored, rotation_period: period, next_rotation: next });
-    return undefined;
-  }
-  const role: StaticRoleRecord = { username, user_id: '', rotation_period: period, access_key: '', secret_key: '', last_rotation: '', next_rotation: '' };
-  const rotated = await withRoleLock(engine, name, () => rotate(engine, engine.storage, name, role));
-  if (rotated === null) throw ServiceError.conflict(`static role "${name}" is being written by another request; try again`);
-  return undefined;
+/**
+ * Runs `fn` under the role's lock on the role as storage holds it: a read cache of this process
+ * may not have another replica's latest rotation yet, and a change made from a stale copy would
+ * rotate again or put back a key that no longer works. Another holder of the lock is a 409.
+ */
+async function changeStaticRole<T>(engine: CloudEngine, name: string, fn: (stored: StaticRoleRecord | null) => Promise<T>): Promise<T> {
+  const changed = await withRoleLock(engine, name, async () => ({ result: await fn(await STATIC_ROLES.getStored(engine.storage, name)) }));
+  if (changed === null) throw ServiceError.conflict(`static role "${name}" is being changed by another request or rotated; try again`);
+  return changed.result;
 }
 
-/** Rotates every static role whose time has come: the backend's periodic work. */
+async function writeStaticRole(engine: CloudEngine, fields: FieldData): Promise<undefined> {
+  const name = fields.params.name;
+  return changeStaticRole(engine, name, async (stored) => {
+    const username = fields.has('username') ? fields.get<string>('username') : stored?.username;
+    if (!username) throw ServiceError.badRequest('missing required field "username"');
+    if (stored && username !== stored.username) throw ServiceError.badRequest(`field "username": static role "${name}" rotates ${stored.username}; delete it to change the user`);
+    const period = fields.has('rotation_period') ? fields.get<number>('rotation_period') : stored?.rotation_period;
+    if (period === undefined) throw ServiceError.badRequest('missing required field "rotation_period"');
+    if (period < MIN_ROTATION_PERIOD) throw ServiceError.badRequest('field "rotation_period": must be at least 1 minute');
+    if (stored) {
+      const next = fields.has('rotation_period') ? new Date(Date.now() + period * 1000).toISOString() : stored.next_rotation;
+      await STATIC_ROLES.put(engine.storage, name, { ...stored, rotation_period: period, next_rotation: next });
+    } else {
+      await rotate(engine, engine.storage, name, { username, user_id: '', rotation_period: period, access_key: '', secret_key: '', last_rotation: '', next_rotation: '' });
+    }
+    return undefined;
+  });
+}
+
+/**
+ * Rotates every static role whose time has come: the backend's periodic work. A role is due by
+ * what storage holds under its lock, and its rotation is stored before the lock goes, so a replica
+ * that takes the lock next sees it and leaves the role alone until its next due time.
+ */
 export async function rotateDueStaticRoles(engine: CloudEngine, storage: StorageView): Promise<void> {
   for (const name of await STATIC_ROLES.list(storage)) {
     await withRoleLock(engine, name, async () => {
-      // Read again under the lock: another replica may have rotated it meanwhile.
-      const role = await STATIC_ROLES.get(storage, name);
+      const role = await STATIC_ROLES.getStored(storage, name);
       if (!role || Date.parse(role.next_rotation) > Date.now()) return;
       await rotate(engine, storage, name, role).catch((err: unknown) => {
         engine.context.logger.warn({ mount: engine.mount.path, role: name, error: err instanceof ServiceError ? err.message : 'internal error' }, 'static role rotation failed; it will be retried');
@@ -110,16 +124,16 @@ export function staticRolePaths(engine: CloudEngine): PathDeclaration[] {
         update: { summary: 'Update a static role; a new rotation_period counts from now.', handler: (_req, fields) => writeStaticRole(engine, fields) },
         delete: {
           summary: 'Delete a static role and the access key it made. The user stays: remove it yourself.',
-          handler: async (_req, fields) => {
-            const role = await STATIC_ROLES.get(engine.storage, fields.params.name);
-            if (!role) return undefined;
-            const { iam, IAM, secrets } = await engine.clients();
-            await callProvider(`delete the access key of ${role.username}`, secrets, () =>
-              unlessGone(iam.send(new IAM.DeleteAccessKeyCommand({ UserName: role.username, AccessKeyId: role.access_key }))),
-            );
-            await STATIC_ROLES.delete(engine.storage, fields.params.name);
-            return undefined;
-          },
+          handler: (_req, fields) =>
+            changeStaticRole(engine, fields.params.name, async (role) => {
+              if (!role) return undefined;
+              const { iam, IAM, secrets } = await engine.clients();
+              await callProvider(`delete the access key of ${role.username}`, secrets, () =>
+                unlessGone(iam.send(new IAM.DeleteAccessKeyCommand({ UserName: role.username, AccessKeyId: role.access_key }))),
+              );
+              await STATIC_ROLES.delete(engine.storage, fields.params.name);
+              return undefined;
+            }),
         },
       },
     },
