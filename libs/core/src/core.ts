@@ -1186,12 +1186,14 @@ export class Core {
     if (this.replication.isDrSecondary) return;
     await this.options.locks.withLock('core-periodic', PERIODIC_INTERVAL_MS, async () => {
       if (!(await this.claimPeriodicPass())) return;
-      let mounts = 0;
-      for (const { mount } of this.namespaces.all().flatMap((namespace) => namespace.allMounts())) {
-        if (mount.type === 'system' || (!mount.external && !this.engines.forMount(mount))) continue;
+      const mounts = this.namespaces
+        .all()
+        .flatMap((namespace) => namespace.allMounts())
+        .map(({ mount }) => mount)
         // Rotations and tidies write the mount's storage: where it is replicated, the primary's run comes back here.
-        if (!this.barrier.canWrite(mountStoragePrefix(mount))) continue;
-        mounts++;
+        .filter((mount) => mount.type !== 'system' && (mount.external || this.engines.forMount(mount)) && this.barrier.canWrite(mountStoragePrefix(mount)));
+      // Side by side: a mount whose provider is slow to answer (within its deadline) delays no other mount's rotations.
+      await Promise.all(mounts.map(async (mount) => {
         const reply = await this.dispatch({
           kind: 'periodic',
           requestId: randomUUID(),
@@ -1203,8 +1205,8 @@ export class Core {
           capabilities: ['root'],
         }).catch((err: unknown) => ({ ok: false as const, kind: 'internal' as const, errors: [describeRequestError(err).type] }));
         if (!reply.ok) this.logger.warn({ mount: mount.path, kind: reply.kind, errors: reply.errors }, 'periodic function failed');
-      }
-      this.logger.info({ mounts }, 'periodic functions ran');
+      }));
+      this.logger.info({ mounts: mounts.length }, 'periodic functions ran');
     });
     // Outside any request: the other replicas drop what they cached of the keys the pass changed
     // (a rotated static role's key) now, not when this replica next serves a request.

@@ -99,4 +99,16 @@ describe('ReplicaSync', () => {
       [early, newcomer].forEach((sync) => sync.stop());
     }
   });
+
+  it('propagates a write no request flushes (background work) on its own', async () => {
+    const { writer, applied, release, stop } = await twoReplicas();
+    try {
+      release();
+      writer.noteWrite('written by lease expiry');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(applied).toEqual([['written by lease expiry']]);
+    } finally {
+      stop();
+    }
+  });
 });

@@ -15,6 +15,8 @@ const PEER_FENCED_AFTER_MS = CONTACT_WINDOW_MS + HEARTBEAT_MS + 500;
 const CONTACT_WAIT_MS = 1_000;
 /** How long a replica still in contact is waited for, at most, before it is taken for gone. */
 const MEMBER_ANSWER_LIMIT_MS = 30_000;
+/** How soon a write no request propagates is propagated on its own. */
+const BACKGROUND_FLUSH_MS = 10;
 /** Invalidations applied (or being applied), remembered so a message received twice is applied once. */
 const REMEMBERED_NONCES = 1_024;
 
@@ -69,6 +71,7 @@ export class ReplicaSync {
    */
   private applying: Promise<void> = Promise.resolve();
   private heartbeat?: NodeJS.Timeout;
+  private backgroundFlush?: NodeJS.Timeout;
   private heartbeatSeq = 0;
   private readonly heartbeatSentAt = new Map<number, number>();
   /** When the newest heartbeat that came back to us left. */
@@ -111,6 +114,7 @@ export class ReplicaSync {
 
   stop(): void {
     clearInterval(this.heartbeat);
+    clearTimeout(this.backgroundFlush);
     this.stopConnectionWatch?.();
     this.subscriptions.splice(0).forEach((s) => s.unsubscribe());
   }
@@ -144,9 +148,18 @@ export class ReplicaSync {
     if (!regained || !this.inContact) throw ServiceError.unavailable(LOST_CONTACT_MESSAGE);
   }
 
-  /** Barrier write listener; on a bus no other replica can be on, there is no one to tell. */
+  /**
+   * Barrier write listener; on a bus no other replica can be on, there is no one to tell. A write
+   * that no request propagates (background work: lease expiry, a snapshot's status, a rotation) is
+   * propagated shortly after on its own; a request's own flush usually comes first.
+   */
   noteWrite(key: string): void {
-    if (!this.bus.alone && this.watched(key)) this.pending.add(key);
+    if (this.bus.alone || !this.watched(key)) return;
+    this.pending.add(key);
+    this.backgroundFlush ??= setTimeout(() => {
+      this.backgroundFlush = undefined;
+      if (this.pending.size > 0) this.flush().catch(() => undefined);
+    }, BACKGROUND_FLUSH_MS).unref();
   }
 
   /** Whether a change waits to be propagated, or is being propagated (the common request changes nothing). */
