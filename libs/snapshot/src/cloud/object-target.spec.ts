@@ -1,6 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { checkConfig, type SnapshotConfig } from '../config';
 import { createTarget } from '../targets';
+import { withTimeout, writeTimeoutMs } from './object-target';
 
 const NAME = 'service-snapshot-1795462916734000000.snap';
 const urlOf = async (config: Partial<SnapshotConfig>) => {
@@ -40,5 +41,15 @@ describe('cloud snapshot targets: the status URL of a snapshot', () => {
     const privateKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
     const key = JSON.stringify({ type: 'service_account', client_email: 'sa@project.iam.gserviceaccount.com', private_key: privateKey, private_key_id: 'k1', project_id: 'project' });
     expect(await urlOf({ storage_type: 'cloudc-bucket', path_prefix: 'cluster/', cloudc_bucket: 'vault-backups', cloudc_service_account_key: key })).toBe(`gs://vault-backups/cluster/${NAME}`);
+  });
+});
+
+describe('a write deadline', () => {
+  it('is whole milliseconds for any size, which AbortSignal.timeout requires', async () => {
+    for (const bytes of [0, 1, 1500, 3 * 1024 * 1024 + 7]) {
+      const ms = writeTimeoutMs(bytes);
+      expect(Number.isInteger(ms)).toBe(true);
+      await expect(withTimeout('upload', ms, async () => 'done')).resolves.toBe('done');
+    }
   });
 });

@@ -11,7 +11,8 @@ export const TARGET_CALL_TIMEOUT_MS = 10_000;
 
 /** How long a write of `bytes` may take in all. */
 export function writeTimeoutMs(bytes: number): number {
-  return TARGET_CALL_TIMEOUT_MS * (1 + bytes / (1024 * 1024));
+  // Whole milliseconds: AbortSignal.timeout refuses a fraction.
+  return Math.ceil(TARGET_CALL_TIMEOUT_MS * (1 + bytes / (1024 * 1024)));
 }
 
 /** Runs a call that stops at `signal`; when the time is up, the error says which call ran out of time, and how long it had. */
