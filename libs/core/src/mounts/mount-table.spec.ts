@@ -21,12 +21,24 @@ describe('MountTable', () => {
     expect(await paths('mounts')).toEqual(['shared/']);
     expect(await paths('local-mounts')).toEqual(['here/']);
 
+    // Changes are made in transactions (under the table's lock): the keys they write.
     const written: string[] = [];
-    const put = physical.put.bind(physical);
-    jest.spyOn(physical, 'put').mockImplementation(async (key, value) => {
-      written.push(key);
-      await put(key, value);
-    });
+    const transaction = physical.transaction.bind(physical);
+    jest.spyOn(physical, 'transaction').mockImplementation((change) =>
+      transaction((tx) =>
+        change({
+          get: (key) => tx.get(key),
+          list: (prefix) => tx.list(prefix),
+          lock: (key) => tx.lock(key),
+          delete: (key) => tx.delete(key),
+          putMeta: (name, value) => tx.putMeta(name, value),
+          put: async (key, value) => {
+            written.push(key);
+            await tx.put(key, value);
+          },
+        }),
+      ),
+    );
     await table.remount('here', 'there');
     await table.tune('shared', { description: 'tuned' }, DEFAULTS);
     expect(written).toEqual(['core/local-mounts', 'core/mounts']);
@@ -37,6 +49,17 @@ describe('MountTable', () => {
       ['shared/', false, 'tuned'],
       ['there/', true, ''],
     ]);
+  });
+
+  it('keeps what two processes change at once: each change is made to the table as storage holds it', async () => {
+    const [first, second] = [new MountTable(core, 'secret', ''), new MountTable(core, 'secret', '')];
+    await Promise.all([first.load(), second.load()]);
+    await Promise.all([first.mount({ path: 'one', type: 'kv' }, DEFAULTS), second.mount({ path: 'two', type: 'kv' }, DEFAULTS), first.mount({ path: 'three', type: 'kv' }, DEFAULTS)]);
+    expect((await paths('mounts')).sort()).toEqual(['one/', 'three/', 'two/']);
+    // The second never loaded "one", and still removes it, and refuses a path the first took.
+    await second.unmount('one');
+    await expect(second.mount({ path: 'three', type: 'kv' }, DEFAULTS)).rejects.toThrow('path is already in use at three/');
+    expect((await paths('mounts')).sort()).toEqual(['three/', 'two/']);
   });
 
   it('matches a path to the mount it falls under, the longest even in a table stored with nested mounts', async () => {
