@@ -7,7 +7,8 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { DATABASE_TIMEOUT_MS } from '@svc/engine-database';
-import { api, closedPort, eventually, initAndUnseal, startSilentListener, startTopology, withPostgres, type ApiBody, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
+import { api, closedPort, eventually, initAndUnseal, REDIS_ADDRESS, startSilentListener, startTopology, withPostgres, type ApiBody, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
+import { startStallingProxy } from './emulators/stalling-proxy';
 import { mariadb, postgres, postgresRole, type TestDatabase } from './database-servers';
 
 interface Creds {
@@ -96,6 +97,30 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('database engine, %s'
     const validUntil = (await postgresRole(user))!.validUntil!.getTime();
     expect(Math.abs(validUntil - (Date.now() + secondsFromNow * 1000))).toBeLessThan(CLOCK_SLACK_MS);
   }
+
+  test('a Redis server that stops answering on an open connection: creds answer 502 within the deadline, and work again after', async () => {
+    const proxy = await startStallingProxy(`tcp://${REDIS_ADDRESS}`);
+    try {
+      const name = `redis-${randomBytes(3).toString('hex')}`;
+      const { port } = new URL(proxy.url);
+      expect((await call('POST', `database/config/${name}`, { plugin_name: 'redis-database-plugin', host: '127.0.0.1', port: Number(port), allowed_roles: '*' })).status).toBe(204);
+      await writeRole(`database/roles/${name}`, { db_name: name, creation_statements: ['["~svc-e2e:*", "+get"]'], default_ttl: '5m' });
+      expect((await readCreds(`database/creds/${name}`)).status).toBe(200);
+      proxy.stall();
+      const started = Date.now();
+      const stalled = await readCreds(`database/creds/${name}`);
+      expect(stalled.status).toBe(502);
+      expect(stalled.errors.join(' ')).toMatch(/timed out|timeout/i);
+      // The creation's statements, then the clean-up of what they may have done, each within the deadline.
+      expect(Date.now() - started).toBeLessThan(3 * DATABASE_TIMEOUT_MS);
+      proxy.resume();
+      expect((await readCreds(`database/creds/${name}`)).status).toBe(200);
+      // The users it made go with their leases.
+      expect((await api(url, 'PUT', `/v1/sys/leases/revoke-prefix/database/creds/${name}`, { token: rootToken })).status).toBe(204);
+    } finally {
+      await proxy.close();
+    }
+  });
 
   describe.each<TestDatabase>([postgres, mariadb])('$name', (db) => {
     test('a connection is verified when written: a bad password or URL fails with the database message and no secret', async () => {
@@ -246,6 +271,27 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('database engine, %s'
         expect(silent.accepted()).toBeGreaterThanOrEqual(1);
       } finally {
         await silent.close();
+      }
+    });
+
+    test('a database that stops answering on an open connection: creds answer 502 within the deadline', async () => {
+      const server = /127\.0\.0\.1:(5432|3306)/;
+      const direct = String(db.connection.connection_url);
+      const proxy = await startStallingProxy(`tcp://${server.exec(direct)![0]}`);
+      try {
+        const through = direct.replace(server, new URL(proxy.url).host);
+        const { name } = await connect(db, { connection_url: through, max_open_connections: 1 });
+        await writeRole(`database/roles/${db.name}-stalled`, { db_name: name, creation_statements: db.createStatements });
+        expect((await readCreds(`database/creds/${db.name}-stalled`)).status).toBe(200);
+        proxy.stall();
+        const started = Date.now();
+        const stalled = await readCreds(`database/creds/${db.name}-stalled`);
+        expect(stalled.status).toBe(502);
+        expect(stalled.errors.join(' ')).toMatch(/timeout|timed out/i);
+        // The creation's statements, then the clean-up of what they may have done, each within the deadline.
+        expect(Date.now() - started).toBeLessThan(3 * DATABASE_TIMEOUT_MS);
+      } finally {
+        await proxy.close();
       }
     });
 

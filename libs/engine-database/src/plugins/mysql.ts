@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import { createPool, type Pool, type PoolOptions } from 'mysql2/promise';
+import { createPool, type Pool, type PoolConnection, type PoolOptions, type QueryOptions } from 'mysql2/promise';
 import { DATABASE_TIMEOUT_MS, InvalidSettingsError, type ConnectionSettings, type PluginDefinition, type UpdateUserRequest } from './plugin';
 import { SqlPlugin, sqlPluginDefinition } from './sql-plugin';
 import { renderConnectionUrl, renderStatements, sqlTimestamp } from './sql-statements';
@@ -46,6 +46,11 @@ export function mysqlConnectionOptions(url: string, decode: boolean): PoolOption
   };
 }
 
+/** A statement with the plugins' deadline: one the database does not answer fails (mysql2 then closes that connection). */
+function bounded(sql: string, values?: unknown[]): QueryOptions {
+  return { sql, values, timeout: DATABASE_TIMEOUT_MS };
+}
+
 class MysqlPlugin extends SqlPlugin<Pool> {
   constructor(settings: ConnectionSettings) {
     const url = renderConnectionUrl(String(settings.details.connection_url ?? ''), settings.username, settings.password, settings.disableEscaping);
@@ -63,22 +68,45 @@ class MysqlPlugin extends SqlPlugin<Pool> {
 
   /** MySQL commits DDL as it goes, so statements run in order on one connection without a transaction. */
   async run(statements: string[]): Promise<void> {
+    await this.onConnection(async (connection) => {
+      for (const statement of statements) await connection.query(bounded(statement));
+    });
+  }
+
+  override async verify(): Promise<void> {
+    await this.query('SELECT 1');
+  }
+
+  /**
+   * Uses one pooled connection. After a failure it is closed rather than given back: mysql2's pool
+   * would go on counting a connection whose statement timed out as in use, and once every one had,
+   * wait for a free one for ever.
+   */
+  private async onConnection<T>(use: (connection: PoolConnection) => Promise<T>): Promise<T> {
     const connection = await this.pool.getConnection();
+    let result: T;
     try {
-      for (const statement of statements) await connection.query(statement);
-    } finally {
-      connection.release();
+      result = await use(connection);
+    } catch (err) {
+      connection.destroy();
+      throw err;
     }
+    connection.release();
+    return result;
+  }
+
+  private query(sql: string, values?: unknown[]): Promise<unknown> {
+    return this.onConnection(async (connection) => (await connection.query(bounded(sql, values)))[0]);
   }
 
   /** Every host the user is defined for: the defaults act on all of them. */
   private async hostsOf(username: string): Promise<string[]> {
-    const [rows] = await this.pool.query('SELECT Host AS host FROM mysql.user WHERE User = ?', [username]);
-    return (rows as Array<{ host: string }>).map((row) => row.host);
+    const rows = (await this.query('SELECT Host AS host FROM mysql.user WHERE User = ?', [username])) as Array<{ host: string }>;
+    return rows.map((row) => row.host);
   }
 
   protected async dropUser(username: string): Promise<void> {
-    for (const host of await this.hostsOf(username)) await this.pool.query('DROP USER IF EXISTS ?@?', [username, host]);
+    for (const host of await this.hostsOf(username)) await this.query('DROP USER IF EXISTS ?@?', [username, host]);
   }
 
   /** DDL is not transactional here, so a half-done creation is undone by dropping the user. */
@@ -93,7 +121,7 @@ class MysqlPlugin extends SqlPlugin<Pool> {
         await this.run(renderStatements(credential.statements, { name: request.username, credential: credential.value }));
       } else {
         for (const host of await this.hostsOf(request.username)) {
-          await this.pool.query('ALTER USER ?@? IDENTIFIED BY ?', [request.username, host, credential.value.password ?? '']);
+          await this.query('ALTER USER ?@? IDENTIFIED BY ?', [request.username, host, credential.value.password ?? '']);
         }
       }
     }
