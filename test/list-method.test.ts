@@ -1,13 +1,14 @@
 /**
  * LIST on the wire, end to end (Node's HTTP parser refuses the method; libs/core/src/http/list-method.ts):
  * after other requests on kept-alive connections, pipelined, split, with bodies, over TLS, under
- * load through two gateway workers, from raw sockets, Node's keep-alive agent (what axios sends
- * through) and fetch (undici). And a body announced over the request limit, answered 413 at once.
+ * load through two gateway workers, from raw sockets, Node's keep-alive agent, axios on it
+ * and fetch (undici). And a body announced over the request limit, answered 413 at once.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import axios from 'axios';
 import { api, createTestCa, initAndUnseal, RawHttpClient, startTopology, type RawAnswer, type Topology } from '@svc/testing';
 
 const KEYS = ['k0', 'k1', 'k2'];
@@ -116,6 +117,20 @@ describe('LIST on the wire, two gateway workers', () => {
       expect((await fetch(`${url}/v1/sys/health`, { signal: AbortSignal.timeout(10_000) })).status).toBe(200);
       const list = await fetch(`${url}/v1/kv/dir/`, { method: 'LIST', headers: { 'x-vault-token': token }, signal: AbortSignal.timeout(10_000) });
       expect([list.status, ((await list.json()) as { data: { keys: string[] } }).data.keys]).toEqual([200, KEYS]);
+    }
+  });
+
+  test('after a GET, from axios on a kept-alive agent, as Vault clients built on it send it (hashi-vault-js)', async () => {
+    const httpAgent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const client = axios.create({ baseURL: url, httpAgent, timeout: 10_000, headers: { 'X-Vault-Token': token } });
+    try {
+      for (let i = 0; i < 3; i++) {
+        expect((await client.get('/v1/sys/health')).status).toBe(200);
+        const list = await client.request<{ data: { keys: string[] } }>({ method: 'LIST', url: '/v1/kv/dir/' });
+        expect([list.status, list.data.data.keys]).toEqual([200, KEYS]);
+      }
+    } finally {
+      httpAgent.destroy();
     }
   });
 
