@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Mutex } from 'async-mutex';
 import { ServiceError } from '@svc/http';
 import type { Barrier, StorageView } from '@svc/storage';
-import { createView } from '@svc/storage';
+import { createView, readJson, writeJson } from '@svc/storage';
 import { Namespace, ROOT_NAMESPACE, type NamespaceRecord } from './namespace';
 
 const RECORDS_KEY = 'core/namespaces';
@@ -127,9 +127,7 @@ export class NamespaceRegistry {
     return this.serial.runExclusive(async () => {
       await this.view.transaction(async (tx) => {
         await tx.lock(RECORDS_KEY);
-        const stored = await tx.get(RECORDS_KEY);
-        const records = stored === null ? [] : (JSON.parse(stored.toString('utf8')) as NamespaceRecord[]);
-        await tx.put(RECORDS_KEY, Buffer.from(JSON.stringify(change(records)), 'utf8'));
+        await writeJson(tx, RECORDS_KEY, change((await readJson<NamespaceRecord[]>(tx, RECORDS_KEY)) ?? []));
       });
       committed();
     });
