@@ -19,3 +19,18 @@ export function withDeadline(request: ClientRequest, ms: number): ClientRequest 
   request.once('close', () => clearTimeout(timer));
   return request;
 }
+
+/**
+ * Runs a call that stops at the signal it is given, which aborts after `ms` (or when `stop` does).
+ * When the deadline cut the call off, `timedOut` is what is thrown, rather than the words an SDK
+ * gives its cancellation. `ms` is rounded up to whole milliseconds, which AbortSignal.timeout needs.
+ */
+export async function withinDeadline<T>(ms: number, call: (signal: AbortSignal) => Promise<T>, timedOut: (cause: unknown) => Error, stop?: AbortSignal): Promise<T> {
+  const deadline = AbortSignal.timeout(Math.ceil(ms));
+  try {
+    return await call(stop ? AbortSignal.any([deadline, stop]) : deadline);
+  } catch (err) {
+    if (deadline.aborted) throw timedOut(err);
+    throw err;
+  }
+}

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { LockManager } from '@svc/locks';
 import type { Counter, Gauge, Metrics } from '@svc/metrics';
 import type { StorageView } from '@svc/storage';
-import { describeRequestError } from '@svc/http';
+import { describeRequestError, withinDeadline } from '@svc/http';
 import {
   associationKey,
   destinationId,
@@ -272,15 +272,8 @@ export class SyncWorker {
    * cancellation.
    */
   private bounded(store: SecretStore): BoundedStore {
-    const run = async (operation: (signal: AbortSignal) => Promise<void>) => {
-      const deadline = AbortSignal.timeout(PROVIDER_CALL_DEADLINE_MS);
-      try {
-        await operation(AbortSignal.any([deadline, this.stopping.signal]));
-      } catch (err) {
-        if (deadline.aborted) throw new ProviderError('external', `no answer from the provider within ${PROVIDER_CALL_DEADLINE_MS / 1000} s`);
-        throw err;
-      }
-    };
+    const timedOut = () => new ProviderError('external', `no answer from the provider within ${PROVIDER_CALL_DEADLINE_MS / 1000} s`);
+    const run = (operation: (signal: AbortSignal) => Promise<void>) => withinDeadline(PROVIDER_CALL_DEADLINE_MS, operation, timedOut, this.stopping.signal);
     return {
       upsert: (name, value) => run((signal) => store.upsert(name, value, signal)),
       remove: (name) => run((signal) => store.remove(name, signal)),

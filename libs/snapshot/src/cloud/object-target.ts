@@ -1,3 +1,4 @@
+import { withinDeadline } from '@svc/http';
 import type { SnapshotFile } from '../archive';
 import type { SnapshotConfig } from '../config';
 import type { SnapshotTarget } from '../targets';
@@ -16,14 +17,8 @@ export function writeTimeoutMs(bytes: number): number {
 }
 
 /** Runs a call that stops at `signal`; when the time is up, the error says which call ran out of time, and how long it had. */
-export async function withTimeout<T>(what: string, ms: number, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
-  const signal = AbortSignal.timeout(ms);
-  try {
-    return await call(signal);
-  } catch (err) {
-    if (signal.aborted) throw new Error(`${what}: no answer within ${Math.round(ms / 1000)} s`, { cause: err });
-    throw err;
-  }
+export function withTimeout<T>(what: string, ms: number, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  return withinDeadline(ms, call, (cause) => new Error(`${what}: no answer within ${Math.round(ms / 1000)} s`, { cause }));
 }
 
 /**
