@@ -1,6 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
-import { readJson, serveFloor } from './serve';
+import { serveWriteFloor } from './serve';
 
 /**
  * Floor for a KV version 2 write (`PUT /v1/:mount/data/:path`): checks the token, parses the JSON
@@ -10,35 +9,13 @@ import { readJson, serveFloor } from './serve';
  * FLOOR_PG_URL and FLOOR_PG_TABLE name the database and a table of the bench's own (it drops it);
  * FLOOR_PG_POOL matches the server's connection pool (PostgreSQL storage defaults to 10).
  */
-const tokens = new Set(['bench-root']);
 const table = process.env.FLOOR_PG_TABLE ?? '';
 if (!/^[a-z_][a-z0-9_]*$/.test(table)) throw new Error('FLOOR_PG_TABLE must be a plain lower-case table name');
 const pool = new Pool({ connectionString: process.env.FLOOR_PG_URL, max: Number(process.env.FLOOR_PG_POOL ?? 10) });
 const upsert = `INSERT INTO ${table} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`;
 
-async function write(path: string, body: unknown): Promise<void> {
-  const data = (body as { data?: unknown }).data;
-  await pool.query(upsert, [path, Buffer.from(JSON.stringify(data), 'utf8')]);
-}
-
 pool.query(`CREATE TABLE IF NOT EXISTS ${table} (key TEXT PRIMARY KEY, value BYTEA NOT NULL)`).then(
-  () =>
-    serveFloor((req, res) => {
-      const token = req.headers['x-service-token'];
-      if (typeof token !== 'string' || !tokens.has(token)) {
-        res.writeHead(403, { 'content-type': 'application/json' }).end('{"errors":["permission denied"]}');
-        return;
-      }
-      readJson(req)
-        .then((body) => write(req.url ?? '', body))
-        .then(
-          () => {
-            res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
-            res.end(JSON.stringify({ request_id: randomUUID(), data: { created_time: new Date().toISOString(), version: 1 } }));
-          },
-          () => res.writeHead(500, { 'content-type': 'application/json' }).end('{"errors":["write failed"]}'),
-        );
-    }),
+  () => serveWriteFloor(async (path, data) => void (await pool.query(upsert, [path, data]))),
   (err: Error) => {
     process.stderr.write(`pg-upsert floor: ${err.message}\n`);
     process.exit(1);

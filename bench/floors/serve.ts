@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -27,5 +28,29 @@ export function readJson(req: http.IncomingMessage): Promise<unknown> {
       }
     });
     req.on('error', reject);
+  });
+}
+
+/**
+ * A KV version 2 write floor (`PUT /v1/:mount/data/:path`): checks the token, parses the JSON body,
+ * stores `data` under the request path with `store`, then answers JSON as the server does.
+ */
+export function serveWriteFloor(store: (path: string, data: Buffer) => Promise<void> | void): void {
+  const tokens = new Set(['bench-root']);
+  serveFloor((req, res) => {
+    const token = req.headers['x-service-token'];
+    if (typeof token !== 'string' || !tokens.has(token)) {
+      res.writeHead(403, { 'content-type': 'application/json' }).end('{"errors":["permission denied"]}');
+      return;
+    }
+    readJson(req)
+      .then((body) => store(req.url ?? '', Buffer.from(JSON.stringify((body as { data?: unknown }).data), 'utf8')))
+      .then(
+        () => {
+          res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+          res.end(JSON.stringify({ request_id: randomUUID(), data: { created_time: new Date().toISOString(), version: 1 } }));
+        },
+        () => res.writeHead(500, { 'content-type': 'application/json' }).end('{"errors":["write failed"]}'),
+      );
   });
 }

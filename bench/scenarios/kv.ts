@@ -9,11 +9,12 @@ import type { Scenario } from './scenario';
 /**
  * KV version 2 reads and writes through an all-in-one server on each storage backend, beside the
  * floors: reads beside a bare node:http map lookup (map-read), writes beside a bare node:http
- * single-row PostgreSQL upsert (pg-upsert), both at the same concurrency, in alternating rounds
- * with the CPU time of the server and of the floor per request. Every write goes to a new
- * key (the load generator's id replacement), so no two connections contend for one key's lock or row.
+ * single-row upsert on the same engine (pg-upsert on PostgreSQL, sqlite-upsert on embedded), both at
+ * the same concurrency, in alternating rounds with the CPU time of the server and of the floor per
+ * request. Every write goes to a new key (the load generator's id replacement), so no two
+ * connections contend for one key's lock or row.
  */
-type StorageKind = 'embedded' | 'postgresql';
+export type StorageKind = 'inmem' | 'embedded' | 'postgresql';
 type Operation = 'read' | 'write';
 
 const READ_PATH = '/v1/kv/data/bench/read';
@@ -61,17 +62,15 @@ export async function startConfiguredServer(name: string, storage: (dir: string)
   }
 }
 
-/** An all-in-one server on `storage` with kv version 2 at kv/ holding the secret the reads ask for. */
-async function startKvServer(storage: StorageKind): Promise<KvServer> {
+/** An all-in-one server on `storage` with `workers` workers and kv version 2 at kv/ holding the secret the reads ask for. */
+export async function startKvServer(storage: StorageKind, workers = 1): Promise<KvServer> {
   const table = `svc_bench_kv_${randomBytes(4).toString('hex')}`;
+  const name = `bench-kv-${storage}`;
+  const workerLine = `workers = ${workers}\n`;
   const server =
-    storage === 'embedded'
-      ? await startConfiguredServer('bench-kv-embedded', (dir) => `storage "embedded" {\n  path = "${path.join(dir, 'data')}"\n}`, async () => {})
-      : await startConfiguredServer(
-          'bench-kv-postgresql',
-          () => `storage "postgresql" {\n  connection_url = "${POSTGRES_URL}"\n  table = "${table}"\n}`,
-          () => dropTable(table),
-        );
+    storage === 'postgresql'
+      ? await startConfiguredServer(name, () => `${workerLine}storage "postgresql" {\n  connection_url = "${POSTGRES_URL}"\n  table = "${table}"\n}`, () => dropTable(table))
+      : await startConfiguredServer(name, (dir) => `${workerLine}storage "${storage}" {\n${storage === 'embedded' ? `  path = "${path.join(dir, 'data')}"\n` : ''}}`, async () => {});
   try {
     const mounted = await api(server.url, 'POST', '/v1/sys/mounts/kv', { token: server.token, body: { type: 'kv', options: { version: '2' } } });
     if (mounted.status !== 204) throw new Error(`mounting kv failed: ${mounted.status} ${mounted.text}`);
@@ -84,18 +83,23 @@ async function startKvServer(storage: StorageKind): Promise<KvServer> {
   }
 }
 
-function kvTarget(operation: Operation, url: string, token: string, pid: number): Target {
+export function kvTarget(operation: Operation, url: string, token: string, pid: number): Target {
   const headers = { 'x-service-token': token, 'content-type': 'application/json' };
   return operation === 'read'
     ? { url, method: 'GET', path: READ_PATH, headers, pids: [pid] }
     : { url, method: 'PUT', path: WRITE_PATH, headers, body: WRITE_BODY, idReplacement: true, pids: [pid] };
 }
 
-/** Starts the operation's floor in its own process, with its own table for writes. */
-async function startKvFloor(operation: Operation): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
+/** Starts the operation's floor in its own process, with its own table (or database file) for writes. */
+async function startKvFloor(operation: Operation, storage: StorageKind): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   if (operation === 'read') {
     const floor = await startFloor('map-read', { FLOOR_KV_PATH: READ_PATH, FLOOR_KV_DATA: JSON.stringify(SECRET) });
     return { url: floor.url, pid: floor.pid, stop: async () => floor.stop() };
+  }
+  if (storage !== 'postgresql') {
+    const directory = mkdtempSync(path.join(tmpdir(), 'svc-bench-floor-'));
+    const floor = await startFloor('sqlite-upsert', { FLOOR_SQLITE_DIR: directory });
+    return { url: floor.url, pid: floor.pid, stop: async () => (floor.stop(), rmSync(directory, { recursive: true, force: true })) };
   }
   const table = `svc_bench_floor_${randomBytes(4).toString('hex')}`;
   const floor = await startFloor('pg-upsert', { FLOOR_PG_URL: POSTGRES_URL, FLOOR_PG_TABLE: table, FLOOR_PG_POOL: String(PG_POOL) });
@@ -112,10 +116,9 @@ async function startKvFloor(operation: Operation): Promise<{ url: string; pid: n
 function kvScenario(operation: Operation, storage: StorageKind): Scenario {
   return {
     name: `kv-v2-${operation}-${storage}`,
-    // Writes are measured beside a PostgreSQL upsert, whatever the server's storage.
-    needsPostgres: storage === 'postgresql' || operation === 'write',
+    needsPostgres: storage === 'postgresql',
     async run() {
-      const floor = await startKvFloor(operation);
+      const floor = await startKvFloor(operation, storage);
       try {
         const server = await startKvServer(storage);
         try {

@@ -33,7 +33,8 @@ import { createSnapshot, openSnapshot, type SnapshotFile } from '@svc/snapshot';
 import { Barrier, CachedPhysical, createView, readJson, writeJson, type Keyring, type Physical, type StorageView } from '@svc/storage';
 import { SYSTEM_MOUNT } from './mounts/system-mount';
 import { describeRequestError } from './http/request-errors';
-import { ReplicaSync } from './cluster/replica-sync';
+import { ReplicaSync, type ReplicaSyncHooks } from './cluster/replica-sync';
+import { StoreFollower } from './cluster/store-follower';
 import { replicationOwnerClient, serveReplicationOwnerCalls } from './cluster/replication-owner';
 import { ServiceWatch } from './cluster/service-watch';
 import { BUILD_DATE, VERSION } from '@svc/http';
@@ -208,7 +209,7 @@ export class Core {
   /** A sealed replica's check, on a request, that no peer has unsealed meanwhile. */
   private catchingUp?: Promise<void>;
   /** Keeps the caches of gateway replicas in step with writes made through any of them. */
-  readonly replicas: ReplicaSync;
+  readonly replicas: ReplicaSync | StoreFollower;
   private readonly services: ServiceWatch;
   /** On the owner of the cluster's replication: the other processes' calls to it. */
   private replicationOwnerCalls?: Subscription;
@@ -318,15 +319,19 @@ export class Core {
       subjectPrefix,
       onError: (err) => this.logger.warn({ err: describeRequestError(err) }, 'keyring request from peer failed'),
     });
-    const watched = this.storageCache ? () => true : isCachedKey;
-    this.replicas = new ReplicaSync(options.bus, subjectPrefix ?? 'svc', watched, {
+    const hooks: ReplicaSyncHooks = {
       apply: (keys) =>
         this.reloadCaches(keys).catch((err: unknown) => {
           this.logger.warn({ keys: keys.length, err: describeRequestError(err) }, "applying another replica's changes failed");
           throw err;
         }),
       resync: () => this.resyncCaches(),
-    });
+    };
+    // Workers that open the store themselves follow its change feed; replicas that share it over
+    // the network tell each other of their writes.
+    const feed = options.physical.changes;
+    const watched = this.storageCache ? () => true : isCachedKey;
+    this.replicas = feed ? new StoreFollower(feed, hooks) : new ReplicaSync(options.bus, subjectPrefix ?? 'svc', watched, hooks);
     this.barrier.onWrite((event) => this.replicas.noteWrite(event.key));
     this.services = new ServiceWatch(options.bus, subjectPrefix);
     this.busRequests = options.metrics.timer('bus.request', 'Engine service requests sent over the bus, by service (round trip)', ['service']);
@@ -483,6 +488,7 @@ export class Core {
     if (keys.includes(KEYRING_CHANGED)) await this.fetchRotatedKeyring();
     this.coreEngines.invalidate(keys);
     this.plugins.host.invalidate(keys);
+    for (const local of this.options.localServices.values()) local.invalidate(keys);
     this.tokens.forgetKeys(keys);
     if (keys.includes(PLUGIN_RELOAD_KEY)) {
       const reload = await createView(this.barrier, '').getJSON<{ mounts: string[] }>(PLUGIN_RELOAD_KEY);
@@ -564,7 +570,7 @@ export class Core {
         return;
       }
       await this.reloadRestored(before);
-      this.replicas.noteWrite(STORAGE_RESTORED);
+      this.replicas.announce(STORAGE_RESTORED);
     } finally {
       await snapshot.dispose();
     }
@@ -585,7 +591,7 @@ export class Core {
     await this.loadClusterIdentity();
     await this.reloadRestored(before);
     await this.distributor.publish(keyring);
-    this.replicas.noteWrite(STORAGE_RESTORED);
+    this.replicas.announce(STORAGE_RESTORED);
   }
 
   /** The mounts replication's filters can name (not the built-in ones every namespace has), auth mounts under auth/. */
@@ -732,7 +738,7 @@ export class Core {
    */
   private async unsealEverywhere(keyring: Keyring): Promise<void> {
     await this.unsealWith(keyring);
-    this.replicas.noteWrite(PEER_UNSEALED);
+    this.replicas.announce(PEER_UNSEALED);
   }
 
   /** Opens the barrier and loads cached state; `announce` hands the keyring to services and peers. */
@@ -765,7 +771,7 @@ export class Core {
     await this.sealLocally();
     await this.distributor.seal();
     // The broadcast is not acknowledged; every replica acknowledges this key before the call returns.
-    this.replicas.noteWrite(SEAL_GENERATION_KEY);
+    this.replicas.announce(SEAL_GENERATION_KEY);
   }
 
   private async sealLocally(): Promise<void> {
@@ -817,7 +823,7 @@ export class Core {
     this.barrier.unseal(keyring);
     await this.distributor.publish(keyring);
     // Replicas fetch the new term before a request that made it returns (the pipeline flushes).
-    this.replicas.noteWrite(KEYRING_CHANGED);
+    this.replicas.announce(KEYRING_CHANGED);
   }
 
   /**
@@ -828,12 +834,12 @@ export class Core {
   private async replicatedWritesApplied(keys: string[] | undefined): Promise<void> {
     if (!keys) {
       await this.reloadRestored();
-      this.replicas.noteWrite(STORAGE_RESTORED);
+      this.replicas.announce(STORAGE_RESTORED);
     } else {
       await this.reloadCaches(keys);
       for (const local of this.options.localServices.values()) local.invalidate(keys);
       await this.invalidateEngineServices(keys);
-      for (const key of keys) this.replicas.noteWrite(key);
+      for (const key of keys) this.replicas.announce(key);
     }
     // Outside any request: the other processes of this cluster hear of it now, not with the next request here.
     if (this.replicas.hasPending) await this.replicas.flush();

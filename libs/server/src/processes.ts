@@ -55,9 +55,13 @@ export interface GatewayOptions {
   beforeListen?: (core: Core) => Promise<void>;
 }
 
-/** Storage as this process reaches it: through the primary in a worker when the primary owns it, else directly. */
+/**
+ * Storage as this process reaches it: in a worker, through the primary when the primary owns it,
+ * else opened beside the other workers (an embedded directory stays the primary's); directly otherwise.
+ */
 function storageOf(config: ServerConfig, shared: Shared) {
-  return shared.primary && ownedByPrimary(config) ? primaryStorage(config, shared.primary) : createPhysical(config.storage);
+  if (!shared.primary) return createPhysical(config.storage);
+  return ownedByPrimary(config) ? primaryStorage(config, shared.primary) : createPhysical(config.storage, { lockHeldBy: process.ppid });
 }
 
 /** Engine services named by the config that this process hosts itself (all-in-one). */

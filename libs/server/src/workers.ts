@@ -13,8 +13,9 @@ import type { RunningProcess } from './processes';
  * share the listeners (the primary hands each accepted connection to one worker in turn), and it
  * starts a worker again when one exits. Whatever gateway replicas share through NATS, Redis and
  * PostgreSQL, workers share the same way; in the all-in-one topology, where there is no NATS or
- * Redis, the primary is their broker (the in-memory bus relayed over IPC), holds their lock table,
- * and owns storage that only one process can open (embedded, inmem), which workers reach through it.
+ * Redis, the primary is their broker (the in-memory bus relayed over IPC) and holds their lock
+ * table. It holds an embedded data directory, which each worker opens beside the others, and owns
+ * in-memory storage, which workers reach through it.
  */
 
 /** Environment of a forked worker: its index (kept when it is started again). */
@@ -30,8 +31,8 @@ export function workerCount(flag: number | undefined, config: ServerConfig, dev:
   return flag ?? config.workers ?? (dev ? 1 : availableParallelism());
 }
 
-/** Storage that one process alone may open: workers reach it through the primary. */
-export const ownedByPrimary = (config: ServerConfig) => config.storage.type !== 'postgresql';
+/** Storage that one process alone may open (in memory): workers reach it through the primary. */
+export const ownedByPrimary = (config: ServerConfig) => config.storage.type === 'inmem';
 
 /** This process as a worker: its index, and whether it initializes a dev server. */
 export function workerRole(): { index: number; initializes: boolean } | undefined {
@@ -93,9 +94,12 @@ export async function startPrimary(config: ServerConfig, options: PrimaryOptions
   const bus = new MemoryBus({ hub: relay.hub });
   let physical: Physical | undefined;
   let storage: PhysicalServer | undefined;
-  if (ownedByPrimary(config)) {
+  if (config.storage.type !== 'postgresql') {
+    // Opened here first: an embedded directory is taken (one server at a time) and brought up to date before the workers open it.
     physical = createPhysical(config.storage);
     await physical.open();
+  }
+  if (physical && ownedByPrimary(config)) {
     storage = new PhysicalServer(physical);
     storage.serve(bus);
   }

@@ -5,7 +5,7 @@ import { writeIfUnchangedInTransaction } from './conditional-write';
 import { TRANSACTION_FINISHED, type ConditionalWrite, type MetaRecord, type Physical, type PhysicalTransaction, type StoredEntry, type StoreSnapshot, type WalEntry, type WriteAheadLog } from './types';
 
 /**
- * Storage that only one process may open (embedded: PGlite is one session in one process; inmem)
+ * Storage that only one process may open (inmem)
  * shared by the workers of one `svc server`: the primary opens it and `PhysicalServer` answers for
  * it over the bus; each worker uses a `BusPhysical`. Transactions, scans, snapshots and replacements
  * stay open in the primary between calls, and are ended there if their worker exits.

@@ -1,5 +1,5 @@
 import { InvalidationEpoch } from './invalidation-epoch';
-import type { ConditionalWrite, Physical, PhysicalTransaction, StoredEntry, StoreSnapshot, WriteAheadLog } from './types';
+import type { ChangeFeed, ConditionalWrite, Physical, PhysicalTransaction, StoredEntry, StoreSnapshot, WriteAheadLog } from './types';
 
 const DEFAULT_MAX_ENTRIES = 50_000;
 
@@ -106,6 +106,10 @@ export class CachedPhysical implements Physical {
 
   list(prefix: string): Promise<string[]> {
     return this.inner.list(prefix);
+  }
+
+  get changes(): ChangeFeed | undefined {
+    return this.inner.changes;
   }
 
   get log(): WriteAheadLog {

@@ -1,4 +1,4 @@
-import { linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, linkSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 
@@ -42,6 +42,14 @@ export class DirectoryLock {
     }
   }
 
+  /** In a worker of the server that holds the directory: throws unless the lock names that live process. */
+  static requireHeldBy(directory: string, pid: number): void {
+    const owner = readOwner(join(directory, LOCK_FILE));
+    if (owner?.pid !== pid || owner.hostname !== hostname() || !isLive(owner, true)) {
+      throw new Error(`data directory ${directory} is not held by this worker's server (pid ${pid})`);
+    }
+  }
+
   release(): void {
     removeIfPresent(this.file);
   }
@@ -67,10 +75,10 @@ function readOwner(file: string): LockOwner | undefined {
   }
 }
 
-/** A lock from another host cannot be checked and counts as held. */
-function isLive(owner: LockOwner): boolean {
+/** A lock from another host cannot be checked and counts as held; one naming this process counts as held only when `own` says so. */
+function isLive(owner: LockOwner, own = false): boolean {
   if (owner.hostname !== hostname()) return true;
-  if (owner.pid === process.pid) return false;
+  if (owner.pid === process.pid) return own;
   try {
     process.kill(owner.pid, 0);
     return true;
@@ -84,5 +92,14 @@ function removeIfPresent(file: string): void {
     unlinkSync(file);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+}
+
+/** Owner-only modes for a data directory and everything in it (data written by earlier versions was not). */
+export function makePrivate(directory: string): void {
+  chmodSync(directory, 0o700);
+  for (const entry of readdirSync(directory, { withFileTypes: true, recursive: true })) {
+    if (entry.isDirectory()) chmodSync(join(entry.parentPath, entry.name), 0o700);
+    else if (entry.isFile()) chmodSync(join(entry.parentPath, entry.name), 0o600);
   }
 }

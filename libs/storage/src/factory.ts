@@ -1,4 +1,4 @@
-import { EmbeddedPhysical } from './embedded';
+import { EmbeddedPhysical } from './embedded/embedded';
 import { InmemPhysical } from './inmem';
 import { PostgresPhysical } from './postgres';
 import type { Physical, StorageConfig } from './types';
@@ -52,8 +52,13 @@ function postgres(options: Options): PostgresPhysical {
   return new PostgresPhysical({ connectionUrl, table, maxConnections: maxConnections as number | undefined });
 }
 
+export interface PhysicalPlacement {
+  /** In a gateway worker: the pid of its server, which holds an embedded data directory's lock. */
+  lockHeldBy?: number;
+}
+
 /** Builds the configured backend (not yet opened). */
-export function createPhysical(config: StorageConfig): Physical {
+export function createPhysical(config: StorageConfig, placement: PhysicalPlacement = {}): Physical {
   const type = config.type as string;
   if (!Object.hasOwn(KNOWN_OPTIONS, type)) {
     throw configError(type, `unknown storage type; expected one of ${Object.keys(KNOWN_OPTIONS).join(', ')}`);
@@ -64,7 +69,7 @@ export function createPhysical(config: StorageConfig): Physical {
     case 'postgresql':
       return postgres(options);
     case 'embedded':
-      return new EmbeddedPhysical({ path: requiredString('embedded', options, 'path') });
+      return new EmbeddedPhysical({ path: requiredString('embedded', options, 'path'), lockHeldBy: placement.lockHeldBy });
     case 'inmem':
       return new InmemPhysical();
   }

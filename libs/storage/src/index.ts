@@ -2,8 +2,10 @@ export * from './types';
 export * from './keyring';
 export { InmemPhysical } from './inmem';
 export { PostgresPhysical, type PostgresPhysicalOptions } from './postgres';
-export { EmbeddedPhysical, type EmbeddedPhysicalOptions } from './embedded';
-export { createPhysical } from './factory';
+export { DATABASE_FILE as EMBEDDED_DATABASE_FILE, EmbeddedPhysical, type EmbeddedPhysicalOptions } from './embedded/embedded';
+/** The embedded store of earlier versions (PGlite), loaded only to move its data (`svc operator migrate`). */
+export const loadLegacyEmbedded = () => import('./legacy-embedded');
+export { createPhysical, type PhysicalPlacement } from './factory';
 export { Barrier, type WriteGuard, type WriteListener } from './barrier';
 export { BarrierCipher } from './barrier-cipher';
 export { createView } from './view';

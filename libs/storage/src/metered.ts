@@ -1,5 +1,5 @@
 import type { Timer, TimerSeries } from '@svc/metrics';
-import type { ConditionalWrite, Physical, PhysicalTransaction, StoredEntry, StoreSnapshot, WriteAheadLog } from './types';
+import type { ChangeFeed, ConditionalWrite, Physical, PhysicalTransaction, StoredEntry, StoreSnapshot, WriteAheadLog } from './types';
 
 /**
  * A physical store whose operations are timed (Vault's `vault.<backend>.get` and its siblings, as
@@ -32,6 +32,10 @@ export class MeteredPhysical implements Physical {
 
   get remote(): boolean | undefined {
     return this.inner.remote;
+  }
+
+  get changes(): ChangeFeed | undefined {
+    return this.inner.changes;
   }
 
   get log(): WriteAheadLog {

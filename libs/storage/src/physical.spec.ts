@@ -1,10 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import Database from 'better-sqlite3';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { STORE_BACKENDS, type StoreFixture } from '@svc/testing';
 import { Barrier } from './barrier';
-import { EmbeddedPhysical } from './embedded';
+import { EmbeddedPhysical } from './embedded/embedded';
 import { Keyring } from './keyring';
 import { PostgresPhysical } from './postgres';
 import { storedDirectory } from './sql/layout';
@@ -13,9 +14,9 @@ import { ReadStamp, type Physical } from './types';
 
 const BIG_DIRECTORY_SIZE = 100_000;
 
-/** Fills `directory` with `names` faster than one put per key: one SQL statement, or one transaction in memory. */
+/** Fills `directory` with `names` faster than one put per key: one SQL statement, or one transaction. */
 async function bulkInsert(fixture: StoreFixture, directory: string, names: string[], value: Buffer): Promise<void> {
-  if (fixture.store.kind === 'inmem') {
+  if (fixture.store.kind !== 'postgresql') {
     await fixture.store.transaction(async (tx) => {
       for (const name of names) await tx.put(directory + name, value);
     });
@@ -421,12 +422,12 @@ describe.each(STORE_BACKENDS)('Physical conformance: $name', (backend) => {
         await tx.putMeta('m/one', bytes('1'));
       });
       const seen = await store.snapshot(async (snapshot) => {
-        // Written by another handle while the snapshot is open: the embedded store runs it once the snapshot ends.
+        // Written by another handle while the snapshot is open.
         const late = fixture.peer.transaction(async (tx) => {
           await tx.put('k', bytes('after'));
           await tx.putMeta('m/two', bytes('2'));
         });
-        if (store.kind !== 'embedded') await late;
+        await late;
         const entries = [];
         for await (const entry of snapshot.entries) entries.push([entry.key, entry.value.toString()]);
         const result = { lastIndex: snapshot.lastIndex, entries, meta: (await snapshot.meta('m/')).map(({ name }) => name), log: (await snapshot.entriesAfter(0, 10)).length };
@@ -539,14 +540,96 @@ describe('EmbeddedPhysical', () => {
     }
   }, 60_000);
 
-  it('refuses to open a second data directory in the same process', async () => {
-    const first = new EmbeddedPhysical({ path: newDirectory() });
-    await first.open();
+  it('keeps the directory and its files private to the server\'s user', async () => {
+    const path = newDirectory();
+    const store = new EmbeddedPhysical({ path });
+    await store.open();
     try {
-      await expect(new EmbeddedPhysical({ path: newDirectory() }).open()).rejects.toThrow(/is already open in this process/);
-      expect(await first.list('')).toEqual([]);
+      await store.put('a', bytes('x'));
+      expect(statSync(path).mode & 0o777).toBe(0o700);
+      const files = readdirSync(path);
+      expect(files).toEqual(expect.arrayContaining(['svc.db', 'svc.db-wal', 'svc.db-shm', 'svc.lock']));
+      for (const file of files) expect([file, statSync(join(path, file)).mode & 0o777]).toEqual([file, 0o600]);
     } finally {
-      await first.close();
+      await store.close();
     }
-  }, 60_000);
+  });
+
+  it('lets one server hold the directory, and its workers open it beside it', async () => {
+    const path = newDirectory();
+    const server = new EmbeddedPhysical({ path });
+    await server.open();
+    try {
+      await expect(new EmbeddedPhysical({ path, lockHeldBy: process.pid + 1 }).open()).rejects.toThrow(/is not held by this worker's server/);
+      const worker = new EmbeddedPhysical({ path, lockHeldBy: process.pid });
+      await worker.open();
+      await worker.put('from/worker', bytes('w'));
+      expect(await server.get('from/worker')).toEqual(bytes('w'));
+      await worker.close();
+    } finally {
+      await server.close();
+    }
+    await expect(new EmbeddedPhysical({ path, lockHeldBy: process.pid }).open()).rejects.toThrow(/is not held by this worker's server/);
+  });
+
+  it('refuses a directory of the earlier format and says how to move it', async () => {
+    const path = newDirectory();
+    mkdirSync(path, { recursive: true });
+    writeFileSync(join(path, 'PG_VERSION'), '17\n');
+    await expect(new EmbeddedPhysical({ path }).open()).rejects.toThrow(/earlier versions; move it .*svc operator migrate/);
+  });
+
+  describe('change feed', () => {
+    let path: string;
+    let store: EmbeddedPhysical;
+    let peer: EmbeddedPhysical;
+    beforeEach(async () => {
+      path = newDirectory();
+      store = new EmbeddedPhysical({ path });
+      await store.open();
+      peer = new EmbeddedPhysical({ path, lockHeldBy: process.pid });
+      await peer.open();
+    });
+    afterEach(async () => {
+      await peer.close();
+      await store.close();
+    });
+
+    it("tells each process the keys the others committed, not its own, once", async () => {
+      expect(store.changes.poll()).toBeUndefined();
+      await store.put('own', bytes('1'));
+      expect(store.changes.poll()).toBeUndefined();
+      await peer.put('a/one', bytes('1'));
+      await peer.transaction(async (tx) => {
+        await tx.put('a/two', bytes('2'));
+        await tx.delete('a/one');
+      });
+      await peer.writeIfUnchanged({ locks: ['c'], unchanged: new Map([['c', ReadStamp.ABSENT]]), writes: new Map([['c', bytes('3')]]) });
+      await peer.changes.note(['sys/peer-unsealed']);
+      expect(store.changes.poll()).toEqual(['a/one', 'a/two', 'a/one', 'c', 'sys/peer-unsealed']);
+      expect(store.changes.poll()).toBeUndefined();
+      expect(peer.changes.poll()).toEqual(['own']);
+    });
+
+    it('says everything changed when the store was replaced', async () => {
+      await peer.replaceAll((async function* () { yield { key: 'new', value: bytes('n') }; })(), new Set());
+      expect(store.changes.poll()).toBe('everything');
+      expect(await store.get('new')).toEqual(bytes('n'));
+    });
+
+    it('says everything changed to a process that fell further behind than the feed keeps', async () => {
+      await peer.put('first', bytes('1'));
+      const sql = new Database(join(path, 'svc.db'));
+      try {
+        sql.prepare('DELETE FROM changes').run();
+      } finally {
+        sql.close();
+      }
+      await peer.put('second', bytes('2'));
+      expect(store.changes.poll()).toBe('everything');
+      await peer.put('third', bytes('3'));
+      expect(store.changes.poll()).toEqual(['third']);
+    });
+  });
 });
+

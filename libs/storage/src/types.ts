@@ -144,6 +144,20 @@ export interface WriteAheadLog {
   getMeta(name: string): Promise<Buffer | null>;
 }
 
+/**
+ * What the other processes sharing a store (the gateway workers on the embedded store) committed,
+ * for a process to bring its caches up to date before it answers.
+ */
+export interface ChangeFeed {
+  /**
+   * The keys the others committed since the last poll; 'everything' when the feed no longer holds
+   * all of them (or the store was replaced); undefined when they committed nothing.
+   */
+  poll(): readonly string[] | 'everything' | undefined;
+  /** Puts keys that changed outside the store (a seal, an unseal) on the feed, for the others. */
+  note(keys: readonly string[]): Promise<void>;
+}
+
 export interface Physical extends TransactionalStore {
   readonly kind: 'postgresql' | 'embedded' | 'inmem';
   /** Set when the store is reached through another process (`BusPhysical`): reads are worth caching even in memory. */
@@ -168,6 +182,8 @@ export interface Physical extends TransactionalStore {
   snapshot<T>(consume: (snapshot: StoreSnapshot) => Promise<T>): Promise<T>;
   writeIfUnchanged(write: ConditionalWrite): Promise<boolean>;
   readonly log: WriteAheadLog;
+  /** Set on a store that several processes open themselves (embedded). */
+  readonly changes?: ChangeFeed;
 }
 
 /** A change that passed through the barrier; listeners hook replication, snapshots, cache invalidation. */

@@ -1,13 +1,12 @@
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import vm from 'node:vm';
-import { getPGliteInstance } from 'typeorm-pglite';
+import Database from 'better-sqlite3';
 import { dropTable, POSTGRES_URL } from '@svc/local-cluster';
 import { withPostgres } from './postgres-logins';
 import { MemoryBus, MemoryBusHub } from '@svc/bus';
-import { BusPhysical, EmbeddedPhysical, InmemPhysical, PhysicalServer, PostgresPhysical, type Physical } from '@svc/storage';
+import { BusPhysical, EMBEDDED_DATABASE_FILE, EmbeddedPhysical, InmemPhysical, PhysicalServer, PostgresPhysical, type Physical } from '@svc/storage';
 
 /** Runs one SQL statement with parameters on the database of a store. */
 export type RunSql = (text: string, values: unknown[]) => Promise<unknown>;
@@ -25,7 +24,7 @@ export interface StoreFixture {
 }
 
 export interface StoreBackend {
-  name: 'inmem' | 'postgresql' | 'embedded' | 'embedded through the primary (workers)';
+  name: 'inmem' | 'postgresql' | 'embedded' | 'inmem through the primary (workers)';
   beforeAll(): Promise<void>;
   afterAll(): void;
   setUp(): Promise<StoreFixture>;
@@ -71,82 +70,69 @@ const postgresBackend: StoreBackend = {
   },
 };
 
-/** PGlite loads Node built-ins with import(), which Jest supports only under
- * NODE_OPTIONS=--experimental-vm-modules; without it PGlite crashes the test process. */
-function requireDynamicImport(): void {
-  if (!('SyntheticModule' in vm)) {
-    throw new Error('embedded storage tests need NODE_OPTIONS=--experimental-vm-modules (PGlite uses dynamic import)');
-  }
-}
-
-/** Creating a PGlite data directory takes seconds; each test starts from a copy of one made once. */
-function embeddedBackend(): StoreBackend {
-  let root = '';
-  let copies = 0;
-  return {
-    name: 'embedded',
-    async beforeAll() {
-      requireDynamicImport();
-      root = mkdtempSync(join(tmpdir(), 'svc-storage-embedded-'));
-      const store = new EmbeddedPhysical({ path: join(root, 'template') });
-      await store.open();
-      await store.close();
-    },
-    afterAll() {
-      rmSync(root, { recursive: true, force: true });
-    },
-    async setUp() {
-      const path = join(root, `store-${++copies}`);
-      cpSync(join(root, 'template'), path, { recursive: true });
-      const store = new EmbeddedPhysical({ path });
-      await store.open();
-      return {
-        store,
-        peer: store,
-        table: 'svc_store',
-        sql: async (text, values) => (await getPGliteInstance()).query(text, values),
-        async tearDown() {
-          await store.close();
-          rmSync(path, { recursive: true, force: true });
-        },
-      };
-    },
-  };
-}
+/**
+ * The embedded store (SQLite) in a fresh directory; `peer` opens the same directory as a gateway
+ * worker does, beside the server that holds its lock.
+ */
+const embeddedBackend: StoreBackend = {
+  name: 'embedded',
+  async beforeAll() {},
+  afterAll() {},
+  async setUp() {
+    const root = mkdtempSync(join(tmpdir(), 'svc-storage-embedded-'));
+    const path = join(root, 'data');
+    const store = new EmbeddedPhysical({ path });
+    await store.open();
+    const peer = new EmbeddedPhysical({ path, lockHeldBy: process.pid });
+    await peer.open();
+    const sql = new Database(join(path, EMBEDDED_DATABASE_FILE));
+    return {
+      store,
+      peer,
+      table: 'store',
+      sql: async (text, values) => {
+        const statement = sql.prepare(text);
+        return statement.reader ? { rows: statement.all(...values) } : statement.run(...values);
+      },
+      async tearDown() {
+        sql.close();
+        await Promise.all([store.close(), peer.close()]);
+        rmSync(root, { recursive: true, force: true });
+      },
+    };
+  },
+};
 
 /**
- * Embedded storage as the gateway workers of one server see it: opened by the primary, which serves
+ * In-memory storage as the gateway workers of one server see it: held by the primary, which serves
  * it over the bus; `store` and `peer` are two workers.
  */
-function throughPrimaryBackend(): StoreBackend {
-  const embedded = embeddedBackend();
-  return {
-    name: 'embedded through the primary (workers)',
-    beforeAll: () => embedded.beforeAll(),
-    afterAll: () => embedded.afterAll(),
-    async setUp() {
-      const owned = await embedded.setUp();
-      const hub = new MemoryBusHub();
-      const primaryBus = new MemoryBus({ hub });
-      new PhysicalServer(owned.store).serve(primaryBus);
-      const worker = () => new BusPhysical('embedded', new MemoryBus({ hub }));
-      const [store, peer] = [worker(), worker()];
-      await store.open();
-      return {
-        ...owned,
-        store,
-        peer,
-        async tearDown() {
-          await primaryBus.close();
-          await owned.tearDown();
-        },
-      };
-    },
-  };
-}
+const throughPrimaryBackend: StoreBackend = {
+  name: 'inmem through the primary (workers)',
+  async beforeAll() {},
+  afterAll() {},
+  async setUp() {
+    const owned = new InmemPhysical();
+    const hub = new MemoryBusHub();
+    const primaryBus = new MemoryBus({ hub });
+    new PhysicalServer(owned).serve(primaryBus);
+    const worker = () => new BusPhysical('inmem', new MemoryBus({ hub }));
+    const [store, peer] = [worker(), worker()];
+    await store.open();
+    return {
+      store,
+      peer,
+      table: '',
+      sql: () => Promise.reject(new Error('the inmem store has no SQL')),
+      async tearDown() {
+        await primaryBus.close();
+      },
+    };
+  },
+};
 
 /**
  * Every physical backend, for `describe.each`: in memory, PostgreSQL (127.0.0.1:5432), embedded
- * (PGlite), and embedded reached by workers through the process that owns it.
+ * (SQLite), and in memory reached by workers through the process that owns it.
  */
-export const STORE_BACKENDS: readonly StoreBackend[] = [inmemBackend, postgresBackend, embeddedBackend(), throughPrimaryBackend()];
+export const STORE_BACKENDS: readonly StoreBackend[] = [inmemBackend, postgresBackend, embeddedBackend, throughPrimaryBackend];

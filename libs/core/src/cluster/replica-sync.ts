@@ -162,6 +162,21 @@ export class ReplicaSync {
     }, BACKGROUND_FLUSH_MS).unref();
   }
 
+  /** A change outside the store (a seal, an unseal, a restore), propagated as a write is. */
+  announce(key: string): void {
+    this.noteWrite(key);
+  }
+
+  /** Whether this replica's caches may be read now: while it is in contact. */
+  get upToDate(): boolean {
+    return this.inContact;
+  }
+
+  /** Waits until they may be (see awaitContact). */
+  catchUp(): Promise<void> {
+    return this.awaitContact();
+  }
+
   /** Whether a change waits to be propagated, or is being propagated (the common request changes nothing). */
   get hasPending(): boolean {
     return this.pending.size > 0 || this.current !== undefined;

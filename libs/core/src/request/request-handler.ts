@@ -23,10 +23,12 @@ export interface SealState {
   assertUnsealed(): void;
 }
 
-/** Contact with the other gateway replicas, whose caches must hear of this one's writes. */
+/** Contact with the other gateway replicas (or workers), whose caches must hear of this one's writes. */
 export interface ReplicaContact {
-  readonly inContact: boolean;
-  awaitContact(): Promise<void>;
+  /** Whether this process's caches may be read now. */
+  readonly upToDate: boolean;
+  /** Resolves once they may be, or throws 503. */
+  catchUp(): Promise<void>;
   readonly hasPending: boolean;
   flush(): Promise<void>;
 }
@@ -148,8 +150,8 @@ export class RequestHandler {
     const { seal, replicas } = this.deps;
     if (seal.state !== 'unsealed') return this.whileSealed(req);
     if (this.deps.isDrSecondary?.() && !servedOnDrSecondary(req.path)) throw drSecondaryRefusal();
-    // Caches (tokens, mounts, policies, storage reads) are trusted only while in contact with the peers.
-    if (!replicas.inContact && !SEALED_PATHS.has(req.path)) return replicas.awaitContact().then(() => this.routeInContact(req));
+    // Caches (tokens, mounts, policies, storage reads) are trusted only while up to date with the peers.
+    if (!replicas.upToDate && !SEALED_PATHS.has(req.path)) return replicas.catchUp().then(() => this.routeInContact(req));
     return this.routeInContact(req);
   }
 

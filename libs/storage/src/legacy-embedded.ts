@@ -1,5 +1,5 @@
-import { chmodSync, mkdirSync, readdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { Mutex } from 'async-mutex';
 import { types } from '@electric-sql/pglite';
 import { PGliteDriver } from 'typeorm-pglite';
@@ -7,11 +7,11 @@ import type { Row } from './sql/operations';
 import { type PostgresDataSourceOptions, type SqlConnection, SqlPhysical } from './sql/sql-physical';
 import type { Statement } from './sql/statements';
 import { DEFAULT_TABLE } from './postgres';
-import { DirectoryLock } from './directory-lock';
+import { DirectoryLock, makePrivate } from './directory-lock';
 import { PrivateNodeFS } from './private-node-fs';
 
-export interface EmbeddedPhysicalOptions {
-  /** Data directory; created if missing, private to the server's user, used by one server at a time. */
+export interface LegacyEmbeddedPhysicalOptions {
+  /** Data directory of the earlier embedded format. */
   path: string;
 }
 
@@ -28,19 +28,19 @@ const BYTEA_PARSERS = { [types.BYTEA]: (text: string) => Buffer.from(text.slice(
 let openDirectory: string | undefined;
 
 /**
- * Durable storage without a server: PostgreSQL compiled to WebAssembly (PGlite) in a data
- * directory, driven through typeorm-pglite by the same data source, migrations and SQL as the
- * PostgreSQL backend. PGlite has a single session, so every operation and transaction runs one
+ * The embedded store of earlier versions, kept to move its data directories to the current one
+ * (`svc operator migrate`): PostgreSQL compiled to WebAssembly (PGlite) in a data directory, driven
+ * through typeorm-pglite by the same data source, migrations and SQL as the PostgreSQL backend. PGlite has a single session, so every operation and transaction runs one
  * at a time; inside `transaction(fn)` use only the transaction handle, or `fn` waits on itself.
  */
-export class EmbeddedPhysical extends SqlPhysical {
+export class LegacyEmbeddedPhysical extends SqlPhysical {
   readonly kind = 'embedded' as const;
   private readonly directory: string;
   private readonly session = new Mutex();
   private holdsProcessInstance = false;
   private lock?: DirectoryLock;
 
-  constructor(options: EmbeddedPhysicalOptions) {
+  constructor(options: LegacyEmbeddedPhysicalOptions) {
     super(DEFAULT_TABLE);
     this.directory = resolve(options.path);
   }
@@ -100,14 +100,6 @@ export class EmbeddedPhysical extends SqlPhysical {
   }
 }
 
-/** Owner-only modes for the directory and everything in it (data written by earlier versions was not). */
-function makePrivate(directory: string): void {
-  chmodSync(directory, 0o700);
-  for (const entry of readdirSync(directory, { withFileTypes: true, recursive: true })) {
-    if (entry.isDirectory()) chmodSync(join(entry.parentPath, entry.name), 0o700);
-    else if (entry.isFile()) chmodSync(join(entry.parentPath, entry.name), 0o600);
-  }
-}
 
 /** Values from this size on are moved between turns of the event loop (see runOn). */
 const LARGE_VALUE_BYTES = 1024 * 1024;
