@@ -1,8 +1,10 @@
 /**
  * Issue 15, the pkcs11 seal: a SoftHSM2 token created here in a temporary directory, reached
- * through pkcs11js by every gateway on its own (both topologies).
+ * through pkcs11js by every gateway on its own (both topologies); and through a PKCS#11 module
+ * between them and SoftHSM2 that stops answering.
  */
-import { PLAIN_LISTENER, SOFTHSM_LIBRARY, SoftHsm, api, assertingCalls, eventually, restartEachGatewayAlone, startTopology, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
+import { PKCS11_SEAL_CALL_TIMEOUT_MS } from '@svc/seal';
+import { PLAIN_LISTENER, Pkcs11Relay, SOFTHSM_LIBRARY, SoftHsm, api, assertingCalls, eventually, restartEachGatewayAlone, startTopology, type ApiResponse, type Topology, type TopologyKind } from '@svc/testing';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Body = Record<string, any>;
@@ -11,12 +13,13 @@ const TOKEN = 'svc-e2e';
 const PIN = '246810';
 const WRONG_PIN = '13579-wrong';
 
-function pkcs11Seal(fields: string): string {
-  return `seal "pkcs11" {\n  lib = "${SOFTHSM_LIBRARY}"\n  token_label = "${TOKEN}"\n  key_label = "svc-root"\n${fields}}\n`;
+function pkcs11Seal(fields: string, lib = SOFTHSM_LIBRARY): string {
+  return `seal "pkcs11" {\n  lib = "${lib}"\n  token_label = "${TOKEN}"\n  key_label = "svc-root"\n${fields}}\n`;
 }
 
 describe.each<TopologyKind>(['all-in-one', 'distributed'])('pkcs11 seal, %s', (kind) => {
   let hsm: SoftHsm;
+  let relay: Pkcs11Relay;
   let topology: Topology;
   let root: string;
   const gateways = kind === 'distributed' ? ['gateway-0', 'gateway-1'] : ['all-in-one'];
@@ -34,11 +37,13 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('pkcs11 seal, %s', (k
   beforeAll(async () => {
     hsm = SoftHsm.create().use();
     hsm.initToken(TOKEN, PIN);
+    relay = Pkcs11Relay.build();
     topology = await startTopology(kind, { gateways: gateways.length, listeners: [PLAIN_LISTENER], gatewayConfig: pkcs11Seal(`  pin = "${PIN}"\n`) });
   }, 120_000);
 
   afterAll(async () => {
     await topology?.stop();
+    relay?.remove();
     hsm?.remove();
   });
 
@@ -89,6 +94,30 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('pkcs11 seal, %s', (k
       expect(logs).not.toContain(WRONG_PIN);
     }
     await restartGateways();
+    await everyGateway(false);
+    expect((await ok('GET', 'secret/hsm', undefined, root)).data).toEqual({ value: 'kept by the HSM' });
+  }, 120_000);
+
+  it('an HSM that stops answering: each gateway stays sealed and answers, logs the call not answered within the deadline, and unseals once it answers again', async () => {
+    topology.reconfigureGateways(pkcs11Seal(`  pin = "${PIN}"\n`, relay.lib));
+    relay.silence();
+    try {
+      await restartGateways();
+      // A gateway's unseal attempt has just entered the library, which holds it.
+      const held = relay.stalledProcesses().length;
+      await eventually(async () => relay.stalledProcesses().length > held, 20_000);
+      for (const url of topology.urls) {
+        const asked = Date.now();
+        expect((await call('GET', 'sys/seal-status', undefined, undefined, url)).body).toMatchObject({ type: 'pkcs11', sealed: true });
+        expect(Date.now() - asked).toBeLessThan(1_000);
+      }
+      const notAnswered = `pkcs11 seal: could not decrypt the root key on the token labelled "${TOKEN}": the PKCS#11 library ${relay.lib} did not answer C_Initialize within ${PKCS11_SEAL_CALL_TIMEOUT_MS / 1000} s`;
+      for (const gateway of topology.processes.filter((p) => gateways.includes(p.name))) {
+        await eventually(async () => gateway.logs.join('\n').includes(JSON.stringify(notAnswered).slice(1, -1)), PKCS11_SEAL_CALL_TIMEOUT_MS + 10_000);
+      }
+    } finally {
+      relay.heal();
+    }
     await everyGateway(false);
     expect((await ok('GET', 'secret/hsm', undefined, root)).data).toEqual({ value: 'kept by the HSM' });
   }, 120_000);

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { api, assertingCalls, eventually, initAndUnseal, runCli, startTopology, type Topology, type TopologyKind } from '@svc/testing';
+import { api, assertingCalls, eventually, initAndUnseal, processAlive, runCli, startTopology, type Topology, type TopologyKind } from '@svc/testing';
 
 const ROOT = path.resolve(__dirname, '..');
 const PLUGIN_MAIN = path.join(ROOT, 'dist', 'examples', 'plugin-notes', 'src', 'main.js');
@@ -44,15 +44,6 @@ async function readPhysical(configFile: string, prefix: string, key: string): Pr
     })();`;
   const { stdout } = await promisify(execFile)(process.execPath, ['-e', script, configFile, prefix, key]);
   return JSON.parse(stdout) as { keys: string[]; value: string };
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 describe.each<TopologyKind>(['all-in-one', 'distributed'])('plugins, %s', (kind) => {
@@ -259,7 +250,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('plugins, %s', (kind)
       expect([reload.status, typeof reload.body.data.reload_id]).toEqual([202, 'string']);
       const after = await Promise.all(urls.map(async (url) => (await api(url, 'GET', '/v1/notes-one/info', { token: root })).body.data.pid as number));
       after.forEach((pid, i) => expect(pid).not.toBe(before[i]));
-      for (const pid of before) await eventually(async () => !alive(pid));
+      for (const pid of before) await eventually(async () => !processAlive(pid));
 
       expect((await ok('POST', 'sys/plugins/reload/backend', { mounts: ['notes-two/'] })).data.reload_id).toEqual(expect.any(String));
       await refused('POST', 'sys/plugins/reload/backend', { plugin: 'notes', mounts: ['notes/'] }, 400, /exactly one of "plugin" or "mounts"/);
@@ -282,7 +273,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('plugins, %s', (kind)
     test('unmounting stops the plugin process on every gateway', async () => {
       const pids = await Promise.all(urls.map(async (url) => (await api(url, 'GET', '/v1/notes-two/info', { token: root })).body.data.pid as number));
       await ok('DELETE', 'sys/mounts/notes-two');
-      for (const pid of pids) await eventually(async () => !alive(pid));
+      for (const pid of pids) await eventually(async () => !processAlive(pid));
       expect((await call('GET', 'notes-two/info')).status).toBe(404);
     });
 
@@ -293,7 +284,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('plugins, %s', (kind)
       // The embedded store is used by one process at a time: stop the all-in-one server first (its plugins stop with it).
       if (kind === 'all-in-one') {
         await topology.stopProcess(gateway.name);
-        expect(alive(pid)).toBe(false);
+        expect(processAlive(pid)).toBe(false);
       }
       const prefix = `logical/${mountUuid}/notes/`;
       const physical = await readPhysical(configFile, prefix, `${prefix}first`);

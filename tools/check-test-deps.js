@@ -23,6 +23,8 @@ const PACKAGES = [
   { name: 'chromium', present: () => fs.existsSync(process.env.SVC_TEST_CHROMIUM ?? '/usr/bin/chromium') },
   // The pkcs11 seal's tests make tokens with softhsm2-util and load its module (libs/testing/src/softhsm.ts).
   { name: 'softhsm2', present: () => onPath('softhsm2-util') },
+  // They also compile a PKCS#11 module in front of it that can stop answering (libs/testing/src/pkcs11-relay.c).
+  { name: 'gcc', present: () => onPath('gcc') },
 ];
 
 const missing = () => PACKAGES.filter((pkg) => !pkg.present()).map((pkg) => pkg.name);

@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import * as pkcs11js from 'pkcs11js';
-import { SOFTHSM_LIBRARY, SoftHsm } from '@svc/testing';
+import { Pkcs11Relay, SOFTHSM_LIBRARY, SoftHsm, eventually, processAlive } from '@svc/testing';
 import { SealUnavailableError } from './key-wrapper';
-import { Pkcs11KeyWrapper, type Pkcs11SealConfig } from './pkcs11-seal';
+import { PKCS11_SEAL_CALL_TIMEOUT_MS, Pkcs11KeyWrapper, type Pkcs11SealConfig } from './pkcs11-seal';
 
 const PIN = '4711-user';
 
 describe('pkcs11 seal (SoftHSM2)', () => {
-  const hsm = SoftHsm.create().useInThisProcess();
+  const hsm = SoftHsm.create().use();
+  const relay = Pkcs11Relay.build();
   const wrappers: Pkcs11KeyWrapper[] = [];
   const wrapper = (config: Partial<Pkcs11SealConfig>) => {
     const created = new Pkcs11KeyWrapper({ type: 'pkcs11', lib: SOFTHSM_LIBRARY, tokenLabel: 'unit', pin: PIN, keyLabel: 'root-wrap', generateKey: false, rsaOaepHash: 'sha256', ...config });
@@ -22,6 +22,7 @@ describe('pkcs11 seal (SoftHSM2)', () => {
 
   afterAll(() => {
     wrappers.forEach((w) => w.close());
+    relay.remove();
     hsm.remove();
   });
 
@@ -40,7 +41,7 @@ describe('pkcs11 seal (SoftHSM2)', () => {
   });
 
   it('a wrong PIN is refused without showing it, and is not tried again', async () => {
-    // Login is per process and token in PKCS#11: a token no wrapper here has logged in to yet.
+    // A token no wrapper here has logged in to yet.
     const wrong = wrapper({ tokenLabel: 'other', pin: 'not-the-pin' });
     const first = await wrong.unwrap(Buffer.from('{"mechanism":"CKM_AES_GCM","key_label":"root-wrap","iv":"","ciphertext":""}')).catch((err: Error) => err);
     expect(first).toBeInstanceOf(SealUnavailableError);
@@ -51,15 +52,41 @@ describe('pkcs11 seal (SoftHSM2)', () => {
   });
 
   it('opens a new session when the library reports its session closed', async () => {
-    const reused = wrapper({ generateKey: true });
+    const reused = wrapper({ lib: relay.lib, generateKey: true });
     const rootKey = randomBytes(32);
     const wrapped = await reused.wrap(rootKey);
-    // Another handle on the same library in this process shares its sessions: close them all under the wrapper.
-    const outside = new pkcs11js.PKCS11();
-    outside.load(SOFTHSM_LIBRARY);
-    const slot = outside.C_GetSlotList(true).find((handle) => outside.C_GetTokenInfo(handle).label.trim() === 'unit');
-    outside.C_CloseAllSessions(slot as pkcs11js.Handle);
+    relay.closeSessions();
     expect((await reused.unwrap(wrapped)).equals(rootKey)).toBe(true);
+  });
+
+  it('a library that stops answering fails the call at the deadline, holds up nothing else, and the next call starts it afresh', async () => {
+    const hanging = wrapper({ lib: relay.lib, generateKey: true });
+    const rootKey = randomBytes(32);
+    const wrapped = await hanging.wrap(rootKey);
+    relay.silence();
+    let longestTimerGap = 0;
+    let lastTick = Date.now();
+    const ticker = setInterval(() => {
+      longestTimerGap = Math.max(longestTimerGap, Date.now() - lastTick);
+      lastTick = Date.now();
+    }, 50);
+    const started = Date.now();
+    const failure = await hanging.unwrap(wrapped).catch((err: Error) => err);
+    const waited = Date.now() - started;
+    clearInterval(ticker);
+    expect(failure).toBeInstanceOf(SealUnavailableError);
+    expect((failure as Error).message).toBe(
+      `pkcs11 seal: could not decrypt the root key on the token labelled "unit": the PKCS#11 library ${relay.lib} did not answer C_FindObjectsInit within 10 s; its process was stopped, and the next call starts another`,
+    );
+    expect(waited).toBeGreaterThanOrEqual(PKCS11_SEAL_CALL_TIMEOUT_MS);
+    expect(waited).toBeLessThan(PKCS11_SEAL_CALL_TIMEOUT_MS + 2_000);
+    expect(longestTimerGap).toBeLessThan(500);
+    // The process held in the library was killed, not left waiting.
+    const stalled = relay.stalledProcesses();
+    expect(stalled).toHaveLength(1);
+    await eventually(async () => !processAlive(stalled[0]), 5_000);
+    relay.heal();
+    expect((await hanging.unwrap(wrapped)).equals(rootKey)).toBe(true);
   });
 
   it('CKM_RSA_PKCS_OAEP with a generated RSA pair; a key on another token does not decrypt it', async () => {

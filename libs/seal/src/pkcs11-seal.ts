@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import * as pkcs11js from 'pkcs11js';
 import { type RootKeyWrapper, SealUnavailableError } from './key-wrapper';
+import { Pkcs11LibraryProcess } from './pkcs11-library-process';
 
 export type Pkcs11Mechanism = 'CKM_AES_GCM' | 'CKM_RSA_PKCS_OAEP';
 export type OaepHash = 'sha1' | 'sha224' | 'sha256' | 'sha384' | 'sha512';
@@ -67,7 +68,10 @@ const OAEP_HASHES: Record<OaepHash, { hashAlg: number; mgf: number }> = {
   sha512: { hashAlg: pkcs11js.CKM_SHA512, mgf: pkcs11js.CKG_MGF1_SHA512 },
 };
 
-/** The library reports the session or the login gone (token reinserted, HSM restarted): open a new one and retry once. */
+/** A call of the PKCS#11 library not answered this long fails (its process is stopped): the seal is unavailable, and the service stays sealed and tries again. */
+export const PKCS11_SEAL_CALL_TIMEOUT_MS = 10_000;
+
+/** The library reports the session or the login gone (token reinserted, HSM restarted): start it afresh and retry once. */
 const SESSION_LOST = new Set([
   pkcs11js.CKR_SESSION_HANDLE_INVALID,
   pkcs11js.CKR_SESSION_CLOSED,
@@ -82,48 +86,17 @@ const SESSION_LOST = new Set([
 const PIN_REFUSED = new Set([pkcs11js.CKR_PIN_INCORRECT, pkcs11js.CKR_PIN_INVALID, pkcs11js.CKR_PIN_LEN_RANGE, pkcs11js.CKR_PIN_LOCKED, pkcs11js.CKR_PIN_EXPIRED]);
 
 /**
- * A PKCS#11 library is initialized once per process; wrappers over the same library share it, and
- * the last one to close finalizes it.
- */
-const libraries = new Map<string, { module: pkcs11js.PKCS11; users: number }>();
-
-function openLibrary(path: string): pkcs11js.PKCS11 {
-  const known = libraries.get(path);
-  if (known) {
-    known.users++;
-    return known.module;
-  }
-  const module = new pkcs11js.PKCS11();
-  module.load(path);
-  try {
-    module.C_Initialize({ flags: pkcs11js.CKF_OS_LOCKING_OK });
-  } catch (err) {
-    if (!(err instanceof pkcs11js.Pkcs11Error && err.code === pkcs11js.CKR_CRYPTOKI_ALREADY_INITIALIZED)) throw err;
-  }
-  libraries.set(path, { module, users: 1 });
-  return module;
-}
-
-function closeLibrary(path: string): void {
-  const known = libraries.get(path);
-  if (!known || --known.users > 0) return;
-  libraries.delete(path);
-  try {
-    known.module.C_Finalize();
-  } catch {
-    // Already finalized or unloaded: nothing left to release.
-  }
-}
-
-/**
- * Wraps the root key with a key held in an HSM. One session is opened and logged in on first use,
- * reused for every call (calls are serialized, as a session runs one operation at a time), and
- * opened again when the library reports it closed. The PIN goes to C_Login only, never to a message.
+ * Wraps the root key with a key held in an HSM. The library runs in a child process of the
+ * wrapper's (Pkcs11LibraryProcess), where one session is opened and logged in on first use and reused for
+ * every call (calls are serialized, as a session runs one operation at a time). Each call of the
+ * library has a deadline; one not met stops that process, and the next call starts another, which
+ * opens and logs in again, as does a library that reports the session closed. The PIN goes to
+ * C_Login only, never to a message.
  */
 export class Pkcs11KeyWrapper implements RootKeyWrapper {
   readonly type = 'pkcs11';
-  private module?: pkcs11js.PKCS11;
-  private session?: pkcs11js.Handle;
+  /** The library's process and its logged-in session, once opened. */
+  private opened?: { library: Pkcs11LibraryProcess; session: pkcs11js.Handle };
   /** Set once the token refused the PIN: later calls fail with it instead of logging in again. */
   private pinRefusal?: SealUnavailableError;
   private queue: Promise<unknown> = Promise.resolve();
@@ -132,12 +105,12 @@ export class Pkcs11KeyWrapper implements RootKeyWrapper {
   constructor(private readonly config: Pkcs11SealConfig) {}
 
   start(): void {
-    // Sessions open on first use; nothing runs in the background.
+    // The library's process starts on first use; nothing runs in the background.
   }
 
   wrap(plaintext: Buffer): Promise<Buffer> {
-    return this.withSession('encrypt the root key', (module, session) => {
-      const key = this.findConfiguredKey(module, session) ?? this.generateKey(module, session);
+    return this.withSession('encrypt the root key', async (library, session) => {
+      const key = (await this.findConfiguredKey(library, session)) ?? (await this.generateKey(library, session));
       const wrapped: WrappedRootKey = {
         mechanism: key.mechanism,
         ...(key.label !== undefined && { key_label: key.label }),
@@ -146,20 +119,20 @@ export class Pkcs11KeyWrapper implements RootKeyWrapper {
       };
       if (key.mechanism === 'CKM_AES_GCM') wrapped.iv = randomBytes(GCM_IV_BYTES).toString('base64');
       else wrapped.hash = this.config.rsaOaepHash;
-      module.C_EncryptInit(session, mechanismOf(wrapped), key.encrypt);
-      wrapped.ciphertext = module.C_Encrypt(session, plaintext, Buffer.alloc(plaintext.length + 1024)).toString('base64');
+      await library.call('C_EncryptInit', session, mechanismOf(wrapped), key.encrypt);
+      wrapped.ciphertext = (await library.call('C_Encrypt', session, plaintext, Buffer.alloc(plaintext.length + 1024))).toString('base64');
       return Buffer.from(JSON.stringify(wrapped), 'utf8');
     });
   }
 
   unwrap(ciphertext: Buffer): Promise<Buffer> {
     const wrapped = parseWrapped(ciphertext);
-    return this.withSession('decrypt the root key', (module, session) => {
-      const key = findKey(module, session, wrapped.mechanism, wrapped.key_label, wrapped.key_id);
+    return this.withSession('decrypt the root key', async (library, session) => {
+      const key = await findKey(library, session, wrapped.mechanism, wrapped.key_label, wrapped.key_id);
       if (!key) throw new SealUnavailableError(`pkcs11 seal: the key that encrypted the root key (${describeKey(wrapped.key_label, wrapped.key_id)}) is not on ${this.tokenName()}`);
-      module.C_DecryptInit(session, mechanismOf(wrapped), key.decrypt);
+      await library.call('C_DecryptInit', session, mechanismOf(wrapped), key.decrypt);
       const data = Buffer.from(wrapped.ciphertext, 'base64');
-      return module.C_Decrypt(session, data, Buffer.alloc(data.length + 1024));
+      return library.call('C_Decrypt', session, data, Buffer.alloc(data.length + 1024));
     });
   }
 
@@ -170,19 +143,19 @@ export class Pkcs11KeyWrapper implements RootKeyWrapper {
 
   /**
    * Runs `operation` in the logged-in session, one call at a time. A session the library reports
-   * lost is replaced once; library errors become SealUnavailableError naming the step and the
-   * PKCS#11 return code.
+   * lost is replaced once; library errors (and deadlines missed) become SealUnavailableError naming
+   * the step and the PKCS#11 return code (or the call not answered).
    */
-  private withSession<T>(step: string, operation: (module: pkcs11js.PKCS11, session: pkcs11js.Handle) => T): Promise<T> {
-    const run = this.queue.then(() => {
+  private withSession<T>(step: string, operation: (library: Pkcs11LibraryProcess, session: pkcs11js.Handle) => Promise<T>): Promise<T> {
+    const run = this.queue.then(async () => {
       if (this.closed) throw new SealUnavailableError('pkcs11 seal: the seal is closed');
       try {
-        return operation(...this.openSession());
+        return await operation(...(await this.openSession()));
       } catch (err) {
         if (!(err instanceof pkcs11js.Pkcs11Error) || !SESSION_LOST.has(err.code)) throw this.describe(step, err);
-        this.release();
+        await this.release();
         try {
-          return operation(...this.openSession());
+          return await operation(...(await this.openSession()));
         } catch (retried) {
           throw this.describe(step, retried);
         }
@@ -192,62 +165,69 @@ export class Pkcs11KeyWrapper implements RootKeyWrapper {
     return run;
   }
 
-  private openSession(): [pkcs11js.PKCS11, pkcs11js.Handle] {
+  /** The open session, or a new process of the library with a session logged in (the last one stopped, or never started). */
+  private async openSession(): Promise<[Pkcs11LibraryProcess, pkcs11js.Handle]> {
     if (this.pinRefusal) throw this.pinRefusal;
-    this.module ??= openLibrary(this.config.lib);
-    if (this.session) return [this.module, this.session];
-    const module = this.module;
-    const slot = this.findSlot(module);
-    const flags = pkcs11js.CKF_SERIAL_SESSION | (this.config.generateKey ? pkcs11js.CKF_RW_SESSION : 0);
-    const session = module.C_OpenSession(slot, flags);
+    if (this.opened?.library.running) return [this.opened.library, this.opened.session];
+    this.opened = undefined;
+    const library = new Pkcs11LibraryProcess(this.config.lib, PKCS11_SEAL_CALL_TIMEOUT_MS);
     try {
-      module.C_Login(session, pkcs11js.CKU_USER, this.config.pin);
+      await library.call('load', this.config.lib);
+      await library.call('C_Initialize', { flags: pkcs11js.CKF_OS_LOCKING_OK });
+      const slot = await this.findSlot(library);
+      const flags = pkcs11js.CKF_SERIAL_SESSION | (this.config.generateKey ? pkcs11js.CKF_RW_SESSION : 0);
+      const session = await library.call('C_OpenSession', slot, flags);
+      await this.logIn(library, session);
+      this.opened = { library, session };
+      return [library, session];
     } catch (err) {
-      const alreadyIn = err instanceof pkcs11js.Pkcs11Error && err.code === pkcs11js.CKR_USER_ALREADY_LOGGED_IN;
-      if (!alreadyIn) {
-        module.C_CloseSession(session);
-        if (err instanceof pkcs11js.Pkcs11Error && PIN_REFUSED.has(err.code)) {
-          this.pinRefusal = new SealUnavailableError(
-            `pkcs11 seal: ${this.tokenName()} refused the PIN (${err.message}); correct "pin" (or SVC_HSM_PIN) and restart the server — it does not log in again, so the token is not locked`,
-          );
-          throw this.pinRefusal;
-        }
-        throw err;
-      }
-    }
-    this.session = session;
-    return [module, session];
-  }
-
-  /** Closes the session (which logs out once it is the application's last) and the library when unused. */
-  private release(): void {
-    if (this.session && this.module) {
-      try {
-        this.module.C_CloseSession(this.session);
-      } catch {
-        // The library already dropped it: that is why we are here.
-      }
-    }
-    this.session = undefined;
-    if (this.module && this.closed) {
-      closeLibrary(this.config.lib);
-      this.module = undefined;
+      library.stop();
+      throw err;
     }
   }
 
-  private findSlot(module: pkcs11js.PKCS11): pkcs11js.Handle {
-    const slots = module.C_GetSlotList(true);
+  private async logIn(library: Pkcs11LibraryProcess, session: pkcs11js.Handle): Promise<void> {
+    try {
+      await library.call('C_Login', session, pkcs11js.CKU_USER, this.config.pin);
+    } catch (err) {
+      if (!(err instanceof pkcs11js.Pkcs11Error)) throw err;
+      if (err.code === pkcs11js.CKR_USER_ALREADY_LOGGED_IN) return;
+      if (PIN_REFUSED.has(err.code)) {
+        this.pinRefusal = new SealUnavailableError(
+          `pkcs11 seal: ${this.tokenName()} refused the PIN (${err.message}); correct "pin" (or SVC_HSM_PIN) and restart the server — it does not log in again, so the token is not locked`,
+        );
+        throw this.pinRefusal;
+      }
+      throw err;
+    }
+  }
+
+  /** Finalizes the library (which closes its sessions, logging out) and stops its process. */
+  private async release(): Promise<void> {
+    const opened = this.opened;
+    this.opened = undefined;
+    if (!opened) return;
+    try {
+      await opened.library.call('C_Finalize');
+    } catch {
+      // The library already dropped the session (that is why we are here) or did not answer: its process goes all the same.
+    }
+    opened.library.stop();
+  }
+
+  private async findSlot(library: Pkcs11LibraryProcess): Promise<pkcs11js.Handle> {
+    const slots = await library.call('C_GetSlotList', true);
     const { slot, tokenLabel } = this.config;
-    const found = slots.find((handle) =>
-      slot !== undefined ? handleNumber(handle) === BigInt(slot) : module.C_GetTokenInfo(handle).label.trimEnd() === tokenLabel,
-    );
-    if (!found) throw new SealUnavailableError(`pkcs11 seal: ${this.tokenName()} is not present (${this.config.lib} lists ${slots.length} slot(s) with a token)`);
-    return found;
+    for (const handle of slots) {
+      const matches = slot !== undefined ? handleNumber(handle) === BigInt(slot) : (await library.call('C_GetTokenInfo', handle)).label.trimEnd() === tokenLabel;
+      if (matches) return handle;
+    }
+    throw new SealUnavailableError(`pkcs11 seal: ${this.tokenName()} is not present (${this.config.lib} lists ${slots.length} slot(s) with a token)`);
   }
 
-  private findConfiguredKey(module: pkcs11js.PKCS11, session: pkcs11js.Handle): TokenKey | undefined {
+  private async findConfiguredKey(library: Pkcs11LibraryProcess, session: pkcs11js.Handle): Promise<TokenKey | undefined> {
     const { keyLabel, keyId, mechanism } = this.config;
-    const key = findKey(module, session, mechanism, keyLabel, keyId);
+    const key = await findKey(library, session, mechanism, keyLabel, keyId);
     if (!key && !this.config.generateKey) {
       throw new SealUnavailableError(`pkcs11 seal: no key ${describeKey(keyLabel, keyId)} on ${this.tokenName()}; create it on the token or set generate_key = "true"`);
     }
@@ -255,7 +235,7 @@ export class Pkcs11KeyWrapper implements RootKeyWrapper {
   }
 
   /** Creates the configured key, non-extractable and sensitive as a root-key wrapping key should be. */
-  private generateKey(module: pkcs11js.PKCS11, session: pkcs11js.Handle): TokenKey {
+  private async generateKey(library: Pkcs11LibraryProcess, session: pkcs11js.Handle): Promise<TokenKey> {
     const label = this.config.keyLabel ?? '';
     const id = Buffer.from(this.config.keyId ?? randomBytes(8).toString('hex'), 'hex');
     const naming = [
@@ -266,7 +246,8 @@ export class Pkcs11KeyWrapper implements RootKeyWrapper {
     const secret = [...naming, { type: pkcs11js.CKA_PRIVATE, value: true }, { type: pkcs11js.CKA_SENSITIVE, value: true }, { type: pkcs11js.CKA_EXTRACTABLE, value: false }];
     const named = { label, id: id.toString('hex') };
     if (this.config.mechanism === 'CKM_RSA_PKCS_OAEP') {
-      const pair = module.C_GenerateKeyPair(
+      const pair = await library.call(
+        'C_GenerateKeyPair',
         session,
         { mechanism: pkcs11js.CKM_RSA_PKCS_KEY_PAIR_GEN },
         [...naming, { type: pkcs11js.CKA_ENCRYPT, value: true }, { type: pkcs11js.CKA_MODULUS_BITS, value: RSA_GENERATED_BITS }, { type: pkcs11js.CKA_PUBLIC_EXPONENT, value: Buffer.from([1, 0, 1]) }],
@@ -274,7 +255,7 @@ export class Pkcs11KeyWrapper implements RootKeyWrapper {
       );
       return { mechanism: 'CKM_RSA_PKCS_OAEP', encrypt: pair.publicKey, decrypt: pair.privateKey, ...named };
     }
-    const key = module.C_GenerateKey(session, { mechanism: pkcs11js.CKM_AES_KEY_GEN }, [
+    const key = await library.call('C_GenerateKey', session, { mechanism: pkcs11js.CKM_AES_KEY_GEN }, [
       ...secret,
       { type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_SECRET_KEY },
       { type: pkcs11js.CKA_KEY_TYPE, value: pkcs11js.CKK_AES },
@@ -289,7 +270,7 @@ export class Pkcs11KeyWrapper implements RootKeyWrapper {
     return this.config.slot !== undefined ? `slot ${this.config.slot}` : `the token labelled "${this.config.tokenLabel}"`;
   }
 
-  /** The step and the library's return code; the library's messages hold no PIN or key material. */
+  /** The step and the library's return code (or the call it did not answer); these messages hold no PIN or key material. */
   private describe(step: string, err: unknown): Error {
     if (err instanceof SealUnavailableError) return err;
     const reason = err instanceof Error ? err.message : String(err);
@@ -310,27 +291,28 @@ function describeKey(label: string | undefined, id: string | undefined): string 
  * The key named by label and/or id: an AES secret key, or an RSA private key and its public key.
  * With `mechanism` unset, the key's type chooses it.
  */
-function findKey(module: pkcs11js.PKCS11, session: pkcs11js.Handle, mechanism: Pkcs11Mechanism | undefined, label?: string, id?: string): TokenKey | undefined {
+async function findKey(library: Pkcs11LibraryProcess, session: pkcs11js.Handle, mechanism: Pkcs11Mechanism | undefined, label?: string, id?: string): Promise<TokenKey | undefined> {
   const naming: pkcs11js.Template = [
     ...(label !== undefined ? [{ type: pkcs11js.CKA_LABEL, value: label }] : []),
     ...(id !== undefined ? [{ type: pkcs11js.CKA_ID, value: Buffer.from(id, 'hex') }] : []),
   ];
-  const find = (objectClass: number, keyType: number) => {
-    module.C_FindObjectsInit(session, [...naming, { type: pkcs11js.CKA_CLASS, value: objectClass }, { type: pkcs11js.CKA_KEY_TYPE, value: keyType }]);
+  const find = async (objectClass: number, keyType: number) => {
+    await library.call('C_FindObjectsInit', session, [...naming, { type: pkcs11js.CKA_CLASS, value: objectClass }, { type: pkcs11js.CKA_KEY_TYPE, value: keyType }]);
     try {
-      return module.C_FindObjects(session) ?? undefined;
+      return (await library.call('C_FindObjects', session)) ?? undefined;
     } finally {
-      module.C_FindObjectsFinal(session);
+      // A process stopped at a deadline answers nothing more; its error is the one to report.
+      if (library.running) await library.call('C_FindObjectsFinal', session);
     }
   };
   const named = { ...(label !== undefined && { label }), ...(id !== undefined && { id }) };
   if (mechanism !== 'CKM_RSA_PKCS_OAEP') {
-    const secret = find(pkcs11js.CKO_SECRET_KEY, pkcs11js.CKK_AES);
+    const secret = await find(pkcs11js.CKO_SECRET_KEY, pkcs11js.CKK_AES);
     if (secret) return { mechanism: 'CKM_AES_GCM', encrypt: secret, decrypt: secret, ...named };
   }
   if (mechanism !== 'CKM_AES_GCM') {
-    const privateKey = find(pkcs11js.CKO_PRIVATE_KEY, pkcs11js.CKK_RSA);
-    const publicKey = find(pkcs11js.CKO_PUBLIC_KEY, pkcs11js.CKK_RSA);
+    const privateKey = await find(pkcs11js.CKO_PRIVATE_KEY, pkcs11js.CKK_RSA);
+    const publicKey = await find(pkcs11js.CKO_PUBLIC_KEY, pkcs11js.CKK_RSA);
     if (privateKey && publicKey) return { mechanism: 'CKM_RSA_PKCS_OAEP', encrypt: publicKey, decrypt: privateKey, ...named };
   }
   return undefined;

@@ -12,6 +12,8 @@ export * from './browser';
 export * from './certificates';
 export * from './transit-seal-provider';
 export * from './softhsm';
+export * from './pkcs11-relay';
+export * from './processes';
 export * from './stores';
 export * from './replication-clusters';
 export * from './raw-http';

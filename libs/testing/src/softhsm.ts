@@ -8,8 +8,8 @@ export const SOFTHSM_LIBRARY = ['/usr/lib/softhsm/libsofthsm2.so', '/usr/lib/x86
 
 /**
  * SoftHSM2 with its tokens in a temporary directory. The library reads SOFTHSM2_CONF when a process
- * initializes it, so `use()` points this process (and the servers it starts) at the directory
- * before any of them loads the library.
+ * initializes it, so `use()` points the processes this test starts (servers, the pkcs11 seal's
+ * library processes) at the directory before any of them loads the library.
  */
 export class SoftHsm {
   readonly conf: string;
@@ -24,22 +24,9 @@ export class SoftHsm {
     return new SoftHsm(mkdtempSync(path.join(tmpdir(), 'svc-softhsm-')));
   }
 
-  /** Sets SOFTHSM2_CONF for the servers this test starts (they inherit the test's environment). */
+  /** Sets SOFTHSM2_CONF for the processes this test starts (they inherit the test's environment). */
   use(): this {
     process.env.SOFTHSM2_CONF = this.conf;
-    return this;
-  }
-
-  /**
-   * Also points the library loaded in this process at the directory. Jest hands a test a copy of
-   * process.env, which native code never sees; process.loadEnvFile writes the real environment, but
-   * only once per process (it does not replace a variable already set): one spec per test process.
-   */
-  useInThisProcess(): this {
-    this.use();
-    const envFile = path.join(this.dir, 'softhsm.env');
-    writeFileSync(envFile, `SOFTHSM2_CONF=${this.conf}\n`);
-    process.loadEnvFile(envFile);
     return this;
   }
 
