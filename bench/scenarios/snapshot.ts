@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { Client } from 'pg';
-import { EmbeddedPhysical, type StoredEntry } from '@svc/storage';
+import { EMBEDDED_DATABASE_FILE, EmbeddedPhysical, type StoredEntry } from '@svc/storage';
 import { dropTable, POSTGRES_URL } from '@svc/testing';
 import { alternating, cpuMicros, type Measurement } from '../run';
 import { startConfiguredServer, type KvServer } from './kv';
@@ -122,7 +122,7 @@ async function saveThroughServer(url: string, token: string, pid: number, stored
 }
 
 /** Runs the floor `floor` (bench/floors/FLOOR.ts) once, with `env` naming the storage it reads. */
-export function scanFloor(floor: 'pg-scan-gzip' | 'pglite-scan-gzip', env: NodeJS.ProcessEnv, nodeFlags: string[] = []): Promise<Measurement> {
+export function scanFloor(floor: 'pg-scan-gzip' | 'sqlite-scan-gzip', env: NodeJS.ProcessEnv, nodeFlags: string[] = []): Promise<Measurement> {
   const child = spawn(process.execPath, [...nodeFlags, path.join(__dirname, '..', 'floors', `${floor}.js`)], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, ...env },
@@ -189,7 +189,7 @@ export const snapshotSaveEmbedded: Scenario = {
       cpSync(data, floorCopy, { recursive: true });
       server = await startConfiguredServer('bench-snapshot-embedded', () => `storage "embedded" {\n  path = "${data}"\n}`, async () => {});
       const { url, token, pid } = server;
-      return await alternating(this.name, () => scanFloor('pglite-scan-gzip', { FLOOR_PGLITE_PATH: floorCopy }, ['--no-liftoff']), () => saveThroughServer(url, token, pid, stored));
+      return await alternating(this.name, () => scanFloor('sqlite-scan-gzip', { FLOOR_SQLITE_FILE: path.join(floorCopy, EMBEDDED_DATABASE_FILE) }), () => saveThroughServer(url, token, pid, stored));
     } finally {
       await server?.stop();
       rmSync(dir, { recursive: true, force: true });

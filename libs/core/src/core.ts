@@ -238,9 +238,10 @@ export class Core {
   constructor(readonly options: CoreOptions) {
     const { seal, disabledSeal } = options.config;
     this.seal = createConfiguredSeal(options.physical, { version: VERSION, buildDate: BUILD_DATE }, this.sealProvider(seal), disabledSeal && this.sealProvider(disabledSeal), options.unsealShares);
-    // Gateways cache storage reads (in this process's memory there is nothing to save); replicas
-    // invalidate each other's entries through ReplicaSync, which then has to carry every written key.
-    this.storageCache = options.physical.kind === 'inmem' && !options.physical.remote ? undefined : new CachedPhysical(options.physical);
+    // Gateways cache storage reads (a store in this process's own memory has nothing to save);
+    // replicas invalidate each other's entries through ReplicaSync, which then has to carry every
+    // written key, and workers sharing a store through its change feed.
+    this.storageCache = options.physical.kind === 'inmem' && !options.physical.changes ? undefined : new CachedPhysical(options.physical);
     this.barrier = new Barrier(this.storageCache ?? options.physical);
     this.namespaces = new NamespaceRegistry(this.barrier);
     this.tokens = new TokenStore(createView(this.barrier, 'sys/token/'));

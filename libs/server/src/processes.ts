@@ -9,7 +9,7 @@ import { KeyringReceiver, PrimaryUnsealProgress } from '@svc/seal';
 import { Barrier, createPhysical, createView, MeteredPhysical, type Physical } from '@svc/storage';
 import { DATABASE_PLUGIN_VERSIONS, ENGINE_TYPES, engineTypes, serviceProcesses, WORKER_SERVICES, type WorkerContext } from './engines';
 import type { Loggers } from './logger';
-import { ownedByPrimary, primaryBus, primaryStorage, workerRole } from './workers';
+import { primaryBus, workerRole, workerStorage } from './workers';
 
 export interface RunningProcess {
   logger: Logger;
@@ -55,13 +55,9 @@ export interface GatewayOptions {
   beforeListen?: (core: Core) => Promise<void>;
 }
 
-/**
- * Storage as this process reaches it: in a worker, through the primary when the primary owns it,
- * else opened beside the other workers (an embedded directory stays the primary's); directly otherwise.
- */
+/** Storage as this process opens it: beside the other workers in a worker, else on its own. */
 function storageOf(config: ServerConfig, shared: Shared) {
-  if (!shared.primary) return createPhysical(config.storage);
-  return ownedByPrimary(config) ? primaryStorage(config, shared.primary) : createPhysical(config.storage, { lockHeldBy: process.ppid });
+  return shared.primary ? workerStorage(config) : createPhysical(config.storage);
 }
 
 /** Engine services named by the config that this process hosts itself (all-in-one). */

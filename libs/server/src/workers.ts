@@ -1,10 +1,12 @@
 import cluster, { type Worker } from 'node:cluster';
-import { availableParallelism } from 'node:os';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { BusRelay, MemoryBus, RemoteBusHub, type Bus, type IpcChannel } from '@svc/bus';
 import type { ServerConfig } from '@svc/config';
 import { MemoryLockTable, serveLockTable } from '@svc/locks';
 import { serveUnsealProgress } from '@svc/seal';
-import { BusPhysical, createPhysical, PhysicalServer, type Physical } from '@svc/storage';
+import { createPhysical, DirectoryLock, EmbeddedPhysical, type Physical } from '@svc/storage';
 import { createLoggers } from './logger';
 import type { RunningProcess } from './processes';
 
@@ -14,14 +16,20 @@ import type { RunningProcess } from './processes';
  * starts a worker again when one exits. Whatever gateway replicas share through NATS, Redis and
  * PostgreSQL, workers share the same way; in the all-in-one topology, where there is no NATS or
  * Redis, the primary is their broker (the in-memory bus relayed over IPC) and holds their lock
- * table. It holds an embedded data directory, which each worker opens beside the others, and owns
- * in-memory storage, which workers reach through it.
+ * table. It holds the embedded data directory, which each worker opens beside the others; for
+ * in-memory storage it makes a temporary store of the same kind in memory-backed files, which lives
+ * as long as the server.
  */
 
 /** Environment of a forked worker: its index (kept when it is started again). */
 const WORKER_INDEX = 'SVC_WORKER_INDEX';
 /** Set for the first worker of a dev server, which initializes and unseals the storage. */
 const WORKER_INITIALIZES = 'SVC_WORKER_INITIALIZES';
+/** The directory of the temporary store the workers of an in-memory server share. */
+const SHARED_INMEM_STORE = 'SVC_SHARED_INMEM_STORE';
+/** Memory-backed files where the system has them; the temporary directory otherwise. */
+const SHARED_MEMORY_ROOT = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
+const SHARED_INMEM_PREFIX = 'svc-inmem-';
 
 /** What a worker tells the primary over IPC besides bus traffic. */
 export type WorkerNotice = { svc: 'started'; addresses: string[] } | { svc: 'dev'; unsealKey: string; rootToken: string };
@@ -31,8 +39,6 @@ export function workerCount(flag: number | undefined, config: ServerConfig, dev:
   return flag ?? config.workers ?? (dev ? 1 : availableParallelism());
 }
 
-/** Storage that one process alone may open (in memory): workers reach it through the primary. */
-export const ownedByPrimary = (config: ServerConfig) => config.storage.type === 'inmem';
 
 /** This process as a worker: its index, and whether it initializes a dev server. */
 export function workerRole(): { index: number; initializes: boolean } | undefined {
@@ -66,14 +72,55 @@ export function notifyPrimary(notice: WorkerNotice): void {
   process.send!(notice);
 }
 
-/** In a worker: the bus to the primary (locks, and storage it owns). */
+/** In a worker: the bus to the primary (its broker and lock table). */
 export function primaryBus(): Bus {
   return new MemoryBus({ hub: new RemoteBusHub(toPrimary) });
 }
 
-/** In a worker: the storage the primary owns, reached over `bus`. */
-export function primaryStorage(config: ServerConfig, bus: Bus): Physical {
-  return new BusPhysical(config.storage.type, bus, undefined, `worker-${cluster.worker!.id}`);
+/** In a worker: the store its server holds, opened beside the other workers. */
+export function workerStorage(config: ServerConfig): Physical {
+  const shared = process.env[SHARED_INMEM_STORE];
+  if (config.storage.type === 'inmem' && shared) return new EmbeddedPhysical({ path: shared, lockHeldBy: process.ppid, temporary: true });
+  return createPhysical(config.storage, { lockHeldBy: process.ppid });
+}
+
+/**
+ * In the primary: the store it holds for its workers (none on PostgreSQL, which each opens
+ * itself), opened first so that its directory is taken and brought up to date before they open it.
+ */
+async function holdStorage(config: ServerConfig): Promise<{ physical: Physical; env: NodeJS.ProcessEnv; close(): Promise<void> } | undefined> {
+  if (config.storage.type === 'postgresql') return undefined;
+  if (config.storage.type === 'embedded') {
+    const physical = createPhysical(config.storage);
+    await physical.open();
+    return { physical, env: {}, close: () => physical.close() };
+  }
+  removeAbandonedInmemStores();
+  const path = mkdtempSync(join(SHARED_MEMORY_ROOT, SHARED_INMEM_PREFIX));
+  const physical = new EmbeddedPhysical({ path, temporary: true });
+  try {
+    await physical.open();
+  } catch (err) {
+    rmSync(path, { recursive: true, force: true });
+    throw err;
+  }
+  return {
+    physical,
+    env: { [SHARED_INMEM_STORE]: path },
+    close: async () => {
+      await physical.close();
+      rmSync(path, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Temporary stores left by servers that were killed outright: their memory is given back. */
+function removeAbandonedInmemStores(): void {
+  for (const name of readdirSync(SHARED_MEMORY_ROOT)) {
+    if (!name.startsWith(SHARED_INMEM_PREFIX)) continue;
+    const path = join(SHARED_MEMORY_ROOT, name);
+    if (DirectoryLock.abandoned(path)) rmSync(path, { recursive: true, force: true });
+  }
 }
 
 export interface PrimaryOptions {
@@ -92,17 +139,7 @@ export async function startPrimary(config: ServerConfig, options: PrimaryOptions
   const { logger } = loggers;
   const relay = new BusRelay();
   const bus = new MemoryBus({ hub: relay.hub });
-  let physical: Physical | undefined;
-  let storage: PhysicalServer | undefined;
-  if (config.storage.type !== 'postgresql') {
-    // Opened here first: an embedded directory is taken (one server at a time) and brought up to date before the workers open it.
-    physical = createPhysical(config.storage);
-    await physical.open();
-  }
-  if (physical && ownedByPrimary(config)) {
-    storage = new PhysicalServer(physical);
-    storage.serve(bus);
-  }
+  const storage = await holdStorage(config);
   if (!config.locks) serveLockTable(bus, new MemoryLockTable());
   // A client's unseal shares reach the workers in turn; they count toward one attempt, held here.
   serveUnsealProgress(bus);
@@ -115,7 +152,7 @@ export async function startPrimary(config: ServerConfig, options: PrimaryOptions
 
   const fork = (index: number, initializes: boolean): Promise<void> =>
     new Promise((started, failed) => {
-      const worker = cluster.fork({ [WORKER_INDEX]: String(index), ...(initializes ? { [WORKER_INITIALIZES]: '1' } : {}) });
+      const worker = cluster.fork({ [WORKER_INDEX]: String(index), ...storage?.env, ...(initializes ? { [WORKER_INITIALIZES]: '1' } : {}) });
       const forkedAt = performance.now();
       const detach = relay.attach(channelTo(worker));
       let serving = false;
@@ -129,7 +166,6 @@ export async function startPrimary(config: ServerConfig, options: PrimaryOptions
       });
       worker.once('exit', (code, signal) => {
         detach();
-        void storage?.abandon(`worker-${worker.id}`);
         if (workers.get(index) === worker) workers.delete(index);
         if (!serving) return failed(new Error(`gateway worker ${index} exited (${signal ?? `code ${code}`}) before it started serving`));
         if (stopping) return;
@@ -157,7 +193,7 @@ export async function startPrimary(config: ServerConfig, options: PrimaryOptions
     logger.info('gateway stopping');
     await stopWorkers();
     await bus.close();
-    await physical?.close();
+    await storage?.close();
     logger.info('gateway stopped');
     loggers.flush();
   };

@@ -50,6 +50,12 @@ export class DirectoryLock {
     }
   }
 
+  /** Whether a server left the directory without releasing it: its lock names a process that is gone. */
+  static abandoned(directory: string): boolean {
+    const owner = readOwner(join(directory, LOCK_FILE));
+    return owner !== undefined && !isLive(owner);
+  }
+
   release(): void {
     removeIfPresent(this.file);
   }

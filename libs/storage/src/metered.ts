@@ -30,10 +30,6 @@ export class MeteredPhysical implements Physical {
     return this.inner.kind;
   }
 
-  get remote(): boolean | undefined {
-    return this.inner.remote;
-  }
-
   get changes(): ChangeFeed | undefined {
     return this.inner.changes;
   }

@@ -160,8 +160,6 @@ export interface ChangeFeed {
 
 export interface Physical extends TransactionalStore {
   readonly kind: 'postgresql' | 'embedded' | 'inmem';
-  /** Set when the store is reached through another process (`BusPhysical`): reads are worth caching even in memory. */
-  readonly remote?: boolean;
   /** Opens connections and runs migrations. */
   open(): Promise<void>;
   close(): Promise<void>;

@@ -5,8 +5,7 @@ import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { dropTable, POSTGRES_URL } from '@svc/local-cluster';
 import { withPostgres } from './postgres-logins';
-import { MemoryBus, MemoryBusHub } from '@svc/bus';
-import { BusPhysical, EMBEDDED_DATABASE_FILE, EmbeddedPhysical, InmemPhysical, PhysicalServer, PostgresPhysical, type Physical } from '@svc/storage';
+import { EMBEDDED_DATABASE_FILE, EmbeddedPhysical, InmemPhysical, PostgresPhysical, type Physical } from '@svc/storage';
 
 /** Runs one SQL statement with parameters on the database of a store. */
 export type RunSql = (text: string, values: unknown[]) => Promise<unknown>;
@@ -24,7 +23,7 @@ export interface StoreFixture {
 }
 
 export interface StoreBackend {
-  name: 'inmem' | 'postgresql' | 'embedded' | 'inmem through the primary (workers)';
+  name: 'inmem' | 'postgresql' | 'embedded' | 'inmem shared by workers';
   beforeAll(): Promise<void>;
   afterAll(): void;
   setUp(): Promise<StoreFixture>;
@@ -72,18 +71,19 @@ const postgresBackend: StoreBackend = {
 
 /**
  * The embedded store (SQLite) in a fresh directory; `peer` opens the same directory as a gateway
- * worker does, beside the server that holds its lock.
+ * worker does, beside the server that holds its lock. `temporary`: the store the workers of an
+ * in-memory server share.
  */
-const embeddedBackend: StoreBackend = {
-  name: 'embedded',
+const embeddedBackend = (temporary: boolean): StoreBackend => ({
+  name: temporary ? 'inmem shared by workers' : 'embedded',
   async beforeAll() {},
   afterAll() {},
   async setUp() {
     const root = mkdtempSync(join(tmpdir(), 'svc-storage-embedded-'));
     const path = join(root, 'data');
-    const store = new EmbeddedPhysical({ path });
+    const store = new EmbeddedPhysical({ path, temporary });
     await store.open();
-    const peer = new EmbeddedPhysical({ path, lockHeldBy: process.pid });
+    const peer = new EmbeddedPhysical({ path, lockHeldBy: process.pid, temporary });
     await peer.open();
     const sql = new Database(join(path, EMBEDDED_DATABASE_FILE));
     return {
@@ -101,38 +101,10 @@ const embeddedBackend: StoreBackend = {
       },
     };
   },
-};
-
-/**
- * In-memory storage as the gateway workers of one server see it: held by the primary, which serves
- * it over the bus; `store` and `peer` are two workers.
- */
-const throughPrimaryBackend: StoreBackend = {
-  name: 'inmem through the primary (workers)',
-  async beforeAll() {},
-  afterAll() {},
-  async setUp() {
-    const owned = new InmemPhysical();
-    const hub = new MemoryBusHub();
-    const primaryBus = new MemoryBus({ hub });
-    new PhysicalServer(owned).serve(primaryBus);
-    const worker = () => new BusPhysical('inmem', new MemoryBus({ hub }));
-    const [store, peer] = [worker(), worker()];
-    await store.open();
-    return {
-      store,
-      peer,
-      table: '',
-      sql: () => Promise.reject(new Error('the inmem store has no SQL')),
-      async tearDown() {
-        await primaryBus.close();
-      },
-    };
-  },
-};
+});
 
 /**
  * Every physical backend, for `describe.each`: in memory, PostgreSQL (127.0.0.1:5432), embedded
- * (SQLite), and in memory reached by workers through the process that owns it.
+ * (SQLite), and the temporary store the workers of an in-memory server share.
  */
-export const STORE_BACKENDS: readonly StoreBackend[] = [inmemBackend, postgresBackend, embeddedBackend, throughPrimaryBackend];
+export const STORE_BACKENDS: readonly StoreBackend[] = [inmemBackend, postgresBackend, embeddedBackend(false), embeddedBackend(true)];

@@ -30,6 +30,12 @@ export interface EmbeddedPhysicalOptions {
    * worker opens the store beside its siblings rather than taking the directory for itself.
    */
   lockHeldBy?: number;
+  /**
+   * In-memory storage shared by the workers of one server: a store that lives as long as its server
+   * (its directory is meant for memory-backed storage and is removed with it), so nothing is synced
+   * to disk; it reports itself as `inmem`.
+   */
+  temporary?: boolean;
 }
 
 /** The database file inside the data directory. */
@@ -73,7 +79,7 @@ interface QueuedWrite {
  * changed from the change feed (see ChangeFeed), which every commit writes to.
  */
 export class EmbeddedPhysical implements Physical {
-  readonly kind = 'embedded' as const;
+  readonly kind: 'embedded' | 'inmem';
   private readonly directory: string;
   private readonly origin = randomUUID();
   private connected?: Connected;
@@ -83,6 +89,7 @@ export class EmbeddedPhysical implements Physical {
 
   constructor(private readonly options: EmbeddedPhysicalOptions) {
     this.directory = resolve(options.path);
+    this.kind = options.temporary ? 'inmem' : 'embedded';
   }
 
   async open(): Promise<void> {
@@ -114,7 +121,7 @@ export class EmbeddedPhysical implements Physical {
     const writer = new Database(file);
     try {
       writer.pragma('journal_mode = WAL');
-      writer.pragma('synchronous = FULL');
+      writer.pragma(`synchronous = ${this.options.temporary ? 'OFF' : 'FULL'}`);
       writer.pragma('busy_timeout = 10000');
       migrate(writer);
       // From here on a busy write lock is waited for between turns of the event loop (beginWrite).
