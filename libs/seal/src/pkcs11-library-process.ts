@@ -70,9 +70,11 @@ export class Pkcs11LibraryProcess {
   /** Why the process no longer answers, once it does not. */
   private ended?: string;
 
+  /** `deadlines`: longer ones for calls that take long on a sound token (generating an RSA pair). */
   constructor(
     private readonly lib: string,
     private readonly deadlineMs: number,
+    private readonly deadlines: Partial<Record<CallName, number>> = {},
   ) {
     // The server's NODE_OPTIONS (an inspector port, heap sizes) are not the child's business.
     const env = { ...process.env };
@@ -103,11 +105,12 @@ export class Pkcs11LibraryProcess {
         return;
       }
       const id = this.nextId++;
+      const deadlineMs = this.deadlines[method] ?? this.deadlineMs;
       const timer = setTimeout(() => {
         this.pending.delete(id);
-        this.stop(`it did not answer ${method} within ${this.deadlineMs / 1000} s`);
-        reject(new Error(`the PKCS#11 library ${this.lib} did not answer ${method} within ${this.deadlineMs / 1000} s; its process was stopped, and the next call starts another`));
-      }, this.deadlineMs);
+        this.stop(`it did not answer ${method} within ${deadlineMs / 1000} s`);
+        reject(new Error(`the PKCS#11 library ${this.lib} did not answer ${method} within ${deadlineMs / 1000} s; its process was stopped, and the next call starts another`));
+      }, deadlineMs);
       this.pending.set(id, { method, resolve: resolve as (result: unknown) => void, reject, timer });
       this.child.send({ id, method, args }, (err) => {
         if (err) this.settle({ id, error: { name: err.name, message: `could not be sent to its process: ${err.message}` } });

@@ -70,6 +70,8 @@ const OAEP_HASHES: Record<OaepHash, { hashAlg: number; mgf: number }> = {
 
 /** A call of the PKCS#11 library not answered this long fails (its process is stopped): the seal is unavailable, and the service stays sealed and tries again. */
 export const PKCS11_SEAL_CALL_TIMEOUT_MS = 10_000;
+/** Generating the seal's key, once at initialization, may take longer (an RSA pair on a busy host). */
+const KEY_GENERATION_TIMEOUT_MS = 60_000;
 
 /** The library reports the session or the login gone (token reinserted, HSM restarted): start it afresh and retry once. */
 const SESSION_LOST = new Set([
@@ -170,7 +172,7 @@ export class Pkcs11KeyWrapper implements RootKeyWrapper {
     if (this.pinRefusal) throw this.pinRefusal;
     if (this.opened?.library.running) return [this.opened.library, this.opened.session];
     this.opened = undefined;
-    const library = new Pkcs11LibraryProcess(this.config.lib, PKCS11_SEAL_CALL_TIMEOUT_MS);
+    const library = new Pkcs11LibraryProcess(this.config.lib, PKCS11_SEAL_CALL_TIMEOUT_MS, { C_GenerateKey: KEY_GENERATION_TIMEOUT_MS, C_GenerateKeyPair: KEY_GENERATION_TIMEOUT_MS });
     try {
       await library.call('load', this.config.lib);
       await library.call('C_Initialize', { flags: pkcs11js.CKF_OS_LOCKING_OK });
