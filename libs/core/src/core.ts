@@ -30,7 +30,7 @@ import {
 import { REPLICATION_STORAGE_PREFIX, Replication, type ForwardCall, type MountRef } from '@svc/replication';
 import { DEFAULT_SHIPPER_LIMITS } from '@svc/replication-log';
 import { createSnapshot, openSnapshot, type SnapshotFile } from '@svc/snapshot';
-import { Barrier, CachedPhysical, createView, readJson, writeJson, type Keyring, type Physical, type StorageView } from '@svc/storage';
+import { Barrier, CachedPhysical, createView, readJson, refuseUnfinishedMigration, writeJson, type Keyring, type Physical, type StorageView } from '@svc/storage';
 import { SYSTEM_MOUNT } from './mounts/system-mount';
 import { describeRequestError } from './http/request-errors';
 import { ReplicaSync } from './cluster/replica-sync';
@@ -390,6 +390,7 @@ export class Core {
 
   async start(): Promise<void> {
     await this.options.physical.open();
+    await refuseUnfinishedMigration(this.options.physical);
     this.initialized = (await this.seal.status()).initialized;
     this.peers.onChange((keyring, sealGeneration) => {
       // Applied in order, one at a time; a failure is logged, the next announcement retries.

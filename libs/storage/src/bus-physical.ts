@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { decodeJson, encodeJson, type Bus, type BusMessage, type Subscription } from '@svc/bus';
 import { ServiceError, type ErrorKind } from '@svc/http';
 import { writeIfUnchangedInTransaction } from './conditional-write';
-import { TRANSACTION_FINISHED, type ConditionalWrite, type MetaRecord, type Physical, type PhysicalTransaction, type StoredEntry, type StoreSnapshot, type WalEntry, type WriteAheadLog } from './types';
+import { TRANSACTION_FINISHED, type ConditionalWrite, type LogHead, type MetaRecord, type Physical, type PhysicalTransaction, type StoredEntry, type StoreSnapshot, type WalEntry, type WriteAheadLog } from './types';
 
 /**
  * Storage that only one process may open (embedded: PGlite is one session in one process; inmem)
@@ -15,7 +15,7 @@ type Op =
   | 'open' | 'get' | 'put' | 'delete' | 'list' | 'lock' | 'put-meta' | 'tx-begin' | 'tx-end'
   | 'scan-begin' | 'snapshot-begin' | 'scan-next' | 'snapshot-meta' | 'snapshot-log' | 'scan-end'
   | 'replace-begin' | 'replace-push' | 'replace-end'
-  | 'log-set' | 'log-state' | 'log-last' | 'log-after' | 'log-trim' | 'meta-get';
+  | 'log-set' | 'log-state' | 'log-last' | 'log-after' | 'log-trim' | 'log-import' | 'meta-get';
 
 interface WireEntry {
   key: string;
@@ -39,7 +39,7 @@ interface WireWalEntry extends Omit<WalEntry, 'value'> {
   /** base64, or null */
   value: string | null;
 }
-const walToWire = (entries: WalEntry[]): WireWalEntry[] => entries.map((entry) => ({ ...entry, value: entry.value?.toString('base64') ?? null }));
+const walToWire = (entries: readonly WalEntry[]): WireWalEntry[] => entries.map((entry) => ({ ...entry, value: entry.value?.toString('base64') ?? null }));
 const walFromWire = (entries: WireWalEntry[]): WalEntry[] => entries.map((entry) => ({ ...entry, value: entry.value === null ? null : Buffer.from(entry.value, 'base64') }));
 const metaFromWire = (records: WireEntry[]): MetaRecord[] => fromWire(records).map(({ key, value }) => ({ name: key, value }));
 const metaToWire = (records: MetaRecord[]): WireEntry[] => toWire(records.map(({ name, value }) => ({ key: name, value })));
@@ -149,6 +149,11 @@ export class PhysicalServer {
       case 'log-trim':
         await this.physical.log.trimThrough(decodeJson<number>(msg.payload));
         return reply(EMPTY);
+      case 'log-import': {
+        const { entries, head } = decodeJson<{ entries: WireWalEntry[]; head: LogHead }>(msg.payload);
+        await this.physical.log.importLog(walFromWire(entries), head);
+        return reply(EMPTY);
+      }
       case 'meta-get': {
         const value = await this.physical.log.getMeta(key);
         return value ? reply(value, { found: '1' }) : reply(EMPTY);
@@ -339,6 +344,7 @@ export class BusPhysical implements Physical {
       const answer = await this.call({ op: 'meta-get', key: name });
       return answer.headers.found ? bytes(answer.payload) : null;
     },
+    importLog: async (entries, head) => void (await this.call({ op: 'log-import' }, encodeJson({ entries: walToWire(entries), head }))),
   };
 
   async transaction<T>(fn: (tx: PhysicalTransaction) => Promise<T>): Promise<T> {

@@ -1,6 +1,7 @@
 import { EmbeddedPhysical } from './embedded';
 import { InmemPhysical } from './inmem';
 import { PostgresPhysical } from './postgres';
+import type { TableUse } from './sql/table-use-lock';
 import type { Physical, StorageConfig } from './types';
 
 type Options = StorageConfig['options'];
@@ -37,7 +38,7 @@ function requiredString(type: string, options: Options, name: string): string {
   return value;
 }
 
-function postgres(options: Options): PostgresPhysical {
+function postgres(options: Options, use: TableUse): PostgresPhysical {
   // The URL may hold a password: errors describe it, never echo it.
   const connectionUrl = requiredString('postgresql', options, 'connection_url');
   if (!/^postgres(ql)?:\/\//.test(connectionUrl)) {
@@ -49,11 +50,14 @@ function postgres(options: Options): PostgresPhysical {
   if (maxConnections !== undefined && !(Number.isInteger(maxConnections) && (maxConnections as number) > 0)) {
     throw configError('postgresql', 'option max_connections must be a positive integer');
   }
-  return new PostgresPhysical({ connectionUrl, table, maxConnections: maxConnections as number | undefined });
+  return new PostgresPhysical({ connectionUrl, table, maxConnections: maxConnections as number | undefined, use });
 }
 
-/** Builds the configured backend (not yet opened). */
-export function createPhysical(config: StorageConfig): Physical {
+/**
+ * Builds the configured backend (not yet opened) for a server, or for a storage migration, which
+ * a PostgreSQL store then holds exclusively (the embedded one holds its directory either way).
+ */
+export function createPhysical(config: StorageConfig, use: TableUse = 'server'): Physical {
   const type = config.type as string;
   if (!Object.hasOwn(KNOWN_OPTIONS, type)) {
     throw configError(type, `unknown storage type; expected one of ${Object.keys(KNOWN_OPTIONS).join(', ')}`);
@@ -62,7 +66,7 @@ export function createPhysical(config: StorageConfig): Physical {
   checkKnownOptions(config.type, options);
   switch (config.type) {
     case 'postgresql':
-      return postgres(options);
+      return postgres(options, use);
     case 'embedded':
       return new EmbeddedPhysical({ path: requiredString('embedded', options, 'path') });
     case 'inmem':

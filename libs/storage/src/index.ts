@@ -2,6 +2,7 @@ export * from './types';
 export * from './keyring';
 export { InmemPhysical } from './inmem';
 export { PostgresPhysical, type PostgresPhysicalOptions } from './postgres';
+export type { TableUse } from './sql/table-use-lock';
 export { EmbeddedPhysical, type EmbeddedPhysicalOptions } from './embedded';
 export { createPhysical } from './factory';
 export { Barrier, type WriteGuard, type WriteListener } from './barrier';
@@ -14,3 +15,4 @@ export { frozenJsonDecoder, jsonBytes, readFrozenJson, readJson, readStoredJson,
 export { storeTables } from './sql/statements';
 export { BusPhysical, PhysicalServer } from './bus-physical';
 export { MeteredPhysical } from './metered';
+export { clearMigrationLock, migrateStorage, MigrationStopped, MIGRATION_LOCK_KEY, readMigrationLock, refuseUnfinishedMigration, resumeHint, type MigrationLock, type MigrationOptions, type MigrationProgress, type MigrationResult } from './migrate';
