@@ -390,7 +390,11 @@ export class Core {
 
   async start(): Promise<void> {
     await this.options.physical.open();
-    await refuseUnfinishedMigration(this.options.physical);
+    // Closed again on refusal, so the process can exit: nothing else is running yet.
+    await refuseUnfinishedMigration(this.options.physical).catch(async (err: unknown) => {
+      await this.options.physical.close();
+      throw err;
+    });
     this.initialized = (await this.seal.status()).initialized;
     this.peers.onChange((keyring, sealGeneration) => {
       // Applied in order, one at a time; a failure is logged, the next announcement retries.

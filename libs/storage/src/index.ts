@@ -1,7 +1,7 @@
 export * from './types';
 export * from './keyring';
 export { InmemPhysical } from './inmem';
-export { PostgresPhysical, type PostgresPhysicalOptions } from './postgres';
+export { DEFAULT_TABLE, PostgresPhysical, type PostgresPhysicalOptions } from './postgres';
 export type { TableUse } from './sql/table-use-lock';
 export { EmbeddedPhysical, type EmbeddedPhysicalOptions } from './embedded';
 export { createPhysical } from './factory';

@@ -1,4 +1,4 @@
-import { STORE_BACKENDS, type StoreFixture } from '@svc/testing';
+import { STORE_BACKENDS, storePerTest } from '@svc/testing';
 import { InmemPhysical } from './inmem';
 import { clearMigrationLock, migrateStorage, MigrationStopped, MIGRATION_LOCK_KEY, readMigrationLock, refuseUnfinishedMigration, type MigrationProgress } from './migrate';
 import type { Physical } from './types';
@@ -68,16 +68,10 @@ async function stopped(migration: Promise<unknown>): Promise<MigrationStopped> {
 }
 
 describe.each(STORE_BACKENDS)('storage migration: $name', (backend) => {
-  let fixture: StoreFixture;
   let store: Physical;
-
-  beforeAll(async () => backend.beforeAll?.(), 60_000);
-  afterAll(() => backend.afterAll?.());
-  beforeEach(async () => {
-    fixture = await backend.setUp();
+  storePerTest(backend, (fixture) => {
     store = fixture.store;
-  }, 30_000);
-  afterEach(() => fixture.tearDown());
+  });
 
   it('copies every entry, the metadata and the log into the store, and out of it again', async () => {
     const source = await filledInmem();

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { POSTGRES_URL, STORE_BACKENDS, type StoreFixture } from '@svc/testing';
+import { POSTGRES_URL, STORE_BACKENDS, storePerTest, type StoreFixture } from '@svc/testing';
 import { Barrier } from './barrier';
 import { EmbeddedPhysical } from './embedded';
 import { Keyring } from './keyring';
@@ -32,14 +32,10 @@ const bytes = (text: string): Buffer => Buffer.from(text, 'utf8');
 describe.each(STORE_BACKENDS)('Physical conformance: $name', (backend) => {
   let fixture: StoreFixture;
   let store: Physical;
-
-  beforeAll(async () => backend.beforeAll?.(), 60_000);
-  afterAll(() => backend.afterAll?.());
-  beforeEach(async () => {
-    fixture = await backend.setUp();
-    store = fixture.store;
-  }, 30_000);
-  afterEach(() => fixture.tearDown());
+  storePerTest(backend, (current) => {
+    fixture = current;
+    store = current.store;
+  });
 
   it('stores, overwrites and deletes binary values', async () => {
     const binary = Buffer.from([0, 1, 2, 0xfe, 0xff, 0]);

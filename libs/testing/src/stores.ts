@@ -150,3 +150,18 @@ function throughPrimaryBackend(): StoreBackend {
  * (PGlite), and embedded reached by workers through the process that owns it.
  */
 export const STORE_BACKENDS: readonly StoreBackend[] = [inmemBackend, postgresBackend, embeddedBackend(), throughPrimaryBackend()];
+
+/**
+ * The hooks of a `describe.each(STORE_BACKENDS)` block: a fresh, open store of `backend` for each
+ * test (torn down after it); `each` is told it before the test runs.
+ */
+export function storePerTest(backend: StoreBackend, each: (fixture: StoreFixture) => void): void {
+  let fixture: StoreFixture;
+  beforeAll(() => backend.beforeAll(), 60_000);
+  afterAll(() => backend.afterAll());
+  beforeEach(async () => {
+    fixture = await backend.setUp();
+    each(fixture);
+  }, 30_000);
+  afterEach(() => fixture.tearDown());
+}
