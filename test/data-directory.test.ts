@@ -46,7 +46,7 @@ describe('embedded data directory', () => {
     expect(statSync(path.join(dir, 'data')).mode & 0o777).toBe(0o700);
     expect(statSync(path.join(auditDir, 'audit.log')).mode & 0o777).toBe(0o600);
 
-    await expect(start('second')).rejects.toThrow(/data directory .*data is in use by another server \(pid \d+/);
+    await expect(start('second')).rejects.toThrow(/data directory .*data is in use by another server or storage migration \(pid \d+/);
     const read = await api<{ data: { password: string } }>(first.url, 'GET', '/v1/secret/app', { token: rootToken });
     expect(read.body.data.password).toBe('kept');
 

@@ -7,3 +7,4 @@ export { devConfig } from './dev';
 export { parseHcl } from './hcl';
 export { cloudCredentials, cloudRegion } from './cloud-environment';
 export type { ReplicationConfig } from './replication';
+export { loadMigrationConfigFile, parseMigrationConfig, type MigrationConfig } from './migration';

@@ -24,17 +24,28 @@ const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
  * `knownServices` are the names its `services` may list (the server's registry knows them).
  */
 export async function loadConfigFile(path: string, knownServices: readonly string[]): Promise<ServerConfig> {
+  const { text, format } = await readConfigFile(path);
+  return parseConfig(text, format, path, process.env, knownServices);
+}
+
+/** A configuration file's text and format (from its extension: .hcl or .json). */
+export async function readConfigFile(path: string): Promise<{ text: string; format: ConfigFormat }> {
   const extension = extname(path).toLowerCase();
   if (extension !== '.hcl' && extension !== '.json') {
     throw new ConfigError(`${path}: configuration files must end in .hcl or .json`);
   }
-  let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    return { text: await readFile(path, 'utf8'), format: extension === '.hcl' ? 'hcl' : 'json' };
   } catch (err) {
     throw new ConfigError(`${path}: cannot read configuration file (${(err as NodeJS.ErrnoException).code ?? err})`);
   }
-  return parseConfig(text, extension === '.hcl' ? 'hcl' : 'json', path, process.env, knownServices);
+}
+
+/** The top-level object of a configuration's text. */
+export function parseTopLevel(text: string, format: ConfigFormat, sourceName: string): Section {
+  const raw = format === 'hcl' ? parseHcl(text, sourceName) : decodeJson(text, sourceName);
+  if (!isObject(raw)) throw new ConfigError(`${sourceName}: the configuration must be an object`);
+  return new Section(sourceName, raw);
 }
 
 /**
@@ -49,9 +60,7 @@ export async function parseConfig(
   environment: NodeJS.ProcessEnv = process.env,
   knownServices: readonly string[] = [],
 ): Promise<ServerConfig> {
-  const raw = format === 'hcl' ? parseHcl(text, sourceName) : decodeJson(text, sourceName);
-  if (!isObject(raw)) throw new ConfigError(`${sourceName}: the configuration must be an object`);
-  return buildConfig(new Section(sourceName, raw), sourceName, environment, knownServices);
+  return buildConfig(parseTopLevel(text, format, sourceName), sourceName, environment, knownServices);
 }
 
 function decodeJson(text: string, sourceName: string): unknown {

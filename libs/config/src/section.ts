@@ -96,8 +96,18 @@ export class Section {
 
   /** Adds a warning for each field present in the stanza that no reader asked for. */
   warnUnknown(warnings: string[]): void {
-    for (const key of Object.keys(this.body)) {
-      if (!this.read.has(key)) warnings.push(`${this.where}: unknown field "${key}" ignored`);
-    }
+    for (const key of this.unknownFields()) warnings.push(`${this.where}: unknown field "${key}" ignored`);
+  }
+
+  /** Throws if the stanza has fields no reader asked for, naming them and those it knows (`kind`: what a field is called there). */
+  rejectUnknown(kind = 'field'): void {
+    const unknown = this.unknownFields();
+    if (unknown.length === 0) return;
+    const names = (keys: Iterable<string>) => [...keys].map((key) => `"${key}"`).join(', ');
+    throw this.error(`unknown ${kind}${unknown.length > 1 ? 's' : ''} ${names(unknown)} (expected: ${names(this.read) || 'none'})`);
+  }
+
+  private unknownFields(): string[] {
+    return Object.keys(this.body).filter((key) => !this.read.has(key));
   }
 }

@@ -200,8 +200,20 @@ export async function parseSeals(blocks: Block[], sourceName: string, warnings: 
   return { seal, ...(disabledSeal && { disabledSeal }) };
 }
 
-/** Reads the single block of a stanza (undefined when absent) with the parser for its type. */
-function stanzaParser<T>(stanza: string, parsers: TypeParsers<T>, unknownWord: string) {
+/**
+ * A storage stanza of a migration's configuration (`storage_source`, `storage_destination`):
+ * durable storage only, and an unknown field is an error rather than a warning.
+ */
+export function parseMigrationStorage(stanza: string, blocks: Block[], sourceName: string): Promise<StorageConfig | undefined> {
+  if (blocks.some((block) => block.type === 'inmem')) {
+    throw new ConfigError(`${sourceName}: ${stanza} "inmem": in-memory storage keeps nothing once its server stops, so there is nothing to migrate; use postgresql or embedded`);
+  }
+  const durable = { postgresql: storageParsers.postgresql, embedded: storageParsers.embedded };
+  return stanzaParser(stanza, durable, 'unsupported', 'reject')(blocks, sourceName, []);
+}
+
+/** Reads the single block of a stanza (undefined when absent) with the parser for its type; unknown fields are warned about, or refused. */
+function stanzaParser<T>(stanza: string, parsers: TypeParsers<T>, unknownWord: string, unknownFields: 'warn' | 'reject' = 'warn') {
   return async (blocks: Block[], sourceName: string, warnings: string[]): Promise<T | undefined> => {
     if (blocks.length > 1) {
       const types = blocks.map((block) => `"${block.type}"`).join(', ');
@@ -216,7 +228,8 @@ function stanzaParser<T>(stanza: string, parsers: TypeParsers<T>, unknownWord: s
       throw new ConfigError(`${sourceName}: ${unknownWord} ${stanza} type "${block.type}" (supported: ${supported})`);
     }
     const result = await parse(section);
-    section.warnUnknown(warnings);
+    if (unknownFields === 'reject') section.rejectUnknown();
+    else section.warnUnknown(warnings);
     return result;
   };
 }

@@ -30,7 +30,7 @@ import {
 import { REPLICATION_STORAGE_PREFIX, Replication, type ForwardCall, type MountRef } from '@svc/replication';
 import { DEFAULT_SHIPPER_LIMITS } from '@svc/replication-log';
 import { createSnapshot, openSnapshot, type SnapshotFile } from '@svc/snapshot';
-import { Barrier, CachedPhysical, createView, readJson, writeJson, type Keyring, type Physical, type StorageView } from '@svc/storage';
+import { Barrier, CachedPhysical, createView, readJson, refuseUnfinishedMigration, writeJson, type Keyring, type Physical, type StorageView } from '@svc/storage';
 import { SYSTEM_MOUNT } from './mounts/system-mount';
 import { describeRequestError } from './http/request-errors';
 import { ReplicaSync, type ReplicaSyncHooks } from './cluster/replica-sync';
@@ -396,6 +396,11 @@ export class Core {
 
   async start(): Promise<void> {
     await this.options.physical.open();
+    // Closed again on refusal, so the process can exit: nothing else is running yet.
+    await refuseUnfinishedMigration(this.options.physical).catch(async (err: unknown) => {
+      await this.options.physical.close();
+      throw err;
+    });
     this.initialized = (await this.seal.status()).initialized;
     this.peers.onChange((keyring, sealGeneration) => {
       // Applied in order, one at a time; a failure is logged, the next announcement retries.

@@ -26,7 +26,7 @@ describe('DirectoryLock', () => {
   test('refuses a directory held by a live process, naming it and the way out', () => {
     writeOwner(process.ppid);
     expect(() => DirectoryLock.acquire(dir)).toThrow(
-      `data directory ${dir} is in use by another server (pid ${process.ppid} on ${hostname()}); stop that server first, or remove ${join(dir, LOCK_FILE)} if no server uses the directory`,
+      `data directory ${dir} is in use by another server or storage migration (pid ${process.ppid} on ${hostname()}); stop it first, or remove ${join(dir, LOCK_FILE)} if no process uses the directory`,
     );
   });
 

@@ -10,9 +10,10 @@ interface LockOwner {
 }
 
 /**
- * Exclusive use of a data directory by one server process, as PostgreSQL's postmaster.pid: a lock
- * file created with O_EXCL names its owner. A lock left by a process that is gone is stale and taken
- * over; so is one naming this very process, since pids repeat across container restarts.
+ * Exclusive use of a data directory by one server process (or `svc operator migrate`), as
+ * PostgreSQL's postmaster.pid: a lock file created with O_EXCL names its owner. A lock left by a
+ * process that is gone is stale and taken over; so is one naming this very process, since pids
+ * repeat across container restarts.
  */
 export class DirectoryLock {
   private constructor(private readonly file: string) {}
@@ -30,8 +31,8 @@ export class DirectoryLock {
         const owner = readOwner(file);
         if (owner && isLive(owner)) {
           throw new Error(
-            `data directory ${directory} is in use by another server (pid ${owner.pid} on ${owner.hostname}); ` +
-              `stop that server first, or remove ${file} if no server uses the directory`,
+            `data directory ${directory} is in use by another server or storage migration (pid ${owner.pid} on ${owner.hostname}); ` +
+              `stop it first, or remove ${file} if no process uses the directory`,
           );
         }
         removeIfPresent(file);

@@ -1,6 +1,7 @@
-import { EmbeddedPhysical } from './embedded/embedded';
+import { EmbeddedPhysical, holdsEarlierEmbeddedFormat } from './embedded/embedded';
 import { InmemPhysical } from './inmem';
 import { PostgresPhysical } from './postgres';
+import type { TableUse } from './sql/table-use-lock';
 import type { Physical, StorageConfig } from './types';
 
 type Options = StorageConfig['options'];
@@ -37,7 +38,7 @@ function requiredString(type: string, options: Options, name: string): string {
   return value;
 }
 
-function postgres(options: Options): PostgresPhysical {
+function postgres(options: Options, use: TableUse): PostgresPhysical {
   // The URL may hold a password: errors describe it, never echo it.
   const connectionUrl = requiredString('postgresql', options, 'connection_url');
   if (!/^postgres(ql)?:\/\//.test(connectionUrl)) {
@@ -49,12 +50,14 @@ function postgres(options: Options): PostgresPhysical {
   if (maxConnections !== undefined && !(Number.isInteger(maxConnections) && (maxConnections as number) > 0)) {
     throw configError('postgresql', 'option max_connections must be a positive integer');
   }
-  return new PostgresPhysical({ connectionUrl, table, maxConnections: maxConnections as number | undefined });
+  return new PostgresPhysical({ connectionUrl, table, maxConnections: maxConnections as number | undefined, use });
 }
 
 export interface PhysicalPlacement {
   /** In a gateway worker: the pid of its server, which holds an embedded data directory's lock. */
   lockHeldBy?: number;
+  /** A server's store, or a storage migration's, which holds a PostgreSQL table exclusively (the embedded one holds its directory either way). */
+  use?: TableUse;
 }
 
 /** Builds the configured backend (not yet opened). */
@@ -67,10 +70,23 @@ export function createPhysical(config: StorageConfig, placement: PhysicalPlaceme
   checkKnownOptions(config.type, options);
   switch (config.type) {
     case 'postgresql':
-      return postgres(options);
+      return postgres(options, placement.use ?? 'server');
     case 'embedded':
       return new EmbeddedPhysical({ path: requiredString('embedded', options, 'path'), lockHeldBy: placement.lockHeldBy });
     case 'inmem':
       return new InmemPhysical();
   }
+}
+
+/**
+ * A store for a storage migration, which holds it alone: as `createPhysical` builds it, but an
+ * embedded directory of the earlier format (PGlite) is opened with the earlier store, so that its
+ * data can be moved.
+ */
+export async function createMigrationStore(config: StorageConfig): Promise<Physical> {
+  if (config.type === 'embedded' && typeof config.options.path === 'string' && holdsEarlierEmbeddedFormat(config.options.path)) {
+    const { LegacyEmbeddedPhysical } = await import('./legacy-embedded');
+    return new LegacyEmbeddedPhysical({ path: config.options.path });
+  }
+  return createPhysical(config, { use: 'migration' });
 }

@@ -2,7 +2,7 @@ import { Mutex } from 'async-mutex';
 import BTree from 'sorted-btree';
 import { writeIfUnchangedInTransaction } from './conditional-write';
 import { checkKey, checkListPrefix } from './keys';
-import { TRANSACTION_FINISHED, type ConditionalWrite, type MetaRecord, type Physical, type PhysicalTransaction, type StoredEntry, type StoreSnapshot, type WalEntry, type WriteAheadLog } from './types';
+import { TRANSACTION_FINISHED, type ConditionalWrite, type LogHead, type MetaRecord, type Physical, type PhysicalTransaction, type StoredEntry, type StoreSnapshot, type WalEntry, type WriteAheadLog } from './types';
 
 /**
  * Immediate children of `prefix` in a sorted key space. Keys under a sub-directory are skipped
@@ -114,6 +114,20 @@ class InmemLog implements WriteAheadLog {
   async getMeta(name: string): Promise<Buffer | null> {
     const value = this.meta.get(name);
     return value === undefined ? null : Buffer.from(value);
+  }
+
+  async importLog(entries: readonly WalEntry[], head: LogHead): Promise<void> {
+    // entriesAfter finds an entry by its distance from the first: indexes must stay consecutive.
+    let expected = this.entries.length === 0 ? entries[0]?.idx : this.entries[this.entries.length - 1].idx + 1;
+    for (const entry of entries) {
+      if (entry.idx !== expected || entry.idx > head.lastIndex) {
+        throw new Error(`imported log entry ${entry.idx} does not follow the log (expected ${expected}, last index ${head.lastIndex})`);
+      }
+      expected++;
+    }
+    this.entries.push(...entries.map((entry) => ({ ...entry, value: entry.value && Buffer.from(entry.value) })));
+    this.last = head.lastIndex;
+    this.on = head.logging;
   }
 
   /** Appends entries when logging is on. */

@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { STORE_BACKENDS, type StoreFixture } from '@svc/testing';
+import { POSTGRES_URL, STORE_BACKENDS, storePerTest, type StoreFixture } from '@svc/testing';
 import { Barrier } from './barrier';
 import { EmbeddedPhysical } from './embedded/embedded';
 import { Keyring } from './keyring';
@@ -33,14 +33,10 @@ const bytes = (text: string): Buffer => Buffer.from(text, 'utf8');
 describe.each(STORE_BACKENDS)('Physical conformance: $name', (backend) => {
   let fixture: StoreFixture;
   let store: Physical;
-
-  beforeAll(async () => backend.beforeAll?.(), 60_000);
-  afterAll(() => backend.afterAll?.());
-  beforeEach(async () => {
-    fixture = await backend.setUp();
-    store = fixture.store;
-  }, 30_000);
-  afterEach(() => fixture.tearDown());
+  storePerTest(backend, (current) => {
+    fixture = current;
+    store = current.store;
+  });
 
   it('stores, overwrites and deletes binary values', async () => {
     const binary = Buffer.from([0, 1, 2, 0xfe, 0xff, 0]);
@@ -438,6 +434,35 @@ describe.each(STORE_BACKENDS)('Physical conformance: $name', (backend) => {
       expect(await store.log.lastIndex()).toBe(3);
     });
 
+    it('imports another log as it is, indexes kept, then its last index and logging switch, without a reset entry', async () => {
+      const entry = (idx: number, op: 'put' | 'delete' | 'reset', key: string, value: string | null) => ({ idx, op, key, value: value === null ? null : bytes(value) });
+      await store.log.importLog([entry(41, 'reset', '', null), entry(42, 'put', 'a', 'one')], { lastIndex: 43, logging: false });
+      await store.log.importLog([entry(43, 'delete', 'b', null)], { lastIndex: 43, logging: false });
+      expect(await store.log.logging()).toBe(false);
+      await store.put('unlogged', bytes('x'));
+      await store.log.importLog([], { lastIndex: 43, logging: true });
+      expect(await store.log.logging()).toBe(true);
+      await store.put('c', bytes('logged'));
+      expect(await logged()).toEqual([
+        [41, 'reset', '', null],
+        [42, 'put', 'a', 'one'],
+        [43, 'delete', 'b', null],
+        [44, 'put', 'c', 'logged'],
+      ]);
+      expect(await logged(42)).toEqual([
+        [43, 'delete', 'b', null],
+        [44, 'put', 'c', 'logged'],
+      ]);
+      const seen = await store.snapshot(async (snapshot) => ({ lastIndex: snapshot.lastIndex, log: (await snapshot.entriesAfter(0, 10)).map(({ idx }) => idx) }));
+      expect(seen).toEqual({ lastIndex: 44, log: [41, 42, 43, 44] });
+    });
+
+    it('imports the last index of a log whose entries were all trimmed, and goes on from it', async () => {
+      await store.log.importLog([], { lastIndex: 7, logging: true });
+      await store.put('a', bytes('1'));
+      expect(await logged()).toEqual([[8, 'put', 'a', '1']]);
+    });
+
     it('gives concurrent writers from two handles consecutive indexes in commit order, one entry per write', async () => {
       await store.log.setLogging(true);
       const writers = Array.from({ length: 40 }, (_, i) => {
@@ -503,6 +528,24 @@ describe('PostgresPhysical', () => {
     expect(Buffer.isBuffer(rows[0].value)).toBe(true);
     expect((rows[0].value as Buffer).includes(bytes(secret))).toBe(false);
     expect(JSON.stringify(rows)).not.toContain(secret);
+  });
+
+  it('shares a table among servers, and gives it to a migration only while none has it open, and back', async () => {
+    const opened = (use: 'server' | 'migration') => {
+      const store = new PostgresPhysical({ connectionUrl: POSTGRES_URL, table, maxConnections: 1, use });
+      return store.open().then(() => store);
+    };
+    // The fixture's two stores are two servers on the table.
+    await expect(opened('migration')).rejects.toThrow(`postgresql storage table "${table}" is in use by a running server: stop every server and service using it before migrating it`);
+    await Promise.all([fixture.store.close(), fixture.peer.close()]);
+    const migration = await opened('migration');
+    await expect(opened('server')).rejects.toThrow(`postgresql storage table "${table}" is being migrated (svc operator migrate holds it): start the server once the migration has finished`);
+    await expect(opened('migration')).rejects.toThrow(`postgresql storage table "${table}" is being migrated by another svc operator migrate`);
+    await migration.close();
+    const server = await opened('server');
+    expect(await server.list('')).toEqual([]);
+    await server.close();
+    await Promise.all([fixture.store.open(), fixture.peer.open()]);
   });
 
   it('refuses a table name that is not a safe identifier', () => {

@@ -142,6 +142,18 @@ export interface WriteAheadLog {
   /** Removes the entries up to and including `idx`. */
   trimThrough(idx: number): Promise<void>;
   getMeta(name: string): Promise<Buffer | null>;
+  /**
+   * Adds another store's log entries as they are, indexes kept (consecutive, after every entry this
+   * log holds), then sets the last index and the logging switch to `head`'s, appending no `reset`:
+   * how a storage migration carries a log over. Nothing else may write the store meanwhile.
+   */
+  importLog(entries: readonly WalEntry[], head: LogHead): Promise<void>;
+}
+
+/** Where a log stands: the last index handed out (entries up to it may have been trimmed) and whether writes are logged. */
+export interface LogHead {
+  lastIndex: number;
+  logging: boolean;
 }
 
 /**

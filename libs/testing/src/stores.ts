@@ -108,3 +108,18 @@ const embeddedBackend = (temporary: boolean): StoreBackend => ({
  * (SQLite), and the temporary store the workers of an in-memory server share.
  */
 export const STORE_BACKENDS: readonly StoreBackend[] = [inmemBackend, postgresBackend, embeddedBackend(false), embeddedBackend(true)];
+
+/**
+ * The hooks of a `describe.each(STORE_BACKENDS)` block: a fresh, open store of `backend` for each
+ * test (torn down after it); `each` is told it before the test runs.
+ */
+export function storePerTest(backend: StoreBackend, each: (fixture: StoreFixture) => void): void {
+  let fixture: StoreFixture;
+  beforeAll(() => backend.beforeAll(), 60_000);
+  afterAll(() => backend.afterAll());
+  beforeEach(async () => {
+    fixture = await backend.setUp();
+    each(fixture);
+  }, 30_000);
+  afterEach(() => fixture.tearDown());
+}

@@ -2,7 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SvcApiError, SvcClient, SvcConnectionError, type TlsOptions } from '@svc/sdk';
 import { closest, describeFlags, FlagSpecs, parseArgs, UsageError, type ParsedArgs } from './args';
-import type { CliIO, Command, OutputFormat } from './context';
+import type { CliIO, Command, LocalCommand, OutputFormat } from './context';
 import { println } from './context';
 import { loadYaml } from './format';
 import { COMMANDS, type CommandEntry } from './registry';
@@ -50,13 +50,14 @@ export async function runClientCommand(argv: string[], io: CliIO): Promise<numbe
   const entry = findCommand(argv);
   if (!entry) return unknownCommand(argv, io);
   const { command } = await entry.load();
-  const flagSpecs = { ...COMMON_FLAGS, ...command.flags };
+  const flagSpecs = command.local ? { ...command.flags, help: COMMON_FLAGS.help } : { ...COMMON_FLAGS, ...command.flags };
   try {
     const args = parseArgs(argv.slice(entry.name.split(' ').length), flagSpecs);
     if (args.flags.help) {
       println(io.stdout, commandHelp(entry.name, command, flagSpecs));
       return 0;
     }
+    if (command.local) return await command.run(io, args);
     const client = await clientFor(args, io);
     const field = args.flags.field === undefined ? undefined : String(args.flags.field);
     const format = outputFormat(args.flags.format ?? io.env.SVC_FORMAT);
@@ -161,21 +162,22 @@ function outputFormat(value: unknown): OutputFormat {
   throw new UsageError(`-format must be ${FORMATS.slice(0, -1).join(', ')} or ${FORMATS[FORMATS.length - 1]}`);
 }
 
-function reportError(io: CliIO, name: string, command: Command, err: unknown): number {
+function reportError(io: CliIO, name: string, command: Command | LocalCommand, err: unknown): number {
+  const apiErrorExitCode = (command.local ? undefined : command.apiErrorExitCode) ?? API_ERROR_EXIT_CODE;
   if (err instanceof SvcApiError) {
     println(io.stderr, `Error: ${err.method} ${err.path} answered status ${err.status}`);
     for (const message of err.errors) println(io.stderr, `* ${message}`);
     if (err.status === 403 && !io.env.SVC_TOKEN) {
       println(io.stderr, '\nHint: no token was sent, or the stored one (~/.svc-token) is refused: set SVC_TOKEN or run "svc login".');
     }
-    return command.apiErrorExitCode ?? API_ERROR_EXIT_CODE;
+    return apiErrorExitCode;
   }
   println(io.stderr, `Error: ${err instanceof Error ? err.message : String(err)}`);
   if (err instanceof UsageError) {
     println(io.stderr, `Run "svc ${name} -help" for usage.`);
     return USAGE_EXIT_CODE;
   }
-  return err instanceof SvcConnectionError ? (command.apiErrorExitCode ?? API_ERROR_EXIT_CODE) : USAGE_EXIT_CODE;
+  return err instanceof SvcConnectionError ? apiErrorExitCode : USAGE_EXIT_CODE;
 }
 
 async function usage(entries: CommandEntry[]): Promise<string> {
@@ -199,6 +201,6 @@ async function usage(entries: CommandEntry[]): Promise<string> {
   ].join('\n');
 }
 
-function commandHelp(name: string, command: Command, flags: FlagSpecs): string {
+function commandHelp(name: string, command: Command | LocalCommand, flags: FlagSpecs): string {
   return [`Usage: svc ${name} [flags] ${command.args}`.trimEnd(), '', command.summary, '', 'Flags:', describeFlags(flags)].join('\n');
 }

@@ -1,10 +1,10 @@
-import type { Command } from './context';
+import type { Command, LocalCommand } from './context';
 
 export interface CommandEntry {
   /** Words after `svc`, e.g. "operator init". */
   name: string;
   /** Loads the command's module only when it runs, so a command loads nothing it does not use. */
-  load: () => Promise<{ command: Command }>;
+  load: () => Promise<{ command: Command | LocalCommand }>;
 }
 
 /** Every client command: one line each. */
@@ -82,4 +82,5 @@ export const COMMANDS: CommandEntry[] = [
   { name: 'operator rotate', load: () => import('./operator/rotate') },
   { name: 'operator rekey', load: () => import('./operator/rekey') },
   { name: 'operator generate-root', load: () => import('./operator/generate-root') },
+  { name: 'operator migrate', load: () => import('./operator/migrate') },
 ];

@@ -18,6 +18,7 @@ import {
   type StoreSnapshot,
   type WalEntry,
   type WriteAheadLog,
+  type LogHead,
 } from '../types';
 import { migrate } from './schema';
 import { type EmbeddedStatements, prepareStatements, type StoreRow } from './statements';
@@ -94,7 +95,7 @@ export class EmbeddedPhysical implements Physical {
 
   async open(): Promise<void> {
     if (this.connected) throw new Error('embedded storage is already open');
-    if (existsSync(join(this.directory, EARLIER_FORMAT_MARKER))) {
+    if (holdsEarlierEmbeddedFormat(this.directory)) {
       throw new Error(
         `embedded storage: ${this.directory} holds data in the format of earlier versions; ` +
           'move it to a new directory with `svc operator migrate` (storage_source "embedded" names this directory)',
@@ -246,6 +247,7 @@ export class EmbeddedPhysical implements Physical {
     entriesAfter: async (idx, limit) => this.connection().read.entriesAfter.all(idx, limit),
     trimThrough: (idx) => this.write((tx) => tx.trimLog(idx)),
     getMeta: async (name) => this.connection().read.getMeta.get(name) ?? null,
+    importLog: (entries, head) => this.write((tx) => tx.importLog(entries, head)),
   };
 
   /** Records keys that changed outside the store (a seal, an unseal) for the other processes. */
@@ -310,6 +312,11 @@ export class EmbeddedPhysical implements Physical {
     if (!this.connected) throw new Error('embedded storage is not open');
     return this.connected;
   }
+}
+
+/** Whether `directory` holds data of the earlier embedded format (PGlite's data files). */
+export function holdsEarlierEmbeddedFormat(directory: string): boolean {
+  return existsSync(join(directory, EARLIER_FORMAT_MARKER));
 }
 
 function rollBack(writer: SqliteDatabase): void {
@@ -396,6 +403,12 @@ class WriteTransaction implements PhysicalTransaction {
 
   trimLog(idx: number): void {
     this.statements.trimLog.run(idx);
+  }
+
+  /** Another store's log entries, indexes kept, then its head (see WriteAheadLog.importLog). */
+  importLog(entries: readonly WalEntry[], head: LogHead): void {
+    for (const { idx, op, key, value } of entries) this.statements.appendLog.run(idx, op, key, value);
+    this.statements.setLogHead.run(head.lastIndex, head.logging ? 1 : 0);
   }
 
   noteChanges(keys: readonly string[]): void {

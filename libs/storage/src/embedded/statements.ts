@@ -46,6 +46,7 @@ export function prepareStatements(db: Database) {
     /** Takes `$1` log indexes when logging is on: answers the last of them, or nothing. */
     takeIndexes: pluck<number>('UPDATE head SET last_idx = last_idx + ? WHERE logging RETURNING last_idx'),
     appendLog: prepare('INSERT INTO wal (idx, op, key, value) VALUES (?, ?, ?, ?)'),
+    setLogHead: prepare('UPDATE head SET last_idx = ?, logging = ?'),
     entriesAfter: prepare<WalRow>('SELECT idx, op, key, value FROM wal WHERE idx > ? ORDER BY idx LIMIT ?'),
     trimLog: prepare('DELETE FROM wal WHERE idx <= ?'),
     getMeta: pluck<Buffer>('SELECT value FROM meta WHERE name = ?'),

@@ -1,5 +1,5 @@
 import { checkKey } from '../keys';
-import { TRANSACTION_FINISHED, type ConditionalWrite, type MetaRecord, type PhysicalTransaction, type WalEntry } from '../types';
+import { TRANSACTION_FINISHED, type ConditionalWrite, type LogHead, type MetaRecord, type PhysicalTransaction, type WalEntry } from '../types';
 import { directoryUpperBound, rowAddress, storedDirectory, type RowAddress } from './layout';
 import type { ConditionalWriteShape, Statement, StoreStatements } from './statements';
 
@@ -43,8 +43,8 @@ function conditionalWriteValues({ locks, unchanged, writes }: ConditionalWrite, 
 /** A transaction's puts sent together with its log in one statement up to this many log entries; beyond, apart. */
 const MAX_COMBINED_ENTRIES = 16;
 /**
- * Rows (or log entries) per statement when a transaction's writes go out apart: three parameters
- * each, far below the 65,535 parameters a statement takes.
+ * Rows (or log entries) per statement when a transaction's writes go out apart: three or four
+ * parameters each, far below the 65,535 parameters a statement takes.
  */
 const ROWS_PER_STATEMENT = 2000;
 
@@ -210,6 +210,15 @@ export class SqlOperations implements PhysicalTransaction {
 
   async trimThrough(idx: number): Promise<void> {
     await this.run(this.statements.trimLog, [idx]);
+  }
+
+  /** Another store's log entries, indexes kept, then the head (see WriteAheadLog.importLog); in a transaction. */
+  async importLog(entries: readonly WalEntry[], head: LogHead): Promise<void> {
+    for (const chunk of chunks([...entries], ROWS_PER_STATEMENT)) {
+      if (chunk.length === 0) continue;
+      await this.run(this.statements.importLog(chunk.length), chunk.flatMap(({ idx, op, key, value }) => [idx, op, key, value]));
+    }
+    await this.run(this.statements.setLogHead, [head.lastIndex, head.logging]);
   }
 
   /** A `reset` entry (when logging is on): the store changed in a way entries do not describe. */

@@ -130,6 +130,7 @@ export abstract class SqlPhysical implements Physical {
     entriesAfter: (idx, limit) => this.operations().entriesAfter(idx, limit),
     trimThrough: (idx) => this.operations().trimThrough(idx),
     getMeta: (name) => this.operations().getMeta(name),
+    importLog: (entries, head) => this.inTransaction('READ COMMITTED', (tx) => tx.importLog(entries, head)),
   };
 
   async replaceAll(entries: AsyncIterable<StoredEntry>, keep: ReadonlySet<string>): Promise<void> {

@@ -39,6 +39,10 @@ export interface StoreStatements {
    */
   putRowsLogged(rows: number, entries: number): Statement;
   appendReset: Statement;
+  /** Inserts `entries` log entries as they are: idx, op, key and value of each in turn. */
+  importLog(entries: number): Statement;
+  /** Sets the log's head: $1 the last index, $2 whether logging is on. */
+  setLogHead: Statement;
   /**
    * A conditional write (ConditionalWrite) of `shape.locks` locked keys, `shape.checks` compared
    * keys and `shape.writes` written ones, in one statement, one parameter per value in this order: the keys to
@@ -251,6 +255,11 @@ export function storeStatements(table: string, scanBatchRows: number): StoreStat
       name: 'svc_storage_log_reset',
       text: `WITH head AS (${nextIndexes('1', '')}) INSERT INTO ${wal} (idx, op, key, value) SELECT last_idx, 'reset', '', NULL FROM head`,
     },
+    importLog: (entries) => ({
+      name: '',
+      text: `INSERT INTO ${wal} (idx, op, key, value) VALUES ${Array.from({ length: entries }, (_, i) => `($${4 * i + 1}::bigint, $${4 * i + 2}::text, $${4 * i + 3}::text, $${4 * i + 4}::bytea)`).join(', ')}`,
+    }),
+    setLogHead: { name: 'svc_storage_set_log_head', text: `UPDATE ${head} SET last_idx = $1, logging = $2` },
     writeIfUnchanged: (shape) => {
       const key = shapeName(shape);
       let statement = conditionalWrites.get(key);
