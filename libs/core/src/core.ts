@@ -72,6 +72,8 @@ const SERVICE_UNSEAL_RETRY_MS = 50;
 const POLICY_PREFIX = 'sys/policy/';
 /** Not a barrier key: marks a keyring rotation for the replicas. */
 const KEYRING_CHANGED = 'core/keyring';
+/** How many times a sealed replica asks its peers for the keyring when following an unseal. */
+const PEER_UNSEAL_ATTEMPTS = 3;
 /** Not a storage key: tells sealed replicas that a client unsealed a peer, so they follow before the call returns. */
 const PEER_UNSEALED = 'core/unsealed';
 /** Physical key counting cluster-wide seals, so a replica that missed one while cut off learns of it. */
@@ -677,8 +679,11 @@ export class Core {
 
   /** A peer unsealed: fetch its keyring (unless already open) and finish following it. */
   private async followPeerUnseal(): Promise<void> {
-    if (this.state !== 'unsealed') await this.peers.refresh();
-    await this.peerTransitions;
+    // A busy peer may answer late: asked again a few times (one with no peer unsealed is told so at once).
+    for (let attempt = 0; attempt < PEER_UNSEAL_ATTEMPTS && this.state !== 'unsealed'; attempt++) {
+      await this.peers.refresh();
+      await this.peerTransitions;
+    }
   }
 
   private async followPeers(keyring: Keyring | undefined, sealGeneration?: number): Promise<void> {
