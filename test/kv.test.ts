@@ -507,8 +507,8 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('kv, %s', (kind) => {
   if (kind === 'distributed') {
     test('LIST of a directory with 100,000 keys', async () => {
       // Distributed only: the keys are written through the API, and at this machine's rates
-      // (embedded PGlite storage takes ~400 writes/s, a single process) only the two PostgreSQL
-      // gateways get 100,000 writes done in under a minute. Version 1 writes are one storage record
+      // (embedded storage syncs each commit to disk) only the two PostgreSQL gateways get 100,000
+      // writes done in under a minute. Version 1 writes are one storage record
       // each (version 2 adds a locked transaction per write, roughly halving the rate); the version
       // 2 listing of 100,000 keys is covered at the storage level by libs/engine-kv's scale.spec.
       const keyCount = 100_000;

@@ -20,6 +20,6 @@ runScanFloor(async () => {
       for (let rows = first.all(); rows.length > 0; rows = after.all(rows[rows.length - 1].parent_path, rows[rows.length - 1].name)) await consume(rows);
       db.exec('COMMIT');
     },
-    close: async () => db.close(),
+    close: async () => void db.close(),
   };
 });

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Mutex } from 'async-mutex';
@@ -87,6 +88,9 @@ export class EmbeddedPhysical implements Physical {
   private lock?: DirectoryLock;
   private readonly writeTurns = new Mutex();
   private queued: QueuedWrite[] = [];
+  /** The sync of the log under way, and the one that follows it (see `synced`). */
+  private syncing?: Promise<void>;
+  private nextSync?: Promise<void>;
 
   constructor(private readonly options: EmbeddedPhysicalOptions) {
     this.directory = resolve(options.path);
@@ -122,7 +126,8 @@ export class EmbeddedPhysical implements Physical {
     const writer = new Database(file);
     try {
       writer.pragma('journal_mode = WAL');
-      writer.pragma(`synchronous = ${this.options.temporary ? 'OFF' : 'FULL'}`);
+      // A commit is written to the log here and synced by `synced`, off the event loop, before it is acknowledged.
+      writer.pragma(`synchronous = ${this.options.temporary ? 'OFF' : 'NORMAL'}`);
       writer.pragma('busy_timeout = 10000');
       migrate(writer);
       // From here on a busy write lock is waited for between turns of the event loop (beginWrite).
@@ -189,8 +194,8 @@ export class EmbeddedPhysical implements Physical {
     return this.writeTransaction(fn);
   }
 
-  private writeTransaction<T>(fn: (tx: WriteTransaction) => Promise<T>): Promise<T> {
-    return this.writeTurns.runExclusive(async () => {
+  private async writeTransaction<T>(fn: (tx: WriteTransaction) => Promise<T>): Promise<T> {
+    const result = await this.writeTurns.runExclusive(async () => {
       const connected = this.connection();
       await this.beginWrite(connected.writer);
       const tx = new WriteTransaction(connected.write, this.origin);
@@ -206,6 +211,8 @@ export class EmbeddedPhysical implements Physical {
         tx.finish();
       }
     });
+    await this.synced();
+    return result;
   }
 
   async scan<T>(consume: (entries: AsyncIterable<StoredEntry>) => Promise<T>): Promise<T> {
@@ -257,40 +264,67 @@ export class EmbeddedPhysical implements Physical {
   }
 
   /**
-   * Group commit: a write that finds none being committed starts a transaction at once; those that
-   * arrive meanwhile go together in the next one. Each write's work runs synchronously in it.
+   * Group commit: the writes made in one turn of the event loop (every request read in it) and
+   * those that arrive while a transaction holds the write turn go together in the next
+   * transaction. Each write's work runs synchronously in it; each is answered once it is synced.
    */
   private write<T>(work: (tx: WriteTransaction) => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      if (this.queued.push({ work, resolve: resolve as (result: unknown) => void, reject }) === 1) {
-        void this.writeTurns.runExclusive(() => this.commitQueued());
-      }
+      if (this.queued.push({ work, resolve: resolve as (result: unknown) => void, reject }) === 1) setImmediate(() => void this.commitQueued());
     });
   }
 
   private async commitQueued(): Promise<void> {
-    const batch = this.queued;
-    this.queued = [];
+    let batch: QueuedWrite[] = [];
     let results: unknown[];
     try {
-      const connected = this.connection();
-      await this.beginWrite(connected.writer);
-      const tx = new WriteTransaction(connected.write, this.origin);
-      try {
-        results = batch.map((queued) => queued.work(tx));
-        tx.commit();
-        connected.writer.exec('COMMIT');
-      } catch (error) {
-        rollBack(connected.writer);
-        throw error;
-      } finally {
-        tx.finish();
-      }
+      results = await this.writeTurns.runExclusive(async () => {
+        batch = this.queued;
+        this.queued = [];
+        const connected = this.connection();
+        await this.beginWrite(connected.writer);
+        const tx = new WriteTransaction(connected.write, this.origin);
+        try {
+          const done = batch.map((queued) => queued.work(tx));
+          tx.commit();
+          connected.writer.exec('COMMIT');
+          return done;
+        } catch (error) {
+          rollBack(connected.writer);
+          throw error;
+        } finally {
+          tx.finish();
+        }
+      });
+      await this.synced();
     } catch (error) {
       for (const queued of batch) queued.reject(error);
       return;
     }
     batch.forEach((queued, i) => queued.resolve(results[i]));
+  }
+
+  /**
+   * Resolves once every commit made so far is on disk: the log file is synced on libuv's thread
+   * pool, so the event loop goes on meanwhile; the commits made while one sync runs share the next.
+   * (SQLite itself syncs the log before it copies it into the database, and the database after.)
+   */
+  private synced(): Promise<void> {
+    if (this.options.temporary) return Promise.resolve();
+    if (!this.syncing) {
+      const sync: Promise<void> = syncFile(join(this.directory, `${DATABASE_FILE}-wal`)).finally(() => {
+        if (this.syncing === sync) this.syncing = undefined;
+      });
+      this.syncing = sync;
+      return sync;
+    }
+    this.nextSync ??= this.syncing
+      .catch(() => undefined)
+      .then(() => {
+        this.nextSync = undefined;
+        return this.synced();
+      });
+    return this.nextSync;
   }
 
   /** Takes SQLite's write lock, waiting for another process's transaction between turns of the event loop. */
@@ -317,6 +351,22 @@ export class EmbeddedPhysical implements Physical {
 /** Whether `directory` holds data of the earlier embedded format (PGlite's data files). */
 export function holdsEarlierEmbeddedFormat(directory: string): boolean {
   return existsSync(join(directory, EARLIER_FORMAT_MARKER));
+}
+
+/** Flushes a file's data to disk; a log that is gone (checkpointed and removed) has nothing to flush. */
+async function syncFile(path: string): Promise<void> {
+  let file: FileHandle;
+  try {
+    file = await open(path, 'r');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw error;
+  }
+  try {
+    await file.datasync();
+  } finally {
+    await file.close();
+  }
 }
 
 function rollBack(writer: SqliteDatabase): void {
