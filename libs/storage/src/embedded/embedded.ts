@@ -44,6 +44,8 @@ export interface EmbeddedPhysicalOptions {
 export const DATABASE_FILE = 'svc.db';
 /** What a data directory of the earlier embedded format (PGlite) holds. */
 const EARLIER_FORMAT_MARKER = 'PG_VERSION';
+/** Tries of the write lock made in the next turns of the event loop before pausing between them. */
+const QUICK_LOCK_ATTEMPTS = 50;
 /** How long a write waits for another process's transaction to end before it is refused. */
 const WRITE_LOCK_WAIT_MS = 60_000;
 /** Change rows kept for processes catching up; one further behind reloads everything. */
@@ -330,7 +332,7 @@ export class EmbeddedPhysical implements Physical {
   /** Takes SQLite's write lock, waiting for another process's transaction between turns of the event loop. */
   private async beginWrite(writer: SqliteDatabase): Promise<void> {
     const giveUpAt = performance.now() + WRITE_LOCK_WAIT_MS;
-    for (let wait = 0; ; wait = Math.min(wait + 1, 10)) {
+    for (let attempt = 1; ; attempt++) {
       try {
         writer.exec('BEGIN IMMEDIATE');
         return;
@@ -338,7 +340,10 @@ export class EmbeddedPhysical implements Physical {
         if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
         if (performance.now() >= giveUpAt) throw ServiceError.unavailable(`embedded storage: another process has held the write lock for ${WRITE_LOCK_WAIT_MS / 1000} s`);
       }
-      await delay(wait);
+      // A commit holds the lock for tens of microseconds (the sync comes after): the next turns of
+      // the event loop are tried first, then growing pauses up to 10 ms for a long transaction.
+      if (attempt <= QUICK_LOCK_ATTEMPTS) await new Promise((resolve) => setImmediate(resolve));
+      else await delay(Math.min(attempt - QUICK_LOCK_ATTEMPTS, 10));
     }
   }
 
