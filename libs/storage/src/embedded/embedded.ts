@@ -278,32 +278,17 @@ export class EmbeddedPhysical implements Physical {
 
   private async commitQueued(): Promise<void> {
     let batch: QueuedWrite[] = [];
-    let results: unknown[];
     try {
-      results = await this.writeTurns.runExclusive(async () => {
-        batch = this.queued;
-        this.queued = [];
-        const connected = this.connection();
-        await this.beginWrite(connected.writer);
-        const tx = new WriteTransaction(connected.write, this.origin);
-        try {
-          const done = batch.map((queued) => queued.work(tx));
-          tx.commit();
-          connected.writer.exec('COMMIT');
-          return done;
-        } catch (error) {
-          rollBack(connected.writer);
-          throw error;
-        } finally {
-          tx.finish();
-        }
+      const results = await this.writeTransaction(async (tx) => {
+        [batch, this.queued] = [this.queued, []];
+        return batch.map((queued) => queued.work(tx));
       });
-      await this.synced();
+      batch.forEach((queued, i) => queued.resolve(results[i]));
     } catch (error) {
+      // Refused before the write lock was taken: the writes waiting are those this commit was for.
+      if (batch.length === 0) [batch, this.queued] = [this.queued, []];
       for (const queued of batch) queued.reject(error);
-      return;
     }
-    batch.forEach((queued, i) => queued.resolve(results[i]));
   }
 
   /**
