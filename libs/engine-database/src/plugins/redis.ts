@@ -1,4 +1,4 @@
-import Redis from 'ioredis';
+import Redis, { ReplyError } from 'ioredis';
 import type { FieldMap } from '@svc/framework';
 import { DATABASE_TIMEOUT_MS, InvalidSettingsError, type ConnectionSettings, type DatabasePlugin, type DeleteUserRequest, type NewUserRequest, type PluginDefinition, type UpdateUserRequest } from './plugin';
 
@@ -68,6 +68,9 @@ class RedisPlugin implements DatabasePlugin {
       maxRetriesPerRequest: 1,
       // The root user may lack INFO, which the ready check runs.
       enableReadyCheck: false,
+      // CLIENT SETINFO on connecting would hold connect() for a whole deadline on a silent server
+      // before the call's own command had its deadline.
+      disableClientInfo: true,
       // Fail the request now rather than queueing it while reconnecting for ever.
       retryStrategy: () => null,
     });
@@ -85,8 +88,27 @@ class RedisPlugin implements DatabasePlugin {
     return redis;
   }
 
-  private async acl(...args: string[]): Promise<unknown> {
-    return (await this.client()).call('ACL', ...args);
+  /**
+   * Runs one command. A failure other than Redis's own answer (a deadline, a closed socket) leaves
+   * the connection in doubt, its reply possibly still to come: it is dropped, so the next call
+   * starts on a new one rather than waiting behind it.
+   */
+  private async command<T>(run: (redis: Redis) => Promise<T>): Promise<T> {
+    const connection = this.client();
+    const redis = await connection;
+    try {
+      return await run(redis);
+    } catch (err) {
+      if (!(err instanceof ReplyError)) {
+        if (this.connection === connection) this.connection = undefined;
+        redis.disconnect();
+      }
+      throw err;
+    }
+  }
+
+  private acl(...args: string[]): Promise<unknown> {
+    return this.command((redis) => redis.call('ACL', ...args));
   }
 
   async newUser(request: NewUserRequest): Promise<void> {
@@ -109,7 +131,7 @@ class RedisPlugin implements DatabasePlugin {
   }
 
   async verify(): Promise<void> {
-    await (await this.client()).ping();
+    await this.command((redis) => redis.ping());
   }
 
   async close(): Promise<void> {
