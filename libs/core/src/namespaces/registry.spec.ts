@@ -1,6 +1,8 @@
 import { Barrier, InmemPhysical, Keyring } from '@svc/storage';
 import { NamespaceRegistry } from './registry';
 
+const DEFAULTS = { default_lease_ttl: 0, max_lease_ttl: 0 };
+
 describe('NamespaceRegistry', () => {
   it('routes requests through the namespaces it had while it loads them again', async () => {
     const barrier = new Barrier(new InmemPhysical());
@@ -20,5 +22,24 @@ describe('NamespaceRegistry', () => {
     await reloading;
     expect([...seen]).toEqual(['team/']);
     expect(namespaces.resolve('team/secret/x').namespace.path).toBe('team/');
+  });
+});
+
+describe('NamespaceRegistry reloads', () => {
+  it('keep a change made here while they read storage, however the two interleave', async () => {
+    const barrier = new Barrier(new InmemPhysical());
+    barrier.unseal(Keyring.generate());
+    const namespaces = new NamespaceRegistry(barrier);
+    await namespaces.load('2');
+    await namespaces.root.secretMounts.mount({ path: 'm', type: 'kv', description: 'd0' }, DEFAULTS);
+    for (let ticks = 0; ticks < 60; ticks++) {
+      const description = `d${ticks + 1}`;
+      const reloading = namespaces.load('2');
+      for (let tick = 0; tick < ticks; tick++) await Promise.resolve();
+      // A request that routed before the reload swapped anything in tunes the mount through the table it found.
+      await namespaces.resolve('m/x').namespace.secretMounts.tune('m/', { description }, DEFAULTS);
+      await reloading;
+      expect({ ticks, description: namespaces.root.secretMounts.get('m/')?.description }).toEqual({ ticks, description });
+    }
   });
 });

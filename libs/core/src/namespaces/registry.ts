@@ -38,10 +38,13 @@ export class NamespaceRegistry {
 
   private async loadNow(defaultKvVersion: '1' | '2'): Promise<void> {
     const records = (await this.view.getJSON<NamespaceRecord[]>(RECORDS_KEY)) ?? [];
-    // Built apart and swapped in whole: requests served meanwhile route through the namespaces as they were.
+    // Swapped in whole: requests served meanwhile route through the namespaces as they were. A
+    // namespace still listed is loaded again in place, its tables in turn with their changes, so a
+    // change made here while the load runs is never undone by a table read before it.
     const loaded = new Map<string, Namespace>();
     for (const record of [ROOT_NAMESPACE, ...records]) {
-      const namespace = new Namespace(record, this.barrier);
+      const current = this.byPath.get(record.path);
+      const namespace = current && JSON.stringify(current.record) === JSON.stringify(record) ? current : new Namespace(record, this.barrier);
       await namespace.load();
       if (namespace.secretMounts.size > 0) await namespace.ensureIdentity();
       loaded.set(record.path, namespace);
