@@ -27,6 +27,11 @@ describe.each<[TopologyKind, number]>([
       durationMs: SECONDS * 1000,
       progress: SECONDS > 60 ? (line) => process.stdout.write(`${kind} ${phase}: ${line}\n`) : undefined,
     });
+    if (report.violations.length + report.unexpected.length > 0) {
+      // What the servers warned of meanwhile (a resync, a failed application) says why.
+      const warnings = topology.processes.flatMap((server) => server.logs.filter((line) => /"level":(4|5|6)0/.test(line)).map((line) => `${server.name}: ${line}`));
+      process.stdout.write(`${kind} ${phase}: server warnings:\n${warnings.slice(-40).join('\n')}\n`);
+    }
     expect({ violations: report.violations.slice(0, 10), unexpected: report.unexpected.slice(0, 10) }).toEqual({ violations: [], unexpected: [] });
     // Enough happened for the run to mean something: each client wrote and read many times.
     expect(report.operations).toBeGreaterThan(CLIENTS * 5);
