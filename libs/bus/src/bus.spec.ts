@@ -14,13 +14,13 @@ import {
   encodeJson,
   MemoryBus,
   MemoryBusHub,
-  NatsBus,
   RemoteBusHub,
   REQUEST_ID_HEADER,
   requestJson,
   type HubMessage,
   type IpcChannel,
 } from './index';
+import { NatsBus } from './nats-bus';
 
 const NATS_SERVERS = ['127.0.0.1:4222'];
 /** One cluster key for every connection of these tests: they are one cluster. */

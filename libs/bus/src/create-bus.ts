@@ -1,8 +1,9 @@
 import { MemoryBus } from './memory-bus';
-import { NatsBus } from './nats-bus';
 import { Bus, BusLogger, NatsBusConfig } from './types';
 
-/** NATS when configured (distributed), otherwise the in-process bus (all-in-one). */
+/** NATS when configured (distributed), otherwise the in-process bus (all-in-one); the NATS client is loaded only then. */
 export async function createBus(config?: NatsBusConfig, logger?: BusLogger): Promise<Bus> {
-  return config ? NatsBus.connect(config, logger) : new MemoryBus();
+  if (!config) return new MemoryBus();
+  const { NatsBus } = await import('./nats-bus');
+  return NatsBus.connect(config, logger);
 }

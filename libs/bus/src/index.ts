@@ -1,5 +1,5 @@
 export * from './types';
-export { NatsBus } from './nats-bus';
+export type { NatsBus } from './nats-bus';
 export { MemoryBus, type MemoryBusOptions } from './memory-bus';
 export { MemoryBusHub, type BusHub } from './memory-hub';
 export { BusRelay, RemoteBusHub, type HubMessage, type IpcChannel } from './process-hub';

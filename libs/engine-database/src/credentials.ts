@@ -3,15 +3,11 @@
  * database sees a password, a public key (`{{public_key}}`) or, for certificates, only the
  * username, which is the certificate's common name.
  */
-// @peculiar/x509 resolves its ASN.1 serializers through tsyringe, which needs the Reflect polyfill.
-import 'reflect-metadata';
-import { createPrivateKey, generateKeyPairSync, randomBytes, webcrypto, type KeyObject } from 'node:crypto';
-import * as x509 from '@peculiar/x509';
+import { createPrivateKey, generateKeyPairSync, randomBytes, webcrypto, X509Certificate, type KeyObject } from 'node:crypto';
 import { ServiceError } from '@svc/http';
+import { loadX509 } from '@svc/x509';
 import type { CredentialType, PluginCredential } from './plugins';
 import { renderUsername, TemplateError, type TemplateFields } from '@svc/username-template';
-
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
 export const CREDENTIAL_TYPES: readonly CredentialType[] = ['password', 'rsa_private_key', 'client_certificate'];
 
@@ -59,7 +55,8 @@ interface CertificateSettings {
   keyBits: string;
   hash: string;
   commonNameTemplate: string;
-  caCert: x509.X509Certificate;
+  /** The CA's certificate, PEM; its subject is the issuer of the certificates made. */
+  caCert: string;
   caKey: KeyObject;
 }
 
@@ -68,10 +65,9 @@ function certificateSettings(config: Record<string, string>): CertificateSetting
   const keyBits = keyType === 'rsa' ? oneOf(config, 'key_bits', RSA_BITS, '2048') : keyType === 'ec' ? oneOf(config, 'key_bits', Object.keys(EC_CURVES), '256') : '';
   const hash = SIGNATURE_HASHES[oneOf(config, 'signature_bits', Object.keys(SIGNATURE_HASHES), '256')];
   if (!config.ca_cert || !config.ca_private_key) throw invalid('"ca_cert" and "ca_private_key" are required for client_certificate');
-  let caCert: x509.X509Certificate;
   let caKey: KeyObject;
   try {
-    caCert = new x509.X509Certificate(config.ca_cert);
+    new X509Certificate(config.ca_cert);
   } catch {
     throw invalid('"ca_cert" is not a PEM certificate');
   }
@@ -87,7 +83,7 @@ function certificateSettings(config: Record<string, string>): CertificateSetting
     if (err instanceof TemplateError) throw invalid(`"common_name_template": ${err.message}`);
     throw err;
   }
-  return { keyType, keyBits, hash, commonNameTemplate, caCert, caKey };
+  return { keyType, keyBits, hash, commonNameTemplate, caCert: config.ca_cert, caKey };
 }
 
 export interface IssuedCredential {
@@ -164,11 +160,12 @@ async function issueCertificate(settings: CertificateSettings, context: IssueCon
   const commonName = settings.commonNameTemplate ? renderUsername(settings.commonNameTemplate, context.usernameContext) : context.username;
   const { publicKey, privateKey } = leafKeyPair(settings);
   const signer = await caSigningKey(settings);
+  const x509 = await loadX509();
   const now = new Date();
   const certificate = await x509.X509CertificateGenerator.create({
     serialNumber: randomBytes(16).toString('hex').replace(/^[89a-f]/, '1'),
     subject: [{ CN: [commonName] }],
-    issuer: settings.caCert.subject,
+    issuer: new x509.X509Certificate(settings.caCert).subject,
     notBefore: new Date(now.getTime() - 30_000), // tolerate clock skew with the database
     notAfter: new Date(now.getTime() + context.ttlSeconds * 1000),
     publicKey: new Uint8Array(publicKey.export({ type: 'spki', format: 'der' })),

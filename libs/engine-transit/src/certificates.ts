@@ -1,12 +1,9 @@
-// @peculiar/x509 resolves its ASN.1 serializers through tsyringe, which needs the Reflect polyfill.
-import 'reflect-metadata';
 import { webcrypto } from 'node:crypto';
-import * as x509 from '@peculiar/x509';
+import type { Pkcs10CertificateRequest, X509Certificate } from '@peculiar/x509';
 import { ServiceError } from '@svc/http';
+import { loadX509, type X509 } from '@svc/x509';
 import { isAsymmetric } from './key-types';
 import type { TransitKey, VersionMaterial } from './transit-key';
-
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
 const CURVE_HASHES: Record<string, string> = { 'P-256': 'SHA-256', 'P-384': 'SHA-384', 'P-521': 'SHA-512' };
 
@@ -47,7 +44,8 @@ export async function signCsr(key: TransitKey, material: VersionMaterial, templa
   if (!material.privateKey || !material.publicKey) {
     throw ServiceError.badRequest(`key version ${material.version} holds only a public key and cannot sign a CSR`);
   }
-  const template = templatePem.trim() === '' ? undefined : parseTemplate(templatePem);
+  const x509 = await loadX509();
+  const template = templatePem.trim() === '' ? undefined : parseTemplate(x509, templatePem);
   const { importAlgorithm, signingAlgorithm } = webAlgorithms(key);
   const privateKey = await webcrypto.subtle.importKey(
     'pkcs8',
@@ -72,9 +70,9 @@ export async function signCsr(key: TransitKey, material: VersionMaterial, templa
   return csr.toString('pem');
 }
 
-type CryptoKeyPairLike = Parameters<typeof x509.Pkcs10CertificateRequestGenerator.create>[0]['keys'];
+type CryptoKeyPairLike = Parameters<X509['Pkcs10CertificateRequestGenerator']['create']>[0]['keys'];
 
-function parseTemplate(pem: string): x509.Pkcs10CertificateRequest {
+function parseTemplate(x509: X509, pem: string): Pkcs10CertificateRequest {
   try {
     return new x509.Pkcs10CertificateRequest(pem);
   } catch {
@@ -84,11 +82,11 @@ function parseTemplate(pem: string): x509.Pkcs10CertificateRequest {
 
 /**
  * Validates a chain for set-certificate: PEM certificates, leaf first, whose leaf carries the key
- * version's public key. Returns the chain re-encoded as PEM.
+ * version's public key. Returns the chain re-encoded as PEM. `x509`: loadX509's module.
  */
-export function checkCertificateChain(key: TransitKey, material: VersionMaterial, chainPem: string): string {
+export function checkCertificateChain(x509: X509, key: TransitKey, material: VersionMaterial, chainPem: string): string {
   checkCertifiable(key);
-  let certificates: x509.X509Certificate[];
+  let certificates: X509Certificate[];
   try {
     certificates = x509.PemConverter.decode(chainPem).map((der) => new x509.X509Certificate(der));
   } catch {

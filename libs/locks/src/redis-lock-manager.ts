@@ -1,4 +1,4 @@
-import Redis from 'ioredis';
+import type Redis from 'ioredis';
 import { LockManagerBase } from './lock-manager-base';
 import { defineLockScripts, LockScripts } from './redis-scripts';
 import { RedisLockConfig } from './types';
@@ -8,44 +8,46 @@ export const DEFAULT_LOCK_KEY_PREFIX = 'svc:lock:';
 /** Locks shared by every replica through one Redis. */
 export class RedisLockManager extends LockManagerBase {
   readonly kind = 'redis';
-  private readonly redis: Redis;
-  private readonly scripts: LockScripts;
+  /** ioredis is loaded by the servers configured with Redis locks only. */
+  private readonly connection: Promise<{ redis: Redis; scripts: LockScripts }>;
   private readonly keyPrefix: string;
 
   constructor(config: RedisLockConfig) {
     super();
     const { host, port } = parseAddress(config.address);
     this.keyPrefix = config.keyPrefix ?? DEFAULT_LOCK_KEY_PREFIX;
-    this.redis = new Redis({
-      host,
-      port,
-      password: config.password,
-      db: config.db,
-      tls: config.tls ? {} : undefined,
-      // A scheduler tick should learn quickly that Redis is down rather than queue for long.
-      maxRetriesPerRequest: 1,
+    this.connection = import('ioredis').then(({ default: Client }) => {
+      const redis = new Client({
+        host,
+        port,
+        password: config.password,
+        db: config.db,
+        tls: config.tls ? {} : undefined,
+        // A scheduler tick should learn quickly that Redis is down rather than queue for long.
+        maxRetriesPerRequest: 1,
+      });
+      // Failures reach callers through their commands; without a listener ioredis would also print
+      // every reconnection error.
+      redis.on('error', () => undefined);
+      return { redis, scripts: defineLockScripts(redis) };
     });
-    // Failures reach callers through their commands; without a listener ioredis would also print
-    // every reconnection error.
-    this.redis.on('error', () => undefined);
-    this.scripts = defineLockScripts(this.redis);
   }
 
   protected async takeOwnership(name: string, owner: string, ttlMs: number): Promise<number | null> {
     const { lockKey, fenceKey } = this.keys(name);
-    return this.scripts.lockAcquire(lockKey, fenceKey, owner, ttlMs);
+    return (await this.connection).scripts.lockAcquire(lockKey, fenceKey, owner, ttlMs);
   }
 
   protected async extendOwnership(name: string, owner: string, ttlMs: number): Promise<boolean> {
-    return (await this.scripts.lockRenew(this.keys(name).lockKey, owner, ttlMs)) === 1;
+    return (await (await this.connection).scripts.lockRenew(this.keys(name).lockKey, owner, ttlMs)) === 1;
   }
 
   protected async dropOwnership(name: string, owner: string): Promise<void> {
-    await this.scripts.lockRelease(this.keys(name).lockKey, owner);
+    await (await this.connection).scripts.lockRelease(this.keys(name).lockKey, owner);
   }
 
   protected async disconnect(): Promise<void> {
-    await this.redis.quit();
+    await (await this.connection).redis.quit();
   }
 
   /** The braces make both keys one Redis Cluster hash slot, as a script touching both requires;

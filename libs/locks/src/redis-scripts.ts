@@ -1,4 +1,4 @@
-import Redis from 'ioredis';
+import type Redis from 'ioredis';
 
 /** Each script is one atomic step: no other client can act between its commands. */
 const SCRIPTS = {

@@ -1,9 +1,6 @@
-// @peculiar/x509 resolves its ASN.1 serializers through tsyringe, which needs the Reflect polyfill.
-import 'reflect-metadata';
 import { createPrivateKey, randomBytes, sign, verify, webcrypto, X509Certificate } from 'node:crypto';
-import * as x509 from '@peculiar/x509';
-
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+import type { Extension, JsonGeneralName } from '@peculiar/x509';
+import { loadX509 } from '@svc/x509';
 
 const ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
 /** Cluster certificates outlive any activation; revocation, not expiry, ends a secondary's access. */
@@ -25,6 +22,7 @@ export class ClusterCa {
 
   static async create(clusterId: string): Promise<ClusterCa> {
     const keys = await generateKeys();
+    const x509 = await loadX509();
     const cert = await x509.X509CertificateGenerator.createSelfSigned({
       serialNumber: serial(),
       name: `CN=svc-replication-ca-${clusterId}`,
@@ -49,12 +47,12 @@ export class ClusterCa {
    * not a host name: secondaries trust only this CA, so whatever address they dial is checked).
    */
   serverCertificate(serverName: string): Promise<CertifiedKey> {
-    return this.issue(serverName, [x509.ExtendedKeyUsage.serverAuth], [{ type: 'dns', value: serverName }]);
+    return this.issue(serverName, 'serverAuth', [{ type: 'dns', value: serverName }]);
   }
 
   /** A secondary's client certificate: its common name is the secondary id. */
   clientCertificate(secondaryId: string): Promise<CertifiedKey> {
-    return this.issue(secondaryId, [x509.ExtendedKeyUsage.clientAuth], []);
+    return this.issue(secondaryId, 'clientAuth', []);
   }
 
   /** ES256 signature (JOSE form: r || s) with the CA's key. */
@@ -67,14 +65,15 @@ export class ClusterCa {
     return verify('sha256', Buffer.from(data), { key: publicKey, dsaEncoding: 'ieee-p1363' }, Buffer.from(signature, 'base64url'));
   }
 
-  private async issue(commonName: string, usages: x509.ExtendedKeyUsage[], names: x509.JsonGeneralName[]): Promise<CertifiedKey> {
+  private async issue(commonName: string, usage: 'serverAuth' | 'clientAuth', names: JsonGeneralName[]): Promise<CertifiedKey> {
+    const x509 = await loadX509();
     const issuer = new x509.X509Certificate(this.ca.cert);
     const caKey = await webcrypto.subtle.importKey('pkcs8', pemBody(this.ca.key), ALGORITHM, false, ['sign']);
     const keys = await generateKeys();
-    const extensions: x509.Extension[] = [
+    const extensions: Extension[] = [
       new x509.BasicConstraintsExtension(false, undefined, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyAgreement, true),
-      new x509.ExtendedKeyUsageExtension(usages),
+      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage[usage]]),
     ];
     if (names.length > 0) extensions.push(new x509.SubjectAlternativeNameExtension(names));
     const cert = await x509.X509CertificateGenerator.create({

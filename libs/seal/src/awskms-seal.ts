@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { DecryptCommand, EncryptCommand, KMSClient, type KMSClientConfig } from '@aws-sdk/client-kms';
+import type * as Kms from '@aws-sdk/client-kms';
 import { boundedRequestHandler } from '@svc/http';
 import { aeadDecrypt, aeadEncrypt } from './aead';
 import { type RootKeyWrapper, SealUnavailableError } from './key-wrapper';
@@ -40,13 +40,15 @@ interface Envelope {
 /** Envelope encryption as Vault's awskms seal does it: KMS encrypts a fresh data key, AES-256-GCM the root key. */
 export class AwsKmsKeyWrapper implements RootKeyWrapper {
   readonly type = 'awskms';
-  private readonly client: KMSClient;
+  private readonly clientConfig: Kms.KMSClientConfig;
+  /** The SDK is loaded by the servers sealed with KMS only, when the seal is first used. */
+  private client?: Promise<{ kms: typeof Kms; client: Kms.KMSClient }>;
 
   constructor(
     private readonly config: AwsKmsSealConfig,
     environment: NodeJS.ProcessEnv = process.env,
   ) {
-    const clientConfig: KMSClientConfig = {
+    this.clientConfig = {
       region: config.region ?? (environment.AWS_REGION || environment.AWS_DEFAULT_REGION || DEFAULT_REGION),
       requestHandler: boundedRequestHandler(AWSKMS_REQUEST_TIMEOUT_MS, AWSKMS_REQUEST_TIMEOUT_MS),
       // The service retries on its own schedule while sealed; one quick attempt per try is enough.
@@ -56,13 +58,17 @@ export class AwsKmsKeyWrapper implements RootKeyWrapper {
         credentials: { accessKeyId: config.accessKey, secretAccessKey: config.secretKey, ...(config.sessionToken && { sessionToken: config.sessionToken }) },
       }),
     };
-    this.client = new KMSClient(clientConfig);
+  }
+
+  private connect(): Promise<{ kms: typeof Kms; client: Kms.KMSClient }> {
+    return (this.client ??= import('@aws-sdk/client-kms').then((kms) => ({ kms, client: new kms.KMSClient(this.clientConfig) })));
   }
 
   async wrap(plaintext: Buffer): Promise<Buffer> {
     const dataKey = randomBytes(DATA_KEY_BYTES);
     try {
-      const answer = await this.call('Encrypt', () => this.client.send(new EncryptCommand({ KeyId: this.config.kmsKeyId, Plaintext: dataKey })));
+      const { kms, client } = await this.connect();
+      const answer = await this.call('Encrypt', () => client.send(new kms.EncryptCommand({ KeyId: this.config.kmsKeyId, Plaintext: dataKey })));
       if (!answer.CiphertextBlob || !answer.KeyId) throw new SealUnavailableError(`${this.where()}: Encrypt answered without a ciphertext`);
       const envelope: Envelope = {
         key_id: answer.KeyId,
@@ -77,7 +83,8 @@ export class AwsKmsKeyWrapper implements RootKeyWrapper {
 
   async unwrap(stored: Buffer): Promise<Buffer> {
     const envelope = JSON.parse(stored.toString('utf8')) as Envelope;
-    const answer = await this.call('Decrypt', () => this.client.send(new DecryptCommand({ CiphertextBlob: Buffer.from(envelope.wrapped_key, 'base64') })));
+    const { kms, client } = await this.connect();
+    const answer = await this.call('Decrypt', () => client.send(new kms.DecryptCommand({ CiphertextBlob: Buffer.from(envelope.wrapped_key, 'base64') })));
     if (!answer.Plaintext) throw new SealUnavailableError(`${this.where()}: Decrypt answered without a plaintext`);
     const dataKey = Buffer.from(answer.Plaintext);
     try {
@@ -93,7 +100,7 @@ export class AwsKmsKeyWrapper implements RootKeyWrapper {
   }
 
   close(): void {
-    this.client.destroy();
+    void this.client?.then(({ client }) => client.destroy());
   }
 
   private where(): string {

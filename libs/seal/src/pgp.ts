@@ -1,5 +1,5 @@
 import { ServiceError } from '@svc/http';
-import { createMessage, encrypt, readKey, type Key } from 'openpgp';
+import type { Key } from 'openpgp';
 
 const ARMOR_HEADER = '-----BEGIN PGP';
 
@@ -9,6 +9,8 @@ const ARMOR_HEADER = '-----BEGIN PGP';
  */
 export async function readPgpPublicKey(publicKey: string, field: string): Promise<Key> {
   const invalid = ServiceError.badRequest(`${field} is not a valid PGP public key`);
+  // Loaded by the operations that take PGP keys only.
+  const { readKey } = await import('openpgp');
   let key: Key;
   try {
     const armored = armoredText(publicKey.trim());
@@ -35,6 +37,7 @@ function armoredText(text: string): string | undefined {
 /** Encrypts to the key; the result is a binary OpenPGP message (`gpg --decrypt` reads it). */
 export async function encryptForPgpKey(publicKey: string, plaintext: Uint8Array, field = 'pgp_key'): Promise<Uint8Array> {
   const key = await readPgpPublicKey(publicKey, field);
+  const { createMessage, encrypt } = await import('openpgp');
   return encrypt({ message: await createMessage({ binary: plaintext }), encryptionKeys: key, format: 'binary' });
 }
 

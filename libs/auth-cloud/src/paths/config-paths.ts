@@ -1,7 +1,5 @@
 /** config/client, config/rotate-root, config/identity, config/certificate(s), config/sts and config/tidy/*. */
-// @peculiar/x509 resolves its ASN.1 schemas through tsyringe, which needs the decorator metadata polyfill.
-import 'reflect-metadata';
-import { X509Certificate } from '@peculiar/x509';
+import { X509Certificate } from 'node:crypto';
 import { endpointField as endpoint, rotateAccessKey } from '@svc/cloud-provider';
 import { listResponse, type FieldData, type FieldMap, type PathDeclaration } from '@svc/framework';
 import { ServiceError } from '@svc/http';
@@ -63,7 +61,7 @@ export function certificatePem(text: string): string {
   const trimmed = text.trim();
   try {
     const der = trimmed.startsWith('-----BEGIN') ? trimmed : Buffer.from(trimmed.replace(/\s+/g, ''), 'base64');
-    return new X509Certificate(der).toString('pem');
+    return new X509Certificate(der).toString().trimEnd();
   } catch {
     throw ServiceError.badRequest('field "cloud_public_cert": not a PEM or base64 DER X.509 certificate');
   }

@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import { createPool, type Pool, type PoolConnection, type PoolOptions, type QueryOptions } from 'mysql2/promise';
+import type { Pool, PoolConnection, PoolOptions, QueryOptions } from 'mysql2/promise';
 import { DATABASE_TIMEOUT_MS, InvalidSettingsError, type ConnectionSettings, type PluginDefinition, type UpdateUserRequest } from './plugin';
 import { SqlPlugin, sqlPluginDefinition } from './sql-plugin';
 import { renderConnectionUrl, renderStatements, sqlTimestamp } from './sql-statements';
@@ -52,7 +52,7 @@ function bounded(sql: string, values?: unknown[]): QueryOptions {
 }
 
 class MysqlPlugin extends SqlPlugin<Pool> {
-  constructor(settings: ConnectionSettings) {
+  constructor(settings: ConnectionSettings, createPool: (options: PoolOptions) => Pool) {
     const url = renderConnectionUrl(String(settings.details.connection_url ?? ''), settings.username, settings.password, settings.disableEscaping);
     super(
       createPool({
@@ -133,5 +133,6 @@ class MysqlPlugin extends SqlPlugin<Pool> {
 export const mysqlPlugin: PluginDefinition = sqlPluginDefinition({
   name: 'mysql-database-plugin',
   maxUsernameLength: 32,
-  open: (settings) => new MysqlPlugin(settings),
+  // The driver is loaded when a connection is first configured.
+  open: async (settings) => new MysqlPlugin(settings, (await import('mysql2/promise')).createPool),
 });

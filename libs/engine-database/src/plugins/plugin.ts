@@ -74,7 +74,7 @@ export interface PluginDefinition {
   /** Applied to usernames made by the default template. */
   maxUsernameLength: number;
   /** Returns a plugin that connects lazily; throws on settings it cannot use (bad URL). */
-  open(settings: ConnectionSettings): DatabasePlugin;
+  open(settings: ConnectionSettings): Promise<DatabasePlugin>;
 }
 
 /** Settings a plugin cannot use (a malformed URL); reported as 400 naming the field. */

@@ -1,4 +1,4 @@
-import { escapeIdentifier, Pool } from 'pg';
+import type * as Pg from 'pg';
 import { DATABASE_TIMEOUT_MS, InvalidSettingsError, type ConnectionSettings, type PluginDefinition, type UpdateUserRequest } from './plugin';
 import { SqlPlugin, sqlPluginDefinition } from './sql-plugin';
 import { renderConnectionUrl, renderStatements, sqlTimestamp } from './sql-statements';
@@ -6,13 +6,16 @@ import { renderConnectionUrl, renderStatements, sqlTimestamp } from './sql-state
 const DEFAULT_PASSWORD_STATEMENTS = [`ALTER ROLE "{{name}}" WITH PASSWORD '{{password}}'`];
 const DEFAULT_RENEW_STATEMENTS = [`ALTER ROLE "{{name}}" VALID UNTIL '{{expiration}}'`];
 
-class PostgresPlugin extends SqlPlugin<Pool> {
-  constructor(settings: ConnectionSettings) {
+class PostgresPlugin extends SqlPlugin<Pg.Pool> {
+  constructor(
+    settings: ConnectionSettings,
+    private readonly pg: typeof Pg,
+  ) {
     const template = String(settings.details.connection_url ?? '');
     if (!/^postgres(ql)?:\/\//.test(template)) {
       throw new InvalidSettingsError('connection_url', 'connection_url must be a postgresql:// URL');
     }
-    super(new Pool({
+    super(new pg.Pool({
       connectionString: renderConnectionUrl(template, settings.username, settings.password, settings.disableEscaping),
       max: Number(settings.details.max_open_connections ?? 4),
       connectionTimeoutMillis: DATABASE_TIMEOUT_MS,
@@ -64,6 +67,7 @@ class PostgresPlugin extends SqlPlugin<Pool> {
   protected async dropUser(username: string): Promise<void> {
     const exists = await this.pool.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [username]);
     if (exists.rowCount === 0) return;
+    const { escapeIdentifier } = this.pg;
     const role = escapeIdentifier(username);
     const granted = await this.pool.query<{ schema: string; table: string }>(
       'SELECT DISTINCT table_schema AS schema, table_name AS table FROM information_schema.role_table_grants WHERE grantee = $1',
@@ -93,5 +97,6 @@ class PostgresPlugin extends SqlPlugin<Pool> {
 export const postgresqlPlugin: PluginDefinition = sqlPluginDefinition({
   name: 'postgresql-database-plugin',
   maxUsernameLength: 63,
-  open: (settings) => new PostgresPlugin(settings),
+  // The driver is loaded when a connection is first configured.
+  open: async (settings) => new PostgresPlugin(settings, await import('pg')),
 });

@@ -1,4 +1,5 @@
-import Redis, { ReplyError } from 'ioredis';
+import type * as IORedis from 'ioredis';
+import type Redis from 'ioredis';
 import type { FieldMap } from '@svc/framework';
 import { DATABASE_TIMEOUT_MS, InvalidSettingsError, type ConnectionSettings, type DatabasePlugin, type DeleteUserRequest, type NewUserRequest, type PluginDefinition, type UpdateUserRequest } from './plugin';
 
@@ -34,7 +35,10 @@ export function aclRules(statements: string[]): string[] {
 class RedisPlugin implements DatabasePlugin {
   private connection?: Promise<Redis>;
 
-  constructor(private readonly settings: ConnectionSettings) {
+  constructor(
+    private readonly settings: ConnectionSettings,
+    private readonly driver: typeof IORedis,
+  ) {
     if (typeof settings.details.host !== 'string' || settings.details.host === '') {
       throw new InvalidSettingsError('host', 'host is required for redis-database-plugin');
     }
@@ -55,7 +59,7 @@ class RedisPlugin implements DatabasePlugin {
 
   private async open(): Promise<Redis> {
     const { details, username, password } = this.settings;
-    const redis = new Redis({
+    const redis = new this.driver.Redis({
       host: String(details.host),
       port: Number(details.port ?? 6379),
       username: username || undefined,
@@ -99,7 +103,7 @@ class RedisPlugin implements DatabasePlugin {
     try {
       return await run(redis);
     } catch (err) {
-      if (!(err instanceof ReplyError)) {
+      if (!(err instanceof this.driver.ReplyError)) {
         if (this.connection === connection) this.connection = undefined;
         redis.disconnect();
       }
@@ -150,5 +154,6 @@ export const redisPlugin: PluginDefinition = {
   credentialTypes: ['password'],
   defaultUsernameTemplate: 'V_{{.DisplayName | uppercase | truncate 10}}_{{.RoleName | uppercase | truncate 10}}_{{random 20 | uppercase}}_{{unix_time}}',
   maxUsernameLength: 100,
-  open: (settings) => new RedisPlugin(settings),
+  // The driver is loaded when a connection is first configured.
+  open: async (settings) => new RedisPlugin(settings, await import('ioredis')),
 };

@@ -1,4 +1,5 @@
 import type { PathDeclaration } from '@svc/framework';
+import { loadX509 } from '@svc/x509';
 import { checkCertificateChain, signCsr } from '../certificates';
 import { NAME_FIELD, type TransitServices } from '../services';
 import { TransitKey } from '../transit-key';
@@ -45,11 +46,12 @@ export function certificatePaths({ keys, storage }: TransitServices): PathDeclar
           handler: async (_req, f) => {
             const current = await keys.require(storage, f.get('name'));
             const version = current.versionFromText(f.get('version'));
-            const chain = checkCertificateChain(current, current.material(version), f.get('certificate_chain'));
+            const x509 = await loadX509();
+            const chain = checkCertificateChain(x509, current, current.material(version), f.get('certificate_chain'));
             await keys.update(storage, current.name, (stored) => {
               // Validate against the stored version too: it may have changed since the cached read.
               const fresh = new TransitKey(stored);
-              checkCertificateChain(fresh, fresh.material(version), chain);
+              checkCertificateChain(x509, fresh, fresh.material(version), chain);
               const entry = { ...stored.versions[String(version)], certificate_chain: chain };
               return { ...stored, versions: { ...stored.versions, [String(version)]: entry } };
             });

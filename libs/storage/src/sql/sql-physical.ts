@@ -1,4 +1,4 @@
-import { DataSource, MigrationExecutor, type DataSourceOptions } from 'typeorm';
+import type { DataSource, DataSourceOptions, MigrationExecutor } from 'typeorm';
 import type { ConditionalWrite, Physical, PhysicalTransaction, StoredEntry, StoreSnapshot, WriteAheadLog } from '../types';
 import { storeMigrations } from './migrations';
 import { rowAddress } from './layout';
@@ -45,6 +45,8 @@ export abstract class SqlPhysical implements Physical {
 
   async open(): Promise<void> {
     if (this.connected) throw new Error(`${this.kind} storage is already open`);
+    // Loaded by the servers that use SQL storage only.
+    const { DataSource, MigrationExecutor } = await import('typeorm');
     const dataSource = new DataSource({
       type: 'postgres',
       ...this.connectionOptions(),
@@ -54,7 +56,7 @@ export abstract class SqlPhysical implements Physical {
     } as PostgresDataSourceOptions);
     await dataSource.initialize();
     try {
-      await this.migrate(dataSource);
+      await this.migrate(dataSource, MigrationExecutor);
     } catch (error) {
       await dataSource.destroy();
       throw error;
@@ -189,13 +191,13 @@ export abstract class SqlPhysical implements Physical {
   }
 
   /** Replicas may start together: a session advisory lock lets one of them migrate at a time. */
-  private async migrate(dataSource: DataSource): Promise<void> {
+  private async migrate(dataSource: DataSource, Executor: typeof MigrationExecutor): Promise<void> {
     const runner = dataSource.createQueryRunner();
     const lockKey = [`svc-storage-migrate ${this.table}`];
     try {
       await runner.query('SELECT pg_advisory_lock(hashtextextended($1::text, 0))', lockKey);
       try {
-        await new MigrationExecutor(dataSource, runner).executePendingMigrations();
+        await new Executor(dataSource, runner).executePendingMigrations();
       } finally {
         await runner.query('SELECT pg_advisory_unlock(hashtextextended($1::text, 0))', lockKey);
       }

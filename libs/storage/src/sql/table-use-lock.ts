@@ -1,4 +1,4 @@
-import { Client } from 'pg';
+import type { Client } from 'pg';
 
 /** What opens a PostgreSQL storage table: a server (any process of one, any number at once) or a storage migration. */
 export type TableUse = 'server' | 'migration';
@@ -17,6 +17,7 @@ export class TableUseLock {
   private constructor(private readonly client: Client) {}
 
   static async take(connectionUrl: string, table: string, use: TableUse): Promise<TableUseLock> {
+    const { Client } = await import('pg');
     const client = new Client({ connectionString: connectionUrl, connectionTimeoutMillis: LOCK_DEADLINE_MS, query_timeout: LOCK_DEADLINE_MS });
     // A connection lost later ends its session, and the lock with it; an unheard 'error' would end the process.
     client.on('error', () => undefined);

@@ -1,0 +1,1 @@
+export { loadX509, type X509 } from './x509';
