@@ -3,9 +3,8 @@ import { NestFactory } from '@nestjs/core';
 import type { MicroserviceOptions } from '@nestjs/microservices';
 import type { ServerConfig } from '@svc/config';
 import { createLoggers, type Loggers } from './logger';
-import { BusTransport, ENGINE_HOST, EngineController } from './engine-microservice';
 import { connectShared, logConfigWarnings, runGateway, runService, type GatewayOptions, type RunningProcess, type RunningService, type Shared } from './processes';
-import { REPLICATION_SERVICE, serviceProcesses } from './engines';
+import { REPLICATION_SERVICE, serviceProcesses } from './service-names';
 
 /**
  * Every process is a NestJS application context: the modules below wire the loggers, the shared connections (bus, locks) and the process itself (gateway or engine service)
@@ -118,6 +117,8 @@ export async function startService(config: ServerConfig, service: string): Promi
   const services = serviceProcesses();
   if (!services.includes(service)) throw new Error(`unknown service "${service}"; expected one of ${services.join(', ')}`);
   if (!config.bus) throw new Error(`service "${service}" needs a bus "nats" stanza in its configuration`);
+  // Nest's microservice transport is loaded by the engine service processes only.
+  const { BusTransport, ENGINE_HOST, EngineController } = await import('./engine-microservice');
   const module = ProcessModule.register(config, service, (loggers, shared) => runService(config, service, loggers, shared), {
     controllers: [EngineController],
     providers: [{ provide: ENGINE_HOST, useFactory: (running: RunningService) => running.host, inject: [PROCESS] }],

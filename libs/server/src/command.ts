@@ -1,7 +1,7 @@
 import { devConfig, loadConfigFile, MAX_WORKERS, type ServerConfig } from '@svc/config';
-import { startGateway, startReplicationService, startService } from './application';
-import { REPLICATION_SERVICE, serviceNames } from './engines';
+import type { startGateway as StartGateway } from './application';
 import type { GatewayOptions, RunningProcess } from './processes';
+import { REPLICATION_SERVICE, serviceNames } from './service-names';
 import { notifyPrimary, startPrimary, workerCount, workerRole } from './workers';
 
 export interface ServerFlags {
@@ -92,24 +92,33 @@ export interface DevCredentials {
 export async function startServer(flags: ServerFlags): Promise<{ process: RunningProcess; dev?: DevCredentials }> {
   const config: ServerConfig = flags.dev ? devConfig({ listenAddress: flags.devListenAddress }) : await loadConfigFile(flags.config!, serviceNames());
   const service = flags.service ?? 'all';
-  if (service === REPLICATION_SERVICE) return { process: await startReplicationService(config) };
-  if (service !== 'all' && service !== 'gateway') return { process: await startService(config, service) };
   const role = workerRole();
   const workers = workerCount(flags.workers, config, flags.dev);
-  if (!role && workers > 1) {
+  // The primary of several workers runs no gateway: it loads none of it.
+  const isPrimary = !role && workers > 1 && (service === 'all' || service === 'gateway');
+  if (isPrimary) {
     const primary = await startPrimary(config, { workers, dev: flags.dev });
     return { process: primary.process, dev: primary.dev && { address: `http://${primary.process.addresses[0]}`, ...primary.dev } };
   }
+  const { startGateway, startReplicationService, startService } = await import('./application');
+  if (service === REPLICATION_SERVICE) return { process: await startReplicationService(config) };
+  if (service !== 'all' && service !== 'gateway') return { process: await startService(config, service) };
   const options = { distributed: service === 'gateway', defaultKvVersion: flags.dev ? (flags.devKvV1 ? '1' : '2') : undefined } as const;
   // A dev server is initialized once: by itself, or by its first worker (the others follow it).
-  const started: { process: RunningProcess; dev?: DevCredentials } = flags.dev && (!role || role.initializes) ? await startDevServer(config, flags, options) : { process: await startGateway(config, options) };
+  const started: { process: RunningProcess; dev?: DevCredentials } =
+    flags.dev && (!role || role.initializes) ? await startDevServer(startGateway, config, flags, options) : { process: await startGateway(config, options) };
   if (!role) return started;
   if (started.dev) notifyPrimary({ svc: 'dev', unsealKey: started.dev.unsealKey, rootToken: started.dev.rootToken });
   notifyPrimary({ svc: 'started', addresses: started.process.addresses });
   return { process: started.process };
 }
 
-async function startDevServer(config: ServerConfig, flags: ServerFlags, options: GatewayOptions): Promise<{ process: RunningProcess; dev: DevCredentials }> {
+async function startDevServer(
+  startGateway: typeof StartGateway,
+  config: ServerConfig,
+  flags: ServerFlags,
+  options: GatewayOptions,
+): Promise<{ process: RunningProcess; dev: DevCredentials }> {
   let init: { keys: string[]; keys_base64: string[]; root_token: string } | undefined;
   // Initialized and unsealed before the listener opens, so no client ever sees it sealed.
   const running = await startGateway(config, {

@@ -91,18 +91,5 @@ export const WORKER_SERVICES: readonly WorkerService[] = [
   },
 ];
 
-/** Every service other than the gateway: the engine services and the worker services, sorted. */
-export function serviceProcesses(): string[] {
-  return [...engineTypes.services(), ...WORKER_SERVICES.map((worker) => worker.name)].sort();
-}
-
-/** The process of the distributed topology that owns the cluster's replication (apps/replication). */
-export const REPLICATION_SERVICE = 'replication';
-
-/** What `-service=` and the configuration's `services` accept: the gateway, the replication service and every other service. */
-export function serviceNames(): string[] {
-  return [GATEWAY, REPLICATION_SERVICE, ...serviceProcesses()];
-}
-
 /** The database engine's built-in plugins, for the plugin catalog's listing. */
 export const DATABASE_PLUGIN_VERSIONS = [...DATABASE_PLUGINS.values()].map(({ name, version }) => ({ name, version }));

@@ -1,6 +1,3 @@
-export { startGateway, startService } from './application';
-export type { RunningProcess } from './processes';
+// The command loads the rest on demand: the primary of several workers runs none of the gateway.
 export { runAsMain } from '@svc/http';
-export { runServerCommand, startServer, parseServerFlags, SERVER_USAGE, type ServerFlags, type DevCredentials } from './command';
-export { ENGINE_TYPES, engineTypes, serviceNames } from './engines';
-export { createLoggers, type Loggers } from './logger';
+export { runServerCommand } from './command';

@@ -7,7 +7,8 @@ import { BusLockManager, createLockManager, type LockManager } from '@svc/locks'
 import { Metrics } from '@svc/metrics';
 import { KeyringReceiver, PrimaryUnsealProgress } from '@svc/seal';
 import { Barrier, createPhysical, createView, MeteredPhysical, type Physical } from '@svc/storage';
-import { DATABASE_PLUGIN_VERSIONS, ENGINE_TYPES, engineTypes, serviceProcesses, WORKER_SERVICES, type WorkerContext } from './engines';
+import { DATABASE_PLUGIN_VERSIONS, ENGINE_TYPES, engineTypes, WORKER_SERVICES, type WorkerContext } from './engines';
+import { serviceProcesses } from './service-names';
 import type { Loggers } from './logger';
 import { primaryBus, workerRole, workerStorage } from './workers';
 
@@ -114,8 +115,9 @@ export async function runGateway(config: ServerConfig, options: GatewayOptions, 
   for (const service of hosted) {
     localServices.set(service, new EngineHost(service, engineTypes.factoriesFor(service), core.barrier, { locks: shared.locks, logger, metrics }));
   }
-  // The other workers host the same services: they hear of each other's writes as service replicas do.
-  const followed = role ? [...localServices.values()].map((host) => host.follow(shared.bus, config.bus?.subjectPrefix)) : [];
+  // The other workers host the same services: they hear of each other's writes as service replicas
+  // do, or from the store's change feed when they all open it (the core applies it to these hosts).
+  const followed = role ? [...localServices.values()].map((host) => host.follow(shared.bus, config.bus?.subjectPrefix, !physical.changes)) : [];
   await core.start();
   const workers = startWorkers(hosted, { physical, barrier: core.barrier, storage: createView(core.barrier, ''), locks: shared.locks, logger, config, sealed: () => core.barrier.sealed, metrics });
   await options.beforeListen?.(core);
