@@ -183,11 +183,12 @@ export class EngineHost {
    * Follows the cluster for this host's backends: a mount disabled anywhere is cleaned up here, and
    * writes this replica makes to mount storage are broadcast to the other replicas of the service,
    * whose backends drop what they cached of those keys. (The service's requests reach `handle`
-   * through its transport.)
+   * through its transport.) `shareWrites` is false where every replica follows the store's own
+   * change feed, which tells them of those writes already.
    */
-  follow(bus: Bus, subjectPrefix?: string): Subscription {
+  follow(bus: Bus, subjectPrefix?: string, shareWrites = true): Subscription {
     const removals = bus.subscribe(mountRemovedSubject(subjectPrefix), (msg) => this.forget(decodeJson<{ uuid: string }>(msg.payload).uuid));
-    const stopInvalidations = this.shareInvalidations(bus, mountInvalidationSubject(this.service, subjectPrefix));
+    const stopInvalidations = shareWrites ? this.shareInvalidations(bus, mountInvalidationSubject(this.service, subjectPrefix)) : () => undefined;
     return {
       unsubscribe: () => {
         removals.unsubscribe();
