@@ -42,6 +42,35 @@ export interface Measurement {
   cpuUsPerRequest?: number;
   /** CPU cores the serving processes kept busy over the run (CPU time / wall time). */
   cores?: number;
+  /** Requests answered over the run. */
+  requests?: number;
+  /** Memory of the serving processes after the run (the footprint scenario), MB. */
+  memory?: Footprint;
+}
+
+/**
+ * Memory of a process and its descendants, MB: RSS counts the pages they share (Node's own code)
+ * once per process; PSS divides each shared page among its processes, so their PSS adds up to what
+ * they take from the machine.
+ */
+export interface Footprint {
+  rssMb: number;
+  pssMb: number;
+}
+
+export function footprint(pid: number): Footprint {
+  let rssKb = 0;
+  let pssKb = 0;
+  for (const each of withDescendants(pid)) {
+    try {
+      const rollup = readFileSync(`/proc/${each}/smaps_rollup`, 'utf8');
+      rssKb += Number(/^Rss:\s+(\d+)/m.exec(rollup)?.[1] ?? 0);
+      pssKb += Number(/^Pss:\s+(\d+)/m.exec(rollup)?.[1] ?? 0);
+    } catch {
+      // The process has gone.
+    }
+  }
+  return { rssMb: Math.round(rssKb / 1024), pssMb: Math.round(pssKb / 1024) };
 }
 
 /** CPU time (µs) a process has used so far, from /proc (Linux); 0 when it cannot be read. */
@@ -123,6 +152,7 @@ export async function measure(target: Target, connections = CONNECTIONS, seconds
     p99Ms: Math.round(result.p99Ms * 10) / 10,
     errors: result.errors,
     non2xx: result.non2xx,
+    requests: result.total,
     cpuUsPerRequest: served ? cpuUs / result.total : undefined,
     cores: served ? cpuUs / wallUs : undefined,
   };
@@ -220,6 +250,17 @@ async function main(): Promise<void> {
       '| scenario | req/s | p99 ms | CPU µs/req | cores | floor req/s | floor p99 ms | floor CPU µs/req | floor cores | ratio | errors |',
       '|---|---|---|---|---|---|---|---|---|---|---|',
       ...rows,
+    ].join('\n') + '\n',
+  );
+  const footprints = results.filter((r) => r.target.memory && r.floor.memory);
+  if (footprints.length === 0) return;
+  const mb = (m: Measurement) => `${m.memory!.rssMb} | ${m.memory!.pssMb}`;
+  process.stdout.write(
+    [
+      '',
+      '| scenario | RSS MB | PSS MB | floor RSS MB | floor PSS MB | PSS over floor |',
+      '|---|---|---|---|---|---|',
+      ...footprints.map((r) => `| ${r.name} | ${mb(r.target)} | ${mb(r.floor)} | ${r.target.memory!.pssMb - r.floor.memory!.pssMb} |`),
     ].join('\n') + '\n',
   );
 }
