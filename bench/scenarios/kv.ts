@@ -34,7 +34,7 @@ export interface KvServer {
 }
 
 /** Writes a config with `storage` (and `listener`) to a temporary directory, starts `svc server` on it, and unseals it. */
-export async function startConfiguredServer(name: string, storage: (dir: string) => string, cleanup: () => Promise<void>, listener = PLAIN_LISTENER): Promise<KvServer> {
+export async function startConfiguredServer(name: string, storage: (dir: string) => string, cleanup: () => Promise<void>, listener = PLAIN_LISTENER, workers = 1): Promise<KvServer> {
   const dir = mkdtempSync(path.join(tmpdir(), 'svc-bench-kv-'));
   const release = async () => {
     rmSync(dir, { recursive: true, force: true });
@@ -43,7 +43,7 @@ export async function startConfiguredServer(name: string, storage: (dir: string)
   try {
     const config = path.join(dir, 'server.hcl');
     writeFileSync(config, `${listener}\n${storage(dir)}\n`);
-    const server = await startServerProcess(name, [`-config=${config}`], undefined, { logFile: path.join(dir, 'server.log') });
+    const server = await startServerProcess(name, [`-config=${config}`, `-workers=${workers}`], undefined, { logFile: path.join(dir, 'server.log') });
     const url = `http://${server.addresses[0]}`;
     const { rootToken, keys } = await initAndUnseal(url);
     return {
@@ -66,11 +66,10 @@ export async function startConfiguredServer(name: string, storage: (dir: string)
 export async function startKvServer(storage: StorageKind, workers = 1): Promise<KvServer> {
   const table = `svc_bench_kv_${randomBytes(4).toString('hex')}`;
   const name = `bench-kv-${storage}`;
-  const workerLine = `workers = ${workers}\n`;
   const server =
     storage === 'postgresql'
-      ? await startConfiguredServer(name, () => `${workerLine}storage "postgresql" {\n  connection_url = "${POSTGRES_URL}"\n  table = "${table}"\n}`, () => dropTable(table))
-      : await startConfiguredServer(name, (dir) => `${workerLine}storage "${storage}" {\n${storage === 'embedded' ? `  path = "${path.join(dir, 'data')}"\n` : ''}}`, async () => {});
+      ? await startConfiguredServer(name, () => `storage "postgresql" {\n  connection_url = "${POSTGRES_URL}"\n  table = "${table}"\n}`, () => dropTable(table), PLAIN_LISTENER, workers)
+      : await startConfiguredServer(name, (dir) => `storage "${storage}" {\n${storage === 'embedded' ? `  path = "${path.join(dir, 'data')}"\n` : ''}}`, async () => {}, PLAIN_LISTENER, workers);
   try {
     const mounted = await api(server.url, 'POST', '/v1/sys/mounts/kv', { token: server.token, body: { type: 'kv', options: { version: '2' } } });
     if (mounted.status !== 204) throw new Error(`mounting kv failed: ${mounted.status} ${mounted.text}`);
