@@ -92,6 +92,8 @@ export class EmbeddedPhysical implements Physical {
   private queued: QueuedWrite[] = [];
   /** The sync of the log under way, and the one that follows it (see `synced`). */
   private syncing?: Promise<void>;
+  /** The log file, held open for its syncs. */
+  private logFile?: Promise<FileHandle | undefined>;
   private nextSync?: Promise<void>;
 
   constructor(private readonly options: EmbeddedPhysicalOptions) {
@@ -153,6 +155,9 @@ export class EmbeddedPhysical implements Physical {
       connected.reader.close();
       connected.writer.close();
     });
+    const logFile = this.logFile;
+    this.logFile = undefined;
+    await (await logFile?.catch(() => undefined))?.close();
     this.releaseLock();
   }
 
@@ -299,7 +304,7 @@ export class EmbeddedPhysical implements Physical {
   private synced(): Promise<void> {
     if (this.options.temporary) return Promise.resolve();
     if (!this.syncing) {
-      const sync: Promise<void> = syncFile(join(this.directory, `${DATABASE_FILE}-wal`)).finally(() => {
+      const sync: Promise<void> = this.syncLogFile().finally(() => {
         if (this.syncing === sync) this.syncing = undefined;
       });
       this.syncing = sync;
@@ -312,6 +317,20 @@ export class EmbeddedPhysical implements Physical {
         return this.synced();
       });
     return this.nextSync;
+  }
+
+  /**
+   * Flushes the log file's data to disk. The file is opened once and kept: SQLite keeps that file
+   * (rewinding it after a checkpoint) while any connection is open, and this store holds two. Not
+   * there yet, nothing was written to it.
+   */
+  private async syncLogFile(): Promise<void> {
+    this.logFile ??= open(join(this.directory, `${DATABASE_FILE}-wal`), 'r').catch((error: unknown) => {
+      this.logFile = undefined;
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw error;
+    });
+    await (await this.logFile)?.datasync();
   }
 
   /** Takes SQLite's write lock, waiting for another process's transaction between turns of the event loop. */
@@ -343,21 +362,6 @@ export function holdsEarlierEmbeddedFormat(directory: string): boolean {
   return existsSync(join(directory, EARLIER_FORMAT_MARKER));
 }
 
-/** Flushes a file's data to disk; a log that is gone (checkpointed and removed) has nothing to flush. */
-async function syncFile(path: string): Promise<void> {
-  let file: FileHandle;
-  try {
-    file = await open(path, 'r');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw error;
-  }
-  try {
-    await file.datasync();
-  } finally {
-    await file.close();
-  }
-}
 
 function rollBack(writer: SqliteDatabase): void {
   // A failed statement may have ended the transaction already.
