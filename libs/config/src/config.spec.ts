@@ -188,6 +188,15 @@ provider_endpoints {
     expect((await parseConfig(`${minimalHcl}\nworkers = 4`, 'hcl', 'config.hcl')).workers).toBe(4);
   });
 
+  it('sizes the read cache with cache_size (a number or a string, as Vault writes it) and turns it off with disable_cache', async () => {
+    const cacheSize = async (lines: string) => (await parseConfig(`${minimalHcl}\n${lines}`, 'hcl', 'config.hcl')).cacheSize;
+    expect(await cacheSize('')).toBeUndefined();
+    expect(await cacheSize('cache_size = 1000')).toBe(1000);
+    expect(await cacheSize('cache_size = "131072"')).toBe(131072);
+    expect(await cacheSize('disable_cache = true\ncache_size = 1000')).toBe(0);
+    expect(await cacheSize('disable_cache = false')).toBeUndefined();
+  });
+
   it('applies defaults to a minimal file', async () => {
     const config = await parseConfig(minimalHcl, 'hcl', 'config.hcl');
     expect(config.listeners).toEqual([
@@ -664,6 +673,8 @@ describe('validation errors', () => {
     ],
     ['no workers', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nworkers = 0', 'config.hcl: workers must be between 1 and 256'],
     ['workers not a number', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nworkers = "many"', 'config.hcl: workers must be an integer'],
+    ['no cache entries', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\ncache_size = 0', 'config.hcl: cache_size must be a positive number of entries (disable_cache turns the cache off)'],
+    ['cache size not a number', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\ncache_size = "big"', 'config.hcl: cache_size must be an integer'],
     ['bad log level', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nlog_level = "loud"', 'config.hcl: log_level must be one of trace, debug, info, warn, error'],
     ['unknown service', 'listener "tcp" { tls_disable = true }\nstorage "inmem" {}\nservices = ["gateway", "mail"]', 'config.hcl: services: unknown service "mail" (known: gateway, transit)'],
     ['bad cluster_address', 'listener "tcp" {\n tls_disable = true\n cluster_address = "8201"\n}\nstorage "inmem" {}', 'cluster_address must be host:port'],

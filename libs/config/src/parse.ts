@@ -117,6 +117,7 @@ async function buildConfig(top: Section, sourceName: string, environment: NodeJS
   const pluginDirectory = top.string('plugin_directory');
   if (pluginDirectory !== undefined && !isAbsolute(pluginDirectory)) throw top.error('plugin_directory must be an absolute path');
   const workers = workerCount(top);
+  const cacheSize = readCacheSize(top);
   const config: ServerConfig = {
     listeners,
     storage,
@@ -132,6 +133,7 @@ async function buildConfig(top: Section, sourceName: string, environment: NodeJS
     maxLeaseTtl,
     maxRequestDurationMs,
     ...(workers !== undefined ? { workers } : {}),
+    ...(cacheSize !== undefined ? { cacheSize } : {}),
     ...(services ? { services } : {}),
     providerEndpoints,
     telemetry,
@@ -159,6 +161,14 @@ function workerCount(section: Section): number | undefined {
   const workers = section.int('workers');
   if (workers !== undefined && (workers < 1 || workers > MAX_WORKERS)) throw section.error(`workers must be between 1 and ${MAX_WORKERS}`);
   return workers;
+}
+
+/** `disable_cache` turns the read cache off (0 entries); `cache_size` sizes it, in entries. */
+function readCacheSize(section: Section): number | undefined {
+  const size = section.int('cache_size');
+  if (section.bool('disable_cache', false)) return 0;
+  if (size !== undefined && size < 1) throw section.error('cache_size must be a positive number of entries (disable_cache turns the cache off)');
+  return size;
 }
 
 function logLevel(section: Section): ServerConfig['logLevel'] {

@@ -100,6 +100,11 @@ export interface ServerConfig {
    * decides, and a dev server runs one).
    */
   workers?: number;
+  /**
+   * Entries of each process's read cache of storage (`cache_size`); 0 with `disable_cache`; absent:
+   * the storage's default. Every gateway worker and replica keeps a cache of its own.
+   */
+  cacheSize?: number;
   /** Which engine services this process runs in all-in-one mode (default: all). */
   services?: string[];
   /** API base URLs the sync worker uses instead of the providers' public ones. */

@@ -243,7 +243,9 @@ export class Core {
     // Gateways cache storage reads (a store in this process's own memory has nothing to save);
     // replicas invalidate each other's entries through ReplicaSync, which then has to carry every
     // written key, and workers sharing a store through its change feed.
-    this.storageCache = options.physical.kind === 'inmem' && !options.physical.changes ? undefined : new CachedPhysical(options.physical);
+    // A store in this process's memory needs none; `disable_cache` turns it off elsewhere too.
+    const cached = options.config.cacheSize !== 0 && !(options.physical.kind === 'inmem' && !options.physical.changes);
+    this.storageCache = cached ? new CachedPhysical(options.physical, options.config.cacheSize) : undefined;
     this.barrier = new Barrier(this.storageCache ?? options.physical);
     this.namespaces = new NamespaceRegistry(this.barrier);
     this.tokens = new TokenStore(createView(this.barrier, 'sys/token/'));
