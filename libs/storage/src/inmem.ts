@@ -35,9 +35,13 @@ class TreeOperations implements PhysicalTransaction {
 
   constructor(readonly tree: BTree<string, Buffer>) {}
 
+  /**
+   * The stored value itself, as the read cache in front of the other stores answers: callers only
+   * read it, and the barrier remembers what it decrypted by the value's identity, so a copy per
+   * read would be decrypted and parsed again on every read.
+   */
   async get(key: string): Promise<Buffer | null> {
-    const value = this.open().get(checkKey(key));
-    return value === undefined ? null : Buffer.from(value);
+    return this.open().get(checkKey(key)) ?? null;
   }
 
   async put(key: string, value: Buffer): Promise<void> {

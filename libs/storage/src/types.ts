@@ -7,6 +7,7 @@
  */
 
 export interface KeyValueStore {
+  /** The value at `key`; a physical store may answer the same Buffer on every read, which callers must not change. */
   get(key: string): Promise<Buffer | null>;
   put(key: string, value: Buffer): Promise<void>;
   delete(key: string): Promise<void>;
