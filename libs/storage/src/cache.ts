@@ -1,4 +1,5 @@
 import { InvalidationEpoch } from './invalidation-epoch';
+import { recordingWrites } from './recorded-transaction';
 import type { ChangeFeed, ConditionalWrite, Physical, PhysicalTransaction, StoredEntry, StoreSnapshot, WriteAheadLog } from './types';
 
 const DEFAULT_MAX_ENTRIES = 50_000;
@@ -119,22 +120,7 @@ export class CachedPhysical implements Physical {
   async transaction<T>(fn: (tx: PhysicalTransaction) => Promise<T>): Promise<T> {
     const written = new Map<string, Buffer | null>();
     const before = this.invalidations.mark;
-    const result = await this.inner.transaction((tx) =>
-      fn({
-        get: (key) => tx.get(key),
-        list: (prefix) => tx.list(prefix),
-        lock: (key) => tx.lock(key),
-        putMeta: (name, value) => tx.putMeta(name, value),
-        put: async (key, value) => {
-          await tx.put(key, value);
-          written.set(key, value);
-        },
-        delete: async (key) => {
-          await tx.delete(key);
-          written.set(key, null);
-        },
-      }),
-    );
+    const result = await this.inner.transaction((tx) => fn(recordingWrites(tx, (key, value) => written.set(key, value))));
     for (const [key, value] of written) this.remember(key, value, before);
     return result;
   }

@@ -1,12 +1,13 @@
 import type { Timer, TimerSeries } from '@svc/metrics';
-import type { ChangeFeed, ConditionalWrite, Physical, PhysicalTransaction, StoredEntry, StoreSnapshot, WriteAheadLog } from './types';
+import { ForwardingPhysical } from './forwarding';
+import type { ConditionalWrite, Physical, PhysicalTransaction } from './types';
 
 /**
  * A physical store whose operations are timed (Vault's `vault.<backend>.get` and its siblings, as
  * one timer labelled by backend and operation); a transaction is timed whole. Scans, snapshots,
  * restores and the write-ahead log are not: they take as long as the storage is large.
  */
-export class MeteredPhysical implements Physical {
+export class MeteredPhysical extends ForwardingPhysical {
   private readonly getSeries: TimerSeries;
   private readonly putSeries: TimerSeries;
   private readonly deleteSeries: TimerSeries;
@@ -14,10 +15,8 @@ export class MeteredPhysical implements Physical {
   private readonly transactionSeries: TimerSeries;
   private readonly conditionalWriteSeries: TimerSeries;
 
-  constructor(
-    private readonly inner: Physical,
-    timer: Timer,
-  ) {
+  constructor(inner: Physical, timer: Timer) {
+    super(inner);
     this.getSeries = timer.series(inner.kind, 'get');
     this.putSeries = timer.series(inner.kind, 'put');
     this.deleteSeries = timer.series(inner.kind, 'delete');
@@ -26,60 +25,28 @@ export class MeteredPhysical implements Physical {
     this.conditionalWriteSeries = timer.series(inner.kind, 'conditional-write');
   }
 
-  get kind(): Physical['kind'] {
-    return this.inner.kind;
-  }
-
-  get changes(): ChangeFeed | undefined {
-    return this.inner.changes;
-  }
-
-  get log(): WriteAheadLog {
-    return this.inner.log;
-  }
-
-  open(): Promise<void> {
-    return this.inner.open();
-  }
-
-  close(): Promise<void> {
-    return this.inner.close();
-  }
-
-  get(key: string): Promise<Buffer | null> {
+  override get(key: string): Promise<Buffer | null> {
     return timed(this.getSeries, performance.now(), this.inner.get(key));
   }
 
-  put(key: string, value: Buffer): Promise<void> {
+  override put(key: string, value: Buffer): Promise<void> {
     return timed(this.putSeries, performance.now(), this.inner.put(key, value));
   }
 
-  delete(key: string): Promise<void> {
+  override delete(key: string): Promise<void> {
     return timed(this.deleteSeries, performance.now(), this.inner.delete(key));
   }
 
-  list(prefix: string): Promise<string[]> {
+  override list(prefix: string): Promise<string[]> {
     return timed(this.listSeries, performance.now(), this.inner.list(prefix));
   }
 
-  transaction<T>(fn: (tx: PhysicalTransaction) => Promise<T>): Promise<T> {
+  override transaction<T>(fn: (tx: PhysicalTransaction) => Promise<T>): Promise<T> {
     return timed(this.transactionSeries, performance.now(), this.inner.transaction(fn));
   }
 
-  writeIfUnchanged(write: ConditionalWrite): Promise<boolean> {
+  override writeIfUnchanged(write: ConditionalWrite): Promise<boolean> {
     return timed(this.conditionalWriteSeries, performance.now(), this.inner.writeIfUnchanged(write));
-  }
-
-  scan<T>(consume: (entries: AsyncIterable<StoredEntry>) => Promise<T>): Promise<T> {
-    return this.inner.scan(consume);
-  }
-
-  snapshot<T>(consume: (snapshot: StoreSnapshot) => Promise<T>): Promise<T> {
-    return this.inner.snapshot(consume);
-  }
-
-  replaceAll(entries: AsyncIterable<StoredEntry>, keep: ReadonlySet<string>): Promise<void> {
-    return this.inner.replaceAll(entries, keep);
   }
 }
 
