@@ -11,10 +11,11 @@ import { runChecker, type CheckerReport } from './consistency/checker';
 const SECONDS = Number(process.env.CONSISTENCY_SECONDS ?? 8);
 const CLIENTS = Number(process.env.CONSISTENCY_CLIENTS ?? 8);
 
-describe.each<[TopologyKind, number]>([
-  ['all-in-one', 1],
-  ['distributed', 2],
-])('every acknowledged change is observed everywhere, %s with %i gateway(s) of two workers', (kind, gateways) => {
+describe.each<[TopologyKind, number, 'embedded' | 'postgresql']>([
+  ['all-in-one', 1, 'embedded'],
+  ['all-in-one', 1, 'postgresql'],
+  ['distributed', 2, 'postgresql'],
+])('every acknowledged change is observed everywhere, %s with %i gateway(s) of two workers on %s storage', (kind, gateways, storage) => {
   let topology: Topology;
   let root: string;
   let key: string;
@@ -45,7 +46,7 @@ describe.each<[TopologyKind, number]>([
   };
 
   beforeAll(async () => {
-    topology = await startTopology(kind, { workers: 2, gateways, services: kind === 'distributed' ? ['transit'] : [] });
+    topology = await startTopology(kind, { workers: 2, gateways, services: kind === 'distributed' ? ['transit'] : [], allInOneStorage: storage });
     const init = await api<{ keys: string[]; root_token: string }>(topology.urls[0], 'PUT', '/v1/sys/init', { body: { secret_shares: 1, secret_threshold: 1 } });
     ({ root_token: root, keys: [key] } = init.body);
   }, 180_000);

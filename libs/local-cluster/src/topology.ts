@@ -33,6 +33,8 @@ export interface TopologyOptions {
    * the gateways and for the services (credentials, TLS files).
    */
   nats?: { url: string; gateway?: string; service?: string };
+  /** All-in-one: the storage (default embedded); distributed topologies use PostgreSQL. */
+  allInOneStorage?: 'embedded' | 'postgresql';
   /**
    * Distributed: the storage in a PostgreSQL database of its own (made for the run, dropped after)
    * instead of a table of its own in POSTGRES_URL's database.
@@ -110,8 +112,15 @@ export async function startTopology(kind: TopologyKind, options: TopologyOptions
   try {
     if (kind === 'all-in-one') {
       const config = path.join(dir, 'server.hcl');
+      let storage = `storage "embedded" {\n  path = "${path.join(dir, 'data')}"\n}`;
+      if (options.allInOneStorage === 'postgresql') {
+        const table = `svc_e2e_${id}`;
+        [storageTable, storageUrl] = [table, POSTGRES_URL];
+        cleanups.push(() => dropTable(table));
+        storage = `storage "postgresql" {\n  connection_url = "${POSTGRES_URL}"\n  table = "${table}"\n}`;
+      }
       const args = () => {
-        writeFileSync(config, `${listenerBlocks(options)}\nstorage "embedded" {\n  path = "${path.join(dir, 'data')}"\n}\nlog_level = "info"\n${gatewayConfig}\n`);
+        writeFileSync(config, `${listenerBlocks(options)}\n${storage}\nlog_level = "info"\n${gatewayConfig}\n`);
         return [`-config=${config}`, `-workers=${workers}`];
       };
       processes.push(await start('all-in-one', args));

@@ -6,7 +6,7 @@ import { BusRelay, MemoryBus, RemoteBusHub, type Bus, type IpcChannel } from '@s
 import type { ServerConfig } from '@svc/config';
 import { MemoryLockTable, serveLockTable } from '@svc/locks';
 import { serveUnsealProgress } from '@svc/seal';
-import { createPhysical, DirectoryLock, EmbeddedPhysical, type Physical } from '@svc/storage';
+import { createPhysical, DirectoryLock, EmbeddedPhysical, FeedRecordingPhysical, type Physical } from '@svc/storage';
 import { createLoggers } from './logger';
 import type { RunningProcess } from './processes';
 
@@ -25,11 +25,14 @@ import type { RunningProcess } from './processes';
 const WORKER_INDEX = 'SVC_WORKER_INDEX';
 /** Set for the first worker of a dev server, which initializes and unseals the storage. */
 const WORKER_INITIALIZES = 'SVC_WORKER_INITIALIZES';
-/** The directory of the temporary store the workers of an in-memory server share. */
-const SHARED_INMEM_STORE = 'SVC_SHARED_INMEM_STORE';
+/**
+ * The directory of the temporary store the workers share: an in-memory server's storage, or the
+ * change feed beside the PostgreSQL storage of an all-in-one server.
+ */
+const SHARED_TEMPORARY_STORE = 'SVC_SHARED_TEMPORARY_STORE';
 /** Memory-backed files where the system has them; the temporary directory otherwise. */
 const SHARED_MEMORY_ROOT = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
-const SHARED_INMEM_PREFIX = 'svc-inmem-';
+const SHARED_TEMPORARY_PREFIX = 'svc-inmem-';
 
 /** What a worker tells the primary over IPC besides bus traffic. */
 export type WorkerNotice = { svc: 'started'; addresses: string[] } | { svc: 'dev'; unsealKey: string; rootToken: string };
@@ -79,24 +82,29 @@ export function primaryBus(): Bus {
 
 /** In a worker: the store its server holds, opened beside the other workers. */
 export function workerStorage(config: ServerConfig): Physical {
-  const shared = process.env[SHARED_INMEM_STORE];
-  if (config.storage.type === 'inmem' && shared) return new EmbeddedPhysical({ path: shared, lockHeldBy: process.ppid, temporary: true });
-  return createPhysical(config.storage, { lockHeldBy: process.ppid });
+  const shared = process.env[SHARED_TEMPORARY_STORE];
+  const temporary = shared ? new EmbeddedPhysical({ path: shared, lockHeldBy: process.ppid, temporary: true }) : undefined;
+  if (config.storage.type === 'inmem' && temporary) return temporary;
+  const physical = createPhysical(config.storage, { lockHeldBy: process.ppid });
+  // PostgreSQL keeps no change feed: the workers note their writes on the temporary store's.
+  return temporary ? new FeedRecordingPhysical(physical, temporary) : physical;
 }
 
 /**
- * In the primary: the store it holds for its workers (none on PostgreSQL, which each opens
- * itself), opened first so that its directory is taken and brought up to date before they open it.
+ * In the primary: the store it holds for its workers, opened first so that its directory is taken
+ * and brought up to date before they open it. PostgreSQL each worker opens itself; all-in-one the
+ * primary makes them a temporary store for its change feed, while gateways of the distributed
+ * topology tell each other of their writes over the bus, their workers included.
  */
 async function holdStorage(config: ServerConfig): Promise<{ physical: Physical; env: NodeJS.ProcessEnv; close(): Promise<void> } | undefined> {
-  if (config.storage.type === 'postgresql') return undefined;
+  if (config.storage.type === 'postgresql' && config.bus) return undefined;
   if (config.storage.type === 'embedded') {
     const physical = createPhysical(config.storage);
     await physical.open();
     return { physical, env: {}, close: () => physical.close() };
   }
-  removeAbandonedInmemStores();
-  const path = mkdtempSync(join(SHARED_MEMORY_ROOT, SHARED_INMEM_PREFIX));
+  removeAbandonedTemporaryStores();
+  const path = mkdtempSync(join(SHARED_MEMORY_ROOT, SHARED_TEMPORARY_PREFIX));
   const physical = new EmbeddedPhysical({ path, temporary: true });
   try {
     await physical.open();
@@ -106,7 +114,7 @@ async function holdStorage(config: ServerConfig): Promise<{ physical: Physical; 
   }
   return {
     physical,
-    env: { [SHARED_INMEM_STORE]: path },
+    env: { [SHARED_TEMPORARY_STORE]: path },
     close: async () => {
       await physical.close();
       rmSync(path, { recursive: true, force: true });
@@ -115,9 +123,9 @@ async function holdStorage(config: ServerConfig): Promise<{ physical: Physical; 
 }
 
 /** Temporary stores left by servers that were killed outright: their memory is given back. */
-function removeAbandonedInmemStores(): void {
+function removeAbandonedTemporaryStores(): void {
   for (const name of readdirSync(SHARED_MEMORY_ROOT)) {
-    if (!name.startsWith(SHARED_INMEM_PREFIX)) continue;
+    if (!name.startsWith(SHARED_TEMPORARY_PREFIX)) continue;
     const path = join(SHARED_MEMORY_ROOT, name);
     if (DirectoryLock.abandoned(path)) rmSync(path, { recursive: true, force: true });
   }

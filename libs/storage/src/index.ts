@@ -11,6 +11,7 @@ export { BarrierCipher } from './barrier-cipher';
 export { createView } from './view';
 export { RecordStore } from './record-store';
 export { CachedPhysical } from './cache';
+export { FeedRecordingPhysical } from './feed-recording';
 export { InvalidationEpoch } from './invalidation-epoch';
 export { frozenJsonDecoder, jsonBytes, readFrozenJson, readJson, readStoredJson, utf8Text, writeJson, type Frozen } from './json-records';
 export { storeTables } from './sql/statements';

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { dropTable, POSTGRES_URL } from '@svc/local-cluster';
 import { withPostgres } from './postgres-logins';
-import { EMBEDDED_DATABASE_FILE, EmbeddedPhysical, InmemPhysical, PostgresPhysical, type Physical } from '@svc/storage';
+import { EMBEDDED_DATABASE_FILE, EmbeddedPhysical, FeedRecordingPhysical, InmemPhysical, PostgresPhysical, type Physical } from '@svc/storage';
 
 /** Runs one SQL statement with parameters on the database of a store. */
 export type RunSql = (text: string, values: unknown[]) => Promise<unknown>;
@@ -23,7 +23,7 @@ export interface StoreFixture {
 }
 
 export interface StoreBackend {
-  name: 'inmem' | 'postgresql' | 'embedded' | 'inmem shared by workers';
+  name: 'inmem' | 'postgresql' | 'embedded' | 'inmem shared by workers' | 'postgresql with a feed shared by workers';
   beforeAll(): Promise<void>;
   afterAll(): void;
   setUp(): Promise<StoreFixture>;
@@ -46,16 +46,27 @@ const inmemBackend: StoreBackend = {
   },
 };
 
-const postgresBackend: StoreBackend = {
-  name: 'postgresql',
+/**
+ * PostgreSQL; `withFeed`: as the workers of an all-in-one server open it, each noting its writes on
+ * a change feed in a temporary embedded store beside it (FeedRecordingPhysical).
+ */
+const postgresBackend = (withFeed: boolean): StoreBackend => ({
+  name: withFeed ? 'postgresql with a feed shared by workers' : 'postgresql',
   async beforeAll() {},
   afterAll() {},
   async setUp() {
     const table = `svc_storage_test_${process.pid}_${randomBytes(6).toString('hex')}`;
+    const feedRoot = withFeed ? mkdtempSync(join(tmpdir(), 'svc-storage-feed-')) : undefined;
+    const open = (feedHeldBy?: number): Physical => {
+      const physical = new PostgresPhysical({ connectionUrl: POSTGRES_URL, table, maxConnections: 5 });
+      if (!feedRoot) return physical;
+      return new FeedRecordingPhysical(physical, new EmbeddedPhysical({ path: join(feedRoot, 'feed'), lockHeldBy: feedHeldBy, temporary: true }));
+    };
     // Two pools on one table stand for two processes; opening them together races their migrations.
-    const store = new PostgresPhysical({ connectionUrl: POSTGRES_URL, table, maxConnections: 5 });
-    const peer = new PostgresPhysical({ connectionUrl: POSTGRES_URL, table, maxConnections: 5 });
-    await Promise.all([store.open(), peer.open()]);
+    const store = open();
+    await store.open();
+    const peer = open(process.pid);
+    await peer.open();
     return {
       store,
       peer,
@@ -64,10 +75,11 @@ const postgresBackend: StoreBackend = {
       async tearDown() {
         await Promise.all([store.close(), peer.close()]);
         await dropTable(table);
+        if (feedRoot) rmSync(feedRoot, { recursive: true, force: true });
       },
     };
   },
-};
+});
 
 /**
  * The embedded store (SQLite) in a fresh directory; `peer` opens the same directory as a gateway
@@ -105,9 +117,10 @@ const embeddedBackend = (temporary: boolean): StoreBackend => ({
 
 /**
  * Every physical backend, for `describe.each`: in memory, PostgreSQL (127.0.0.1:5432), embedded
- * (SQLite), and the temporary store the workers of an in-memory server share.
+ * (SQLite), the temporary store the workers of an in-memory server share, and PostgreSQL with the
+ * change feed the workers of an all-in-one server share.
  */
-export const STORE_BACKENDS: readonly StoreBackend[] = [inmemBackend, postgresBackend, embeddedBackend(false), embeddedBackend(true)];
+export const STORE_BACKENDS: readonly StoreBackend[] = [inmemBackend, postgresBackend(false), embeddedBackend(false), embeddedBackend(true), postgresBackend(true)];
 
 /**
  * The hooks of a `describe.each(STORE_BACKENDS)` block: a fresh, open store of `backend` for each
