@@ -13,13 +13,15 @@ import type { ChangeFeed, ConditionalWrite, Physical, PhysicalTransaction } from
 export class FeedRecordingPhysical extends ForwardingPhysical {
   constructor(
     inner: Physical,
-    private readonly feedStore: Physical & { readonly changes: ChangeFeed },
+    private readonly feedStore: Physical,
   ) {
     super(inner);
   }
 
   override get changes(): ChangeFeed {
-    return this.feedStore.changes;
+    const feed = this.feedStore.changes;
+    if (!feed) throw new Error('the change feed store must be opened beside the process that holds it (lockHeldBy)');
+    return feed;
   }
 
   override async open(): Promise<void> {

@@ -10,7 +10,7 @@ import { Keyring } from './keyring';
 import { PostgresPhysical } from './postgres';
 import { storedDirectory } from './sql/layout';
 import { storeStatements } from './sql/statements';
-import { ReadStamp, type Physical } from './types';
+import { ReadStamp, type ChangeFeed, type Physical } from './types';
 
 const BIG_DIRECTORY_SIZE = 100_000;
 
@@ -624,39 +624,52 @@ describe('EmbeddedPhysical', () => {
 
   describe('change feed', () => {
     let path: string;
+    let holder: EmbeddedPhysical;
     let store: EmbeddedPhysical;
     let peer: EmbeddedPhysical;
+    let feed: ChangeFeed;
+    let peerFeed: ChangeFeed;
+    // As a server with several workers opens it: the primary holds it, the workers follow each other.
     beforeEach(async () => {
       path = newDirectory();
-      store = new EmbeddedPhysical({ path });
+      holder = new EmbeddedPhysical({ path });
+      await holder.open();
+      store = new EmbeddedPhysical({ path, lockHeldBy: process.pid });
       await store.open();
       peer = new EmbeddedPhysical({ path, lockHeldBy: process.pid });
       await peer.open();
+      [feed, peerFeed] = [store.changes!, peer.changes!];
     });
     afterEach(async () => {
       await peer.close();
       await store.close();
+      await holder.close();
+    });
+
+    it('is kept by the processes that open the store beside its holder, not by the holder, which has no other writer to follow', () => {
+      expect(holder.changes).toBeUndefined();
+      expect(store.changes).toBeDefined();
     });
 
     it("tells each process the keys the others committed, not its own, once", async () => {
-      expect(store.changes.poll()).toBeUndefined();
+      expect(feed.poll()).toBeUndefined();
       await store.put('own', bytes('1'));
-      expect(store.changes.poll()).toBeUndefined();
+      expect(feed.poll()).toBeUndefined();
       await peer.put('a/one', bytes('1'));
       await peer.transaction(async (tx) => {
         await tx.put('a/two', bytes('2'));
         await tx.delete('a/one');
       });
       await peer.writeIfUnchanged({ locks: ['c'], unchanged: new Map([['c', ReadStamp.ABSENT]]), writes: new Map([['c', bytes('3')]]) });
-      await peer.changes.note(['sys/peer-unsealed']);
-      expect(store.changes.poll()).toEqual(['a/one', 'a/two', 'a/one', 'c', 'sys/peer-unsealed']);
-      expect(store.changes.poll()).toBeUndefined();
-      expect(peer.changes.poll()).toEqual(['own']);
+      await peerFeed.note(['sys/peer-unsealed']);
+      expect(feed.poll()).toEqual(['a/one', 'a/two', 'a/one', 'c', 'sys/peer-unsealed']);
+      expect(feed.poll()).toBeUndefined();
+      expect(peerFeed.poll()).toEqual(['own']);
     });
 
     it('says everything changed when the store was replaced', async () => {
       await peer.replaceAll((async function* () { yield { key: 'new', value: bytes('n') }; })(), new Set());
-      expect(store.changes.poll()).toBe('everything');
+      expect(feed.poll()).toBe('everything');
       expect(await store.get('new')).toEqual(bytes('n'));
     });
 
@@ -669,9 +682,9 @@ describe('EmbeddedPhysical', () => {
         sql.close();
       }
       await peer.put('second', bytes('2'));
-      expect(store.changes.poll()).toBe('everything');
+      expect(feed.poll()).toBe('everything');
       await peer.put('third', bytes('3'));
-      expect(store.changes.poll()).toEqual(['third']);
+      expect(feed.poll()).toEqual(['third']);
     });
   });
 });

@@ -1,6 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { dropTable, POSTGRES_URL } from '@svc/local-cluster';
@@ -56,16 +56,18 @@ const postgresBackend = (withFeed: boolean): StoreBackend => ({
   afterAll() {},
   async setUp() {
     const table = `svc_storage_test_${process.pid}_${randomBytes(6).toString('hex')}`;
-    const feedRoot = withFeed ? mkdtempSync(join(tmpdir(), 'svc-storage-feed-')) : undefined;
-    const open = (feedHeldBy?: number): Physical => {
+    const feedPath = withFeed ? join(mkdtempSync(join(tmpdir(), 'svc-storage-feed-')), 'feed') : undefined;
+    // The feed's store as the primary holds it; the workers open it beside it.
+    const feedHolder = feedPath ? new EmbeddedPhysical({ path: feedPath, temporary: true }) : undefined;
+    await feedHolder?.open();
+    const open = (): Physical => {
       const physical = new PostgresPhysical({ connectionUrl: POSTGRES_URL, table, maxConnections: 5 });
-      if (!feedRoot) return physical;
-      return new FeedRecordingPhysical(physical, new EmbeddedPhysical({ path: join(feedRoot, 'feed'), lockHeldBy: feedHeldBy, temporary: true }));
+      return feedPath ? new FeedRecordingPhysical(physical, new EmbeddedPhysical({ path: feedPath, lockHeldBy: process.pid, temporary: true })) : physical;
     };
     // Two pools on one table stand for two processes; opening them together races their migrations.
     const store = open();
     await store.open();
-    const peer = open(process.pid);
+    const peer = open();
     await peer.open();
     return {
       store,
@@ -74,8 +76,9 @@ const postgresBackend = (withFeed: boolean): StoreBackend => ({
       sql: (text, values) => withPostgres((client) => client.query(text, values)),
       async tearDown() {
         await Promise.all([store.close(), peer.close()]);
+        await feedHolder?.close();
         await dropTable(table);
-        if (feedRoot) rmSync(feedRoot, { recursive: true, force: true });
+        if (feedPath) rmSync(dirname(feedPath), { recursive: true, force: true });
       },
     };
   },

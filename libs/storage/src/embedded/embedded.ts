@@ -166,11 +166,21 @@ export class EmbeddedPhysical implements Physical {
     this.lock = undefined;
   }
 
-  /** Answers nothing while the store is closed. */
-  readonly changes: ChangeFeed = {
+  private readonly feed: ChangeFeed = {
+    // Answers nothing while the store is closed.
     poll: () => this.connected?.feed.poll(),
     note: (keys) => this.noteChanges(keys),
   };
+
+  /**
+   * The feed of what the other processes opening the store commit: for a process that opens it
+   * beside the one holding its lock (a gateway worker). The holder is alone with its workers' data
+   * only while it has none, so it has no other writer to follow, and checking for one on every
+   * request would cost it for nothing.
+   */
+  get changes(): ChangeFeed | undefined {
+    return this.options.lockHeldBy === undefined ? undefined : this.feed;
+  }
 
   async get(key: string): Promise<Buffer | null> {
     const { directory, name } = rowAddress(key);
