@@ -3,12 +3,18 @@ import { NamespaceRegistry } from './registry';
 
 const DEFAULTS = { default_lease_ttl: 0, max_lease_ttl: 0 };
 
+/** A registry over fresh storage, loaded once (the root namespace and its built-in mounts). */
+async function loadedRegistry(): Promise<NamespaceRegistry> {
+  const barrier = new Barrier(new InmemPhysical());
+  barrier.unseal(Keyring.generate());
+  const namespaces = new NamespaceRegistry(barrier);
+  await namespaces.load('2');
+  return namespaces;
+}
+
 describe('NamespaceRegistry', () => {
   it('routes requests through the namespaces it had while it loads them again', async () => {
-    const barrier = new Barrier(new InmemPhysical());
-    barrier.unseal(Keyring.generate());
-    const namespaces = new NamespaceRegistry(barrier);
-    await namespaces.load('2');
+    const namespaces = await loadedRegistry();
     await namespaces.create(namespaces.root, 'team', {});
 
     // Another replica changed the namespaces: the reload reads storage while requests keep arriving.
@@ -27,10 +33,7 @@ describe('NamespaceRegistry', () => {
 
 describe('NamespaceRegistry reloads', () => {
   it('keep a change made here while they read storage, however the two interleave', async () => {
-    const barrier = new Barrier(new InmemPhysical());
-    barrier.unseal(Keyring.generate());
-    const namespaces = new NamespaceRegistry(barrier);
-    await namespaces.load('2');
+    const namespaces = await loadedRegistry();
     await namespaces.root.secretMounts.mount({ path: 'm', type: 'kv', description: 'd0' }, DEFAULTS);
     for (let ticks = 0; ticks < 60; ticks++) {
       const description = `d${ticks + 1}`;
