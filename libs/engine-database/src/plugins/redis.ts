@@ -1,5 +1,4 @@
 import type * as IORedis from 'ioredis';
-import type Redis from 'ioredis';
 import type { FieldMap } from '@svc/framework';
 import { DATABASE_TIMEOUT_MS, InvalidSettingsError, type ConnectionSettings, type DatabasePlugin, type DeleteUserRequest, type NewUserRequest, type PluginDefinition, type UpdateUserRequest } from './plugin';
 
@@ -33,7 +32,7 @@ export function aclRules(statements: string[]): string[] {
 }
 
 class RedisPlugin implements DatabasePlugin {
-  private connection?: Promise<Redis>;
+  private connection?: Promise<IORedis.Redis>;
 
   constructor(
     private readonly settings: ConnectionSettings,
@@ -45,7 +44,7 @@ class RedisPlugin implements DatabasePlugin {
   }
 
   /** One connection per plugin; forgotten when it ends (server restart, refusal) so the next call reconnects. */
-  private client(): Promise<Redis> {
+  private client(): Promise<IORedis.Redis> {
     if (!this.connection) {
       const attempt = this.open();
       const forget = () => {
@@ -57,7 +56,7 @@ class RedisPlugin implements DatabasePlugin {
     return this.connection;
   }
 
-  private async open(): Promise<Redis> {
+  private async open(): Promise<IORedis.Redis> {
     const { details, username, password } = this.settings;
     const redis = new this.driver.Redis({
       host: String(details.host),
@@ -97,7 +96,7 @@ class RedisPlugin implements DatabasePlugin {
    * the connection in doubt, its reply possibly still to come: it is dropped, so the next call
    * starts on a new one rather than waiting behind it.
    */
-  private async command<T>(run: (redis: Redis) => Promise<T>): Promise<T> {
+  private async command<T>(run: (redis: IORedis.Redis) => Promise<T>): Promise<T> {
     const connection = this.client();
     const redis = await connection;
     try {
