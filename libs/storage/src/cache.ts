@@ -1,6 +1,7 @@
 import { InvalidationEpoch } from './invalidation-epoch';
 import { recordingWrites } from './recorded-transaction';
-import type { ChangeFeed, ConditionalWrite, Physical, PhysicalTransaction, StoredEntry, StoreSnapshot, WriteAheadLog } from './types';
+import { ForwardingPhysical } from './forwarding';
+import type { ConditionalWrite, Physical, PhysicalTransaction, StoredEntry } from './types';
 
 const DEFAULT_MAX_ENTRIES = 50_000;
 
@@ -49,27 +50,17 @@ class GenerationalMap<V> {
  * elsewhere (another gateway replica) must be reported with `invalidate`. Reads inside a
  * transaction bypass the cache, so check-and-set under a lock always sees storage.
  */
-export class CachedPhysical implements Physical {
+export class CachedPhysical extends ForwardingPhysical {
   private readonly entries: GenerationalMap<Buffer | null>;
   /** A value read (or written) while an invalidation happened is returned but not kept. */
   private readonly invalidations = new InvalidationEpoch();
 
-  constructor(
-    private readonly inner: Physical,
-    maxEntries = DEFAULT_MAX_ENTRIES,
-  ) {
+  constructor(inner: Physical, maxEntries = DEFAULT_MAX_ENTRIES) {
+    super(inner);
     this.entries = new GenerationalMap(Math.max(1, Math.floor(maxEntries / 2)));
   }
 
-  get kind(): Physical['kind'] {
-    return this.inner.kind;
-  }
-
-  open(): Promise<void> {
-    return this.inner.open();
-  }
-
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     this.entries.clear();
     await this.inner.close();
   }
@@ -78,7 +69,7 @@ export class CachedPhysical implements Physical {
     return this.entries.get(key);
   }
 
-  get(key: string): Promise<Buffer | null> {
+  override get(key: string): Promise<Buffer | null> {
     const cached = this.entries.get(key);
     // A hit is answered without an async frame: the hot read path allocates as little as it can.
     return cached !== undefined ? Promise.resolve(cached) : this.load(key);
@@ -91,33 +82,21 @@ export class CachedPhysical implements Physical {
     return value;
   }
 
-  async put(key: string, value: Buffer): Promise<void> {
+  override async put(key: string, value: Buffer): Promise<void> {
     this.entries.delete(key);
     const before = this.invalidations.mark;
     await this.inner.put(key, value);
     this.remember(key, value, before);
   }
 
-  async delete(key: string): Promise<void> {
+  override async delete(key: string): Promise<void> {
     this.entries.delete(key);
     const before = this.invalidations.mark;
     await this.inner.delete(key);
     this.remember(key, null, before);
   }
 
-  list(prefix: string): Promise<string[]> {
-    return this.inner.list(prefix);
-  }
-
-  get changes(): ChangeFeed | undefined {
-    return this.inner.changes;
-  }
-
-  get log(): WriteAheadLog {
-    return this.inner.log;
-  }
-
-  async transaction<T>(fn: (tx: PhysicalTransaction) => Promise<T>): Promise<T> {
+  override async transaction<T>(fn: (tx: PhysicalTransaction) => Promise<T>): Promise<T> {
     const written = new Map<string, Buffer | null>();
     const before = this.invalidations.mark;
     const result = await this.inner.transaction((tx) => fn(recordingWrites(tx, (key, value) => written.set(key, value))));
@@ -126,7 +105,7 @@ export class CachedPhysical implements Physical {
   }
 
   /** A write that went through is kept like a transaction's; one that did not forgets the keys it found changed. */
-  async writeIfUnchanged(write: ConditionalWrite): Promise<boolean> {
+  override async writeIfUnchanged(write: ConditionalWrite): Promise<boolean> {
     for (const key of write.writes.keys()) this.entries.delete(key);
     const before = this.invalidations.mark;
     const written = await this.inner.writeIfUnchanged(write);
@@ -135,15 +114,7 @@ export class CachedPhysical implements Physical {
     return written;
   }
 
-  scan<T>(consume: (entries: AsyncIterable<StoredEntry>) => Promise<T>): Promise<T> {
-    return this.inner.scan(consume);
-  }
-
-  snapshot<T>(consume: (snapshot: StoreSnapshot) => Promise<T>): Promise<T> {
-    return this.inner.snapshot(consume);
-  }
-
-  async replaceAll(entries: AsyncIterable<StoredEntry>, keep: ReadonlySet<string>): Promise<void> {
+  override async replaceAll(entries: AsyncIterable<StoredEntry>, keep: ReadonlySet<string>): Promise<void> {
     try {
       await this.inner.replaceAll(entries, keep);
     } finally {

@@ -372,7 +372,6 @@ export function holdsEarlierEmbeddedFormat(directory: string): boolean {
   return existsSync(join(directory, EARLIER_FORMAT_MARKER));
 }
 
-
 function rollBack(writer: SqliteDatabase): void {
   // A failed statement may have ended the transaction already.
   if (writer.inTransaction) writer.exec('ROLLBACK');
