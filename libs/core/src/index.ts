@@ -1,4 +1,6 @@
-export { Core, type CoreOptions, type CoreState, type InitRequest } from './core';
+export { composeCore, type CoreOptions } from './compose';
+export type { Core } from './core-parts';
+export type { CoreState, InitRequest } from './seal/seal-lifecycle';
 export type { Route } from './namespaces/namespace';
 export { RequestPipeline, type HttpRequest, type HttpResult, type RequestLine } from './http/pipeline';
 export { UiAssets, DEFAULT_UI_DIRECTORY, UI_CONTENT_SECURITY_POLICY } from './http/ui-assets';
@@ -6,7 +8,6 @@ export { RequestHandler, type RequestHandlerDeps } from './request/request-handl
 export type { LogicalRequest, LogicalResult } from './request/logical';
 export { startHttpFrontend, type HttpFrontend } from './http/frontend';
 export { serviceHealthHandler, type HttpHandler, type ServiceState } from './http/service-health';
-export { createSystemBackend } from './sys';
 export { MountTable, type MountEntry } from './mounts/mount-table';
 export { TokenStore, type TokenEntry } from './tokens/token-store';
 export { VERSION } from '@svc/http';

@@ -124,8 +124,8 @@ async function startDevServer(
   const running = await startGateway(config, {
     ...options,
     beforeListen: async (core) => {
-      init = await core.initialize({ secret_shares: 1, secret_threshold: 1, rootTokenId: flags.devRootTokenId });
-      await core.submitUnsealKey(init.keys[0], false);
+      init = await core.seal.initialize({ secret_shares: 1, secret_threshold: 1, rootTokenId: flags.devRootTokenId });
+      await core.seal.submitUnsealKey(init.keys[0], false);
     },
   });
   if (!init) throw new Error('dev server was not initialized');

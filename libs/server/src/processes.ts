@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { createBus, type Bus } from '@svc/bus';
 import type { ServerConfig } from '@svc/config';
-import { Core, DEFAULT_UI_DIRECTORY, RequestPipeline, UiAssets, createSystemBackend, serviceHealthHandler, startHttpFrontend, type HttpFrontend } from '@svc/core';
+import { composeCore, DEFAULT_UI_DIRECTORY, RequestPipeline, UiAssets, serviceHealthHandler, startHttpFrontend, type Core, type HttpFrontend } from '@svc/core';
 import { EngineHost, writableOutsideReadOnlyRequests } from '@svc/engine-host';
 import { BusLockManager, createLockManager, type LockManager } from '@svc/locks';
 import { Metrics } from '@svc/metrics';
@@ -97,7 +97,7 @@ export async function runGateway(config: ServerConfig, options: GatewayOptions, 
   const physical = metered(storageOf(config, shared), metrics);
   const localServices = new Map<string, EngineHost>();
   const role = workerRole();
-  const core = new Core({
+  const core = composeCore({
     config,
     physical,
     ...shared,
@@ -105,7 +105,6 @@ export async function runGateway(config: ServerConfig, options: GatewayOptions, 
     engineTypes: ENGINE_TYPES,
     databasePlugins: DATABASE_PLUGIN_VERSIONS,
     localServices,
-    systemBackend: createSystemBackend,
     defaultKvVersion: options.defaultKvVersion,
     metrics,
     unsealShares: shared.primary && new PrimaryUnsealProgress(shared.primary),
@@ -122,7 +121,7 @@ export async function runGateway(config: ServerConfig, options: GatewayOptions, 
   const workers = startWorkers(hosted, { physical, barrier: core.barrier, storage: createView(core.barrier, ''), locks: shared.locks, logger, config, sealed: () => core.barrier.sealed, metrics });
   await options.beforeListen?.(core);
   const ui = config.ui ? new UiAssets(DEFAULT_UI_DIRECTORY) : undefined;
-  const frontend: HttpFrontend = await startHttpFrontend(new RequestPipeline(core.requestHandler(), logger, logRequest, metrics, ui), config.listeners);
+  const frontend: HttpFrontend = await startHttpFrontend(new RequestPipeline(core.requestHandler, logger, logRequest, metrics, ui), config.listeners);
   const addresses = frontend.listeners.map((l) => l.address);
   // Activation tokens carry this address when api_addr does not say otherwise.
   core.apiAddresses = addresses.map((address, i) => `${config.listeners[i]?.tlsDisable === false ? 'https' : 'http'}://${address}`);

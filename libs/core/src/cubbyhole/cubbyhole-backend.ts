@@ -1,6 +1,9 @@
 import { Backend, listResponse, type Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
-import type { StorageView } from '@svc/storage';
+import { mountStoragePrefix } from '@svc/engine-host';
+import { createView, type Barrier, type StorageView } from '@svc/storage';
+import { deleteTree } from '../mounts/mount-data';
+import type { NamespaceRegistry } from '../namespaces/registry';
 
 /** Each token's private storage: the mount's view narrowed to the calling token's accessor. */
 function ownStorage(storage: StorageView, req: Request): StorageView {
@@ -60,4 +63,12 @@ async function write(own: StorageView, path: string, data: Record<string, unknow
   if (Object.keys(data).length === 0) throw ServiceError.badRequest('missing data fields');
   await own.putJSON(path, data);
   return undefined;
+}
+
+/** A revoked token's cubbyholes go with it, in every namespace. */
+export async function purgeCubbyholes(barrier: Barrier, namespaces: Pick<NamespaceRegistry, 'all'>, accessor: string): Promise<void> {
+  for (const namespace of namespaces.all()) {
+    const cubbyhole = namespace.secretMounts.get('cubbyhole/');
+    if (cubbyhole) await deleteTree(createView(barrier, mountStoragePrefix(cubbyhole)).sub(`${accessor}/`), '');
+  }
 }

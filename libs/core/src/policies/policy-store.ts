@@ -2,11 +2,12 @@ import { Acl, DEFAULT_POLICY, DEFAULT_POLICY_TEXT, parsePolicy, ROOT_POLICY, typ
 import { ServiceError } from '@svc/http';
 import { InvalidationEpoch, type StorageView } from '@svc/storage';
 
-const PREFIX = 'sys/policy/';
+/** Where a namespace keeps its policies, under its storage prefix. */
+export const POLICY_PREFIX = 'sys/policy/';
 
 /** Storage key (inside a namespace's view) of a policy, for cache invalidation. */
 export function policyKey(name: string): string {
-  return PREFIX + name;
+  return POLICY_PREFIX + name;
 }
 
 /**
@@ -63,7 +64,7 @@ export class PolicyStore {
   }
 
   async list(): Promise<string[]> {
-    const names = (await this.storage.list(PREFIX)).filter((k) => !k.endsWith('/'));
+    const names = (await this.storage.list(POLICY_PREFIX)).filter((k) => !k.endsWith('/'));
     return [...names, ROOT_POLICY].sort();
   }
 

@@ -11,8 +11,8 @@ import { ServiceError, type ErrorKind } from '@svc/http';
 import { MemoryLockManager } from '@svc/locks';
 import { DEFAULT_TELEMETRY, Metrics } from '@svc/metrics';
 import { InmemPhysical } from '@svc/storage';
-import { Core } from '../core';
-import { createSystemBackend } from '../sys';
+import { composeCore } from '../compose';
+import type { Core } from '../core-parts';
 import type { LogicalRequest, LogicalResult } from './logical';
 import type { RequestHandler } from './request-handler';
 
@@ -88,7 +88,7 @@ function openLoginBackend(): Backend {
 }
 
 function newCore(): Core {
-  return new Core({
+  return composeCore({
     config: devConfig(),
     physical: new InmemPhysical(),
     bus: new MemoryBus(),
@@ -100,7 +100,6 @@ function newCore(): Core {
       { type: 'open-login', table: 'auth', runsIn: GATEWAY, factory: openLoginBackend },
     ],
     localServices: new Map(),
-    systemBackend: createSystemBackend,
     metrics: new Metrics({ ...DEFAULT_TELEMETRY, disableHostname: true }),
   });
 }
@@ -144,10 +143,10 @@ describe('RequestHandler', () => {
   beforeEach(async () => {
     core = newCore();
     await core.start();
-    const init = await core.initialize({ secret_shares: 1, secret_threshold: 1 });
+    const init = await core.seal.initialize({ secret_shares: 1, secret_threshold: 1 });
     root = init.root_token;
-    await core.submitUnsealKey(init.keys[0], false);
-    handler = core.requestHandler();
+    await core.seal.submitUnsealKey(init.keys[0], false);
+    handler = core.requestHandler;
     await call('update', 'secret/app', { data: { password: 'p4ss' } });
   });
 
@@ -402,7 +401,7 @@ describe('RequestHandler', () => {
 
   describe('seal state', () => {
     it('answers sealed, except the seal endpoints', async () => {
-      await core.sealNow();
+      await core.seal.sealNow();
       expect(await failure(call('read', 'secret/app'))).toEqual({ kind: 'sealed', errors: ['Service is sealed'] });
       expect(responseOf(await handler.handle(request('read', 'sys/seal-status'))).raw).toMatchObject({ sealed: true, initialized: true });
     });
@@ -411,7 +410,7 @@ describe('RequestHandler', () => {
       const fresh = newCore();
       await fresh.start();
       try {
-        const uninitialized = fresh.requestHandler();
+        const uninitialized = fresh.requestHandler;
         expect(await failure(uninitialized.handle(request('read', 'secret/app', { token: 'any' })))).toEqual({ kind: 'uninitialized', errors: ['Service is not initialized'] });
         expect(await failure(uninitialized.handle(request('update', 'sys/unseal', { data: { key: 'x' } })))).toMatchObject({ kind: 'uninitialized' });
         expect(responseOf(await uninitialized.handle(request('read', 'sys/init'))).raw).toEqual({ initialized: false });

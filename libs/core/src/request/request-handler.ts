@@ -5,7 +5,7 @@ import { errorOf, ServiceError } from '@svc/http';
 import type { Timer } from '@svc/metrics';
 import type { Authorizer } from '../access/authorizer';
 import type { Logins } from '../auth/logins';
-import type { CoreState } from '../core';
+import type { CoreState } from '../seal/seal-lifecycle';
 import type { LeaseLifecycle } from '../leases/lease-lifecycle';
 import { SYSTEM_MOUNT } from '../mounts/system-mount';
 import type { Namespace, Route } from '../namespaces/namespace';

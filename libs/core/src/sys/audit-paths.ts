@@ -1,5 +1,5 @@
 import type { PathDeclaration } from '@svc/framework';
-import type { Core } from '../core';
+import type { Core } from '../core-parts';
 
 /** sys/audit (devices) and sys/audit-hash. */
 export function auditPaths(core: Core): PathDeclaration[] {

@@ -1,5 +1,5 @@
 import type { PathDeclaration } from '@svc/framework';
-import type { Core } from '../core';
+import type { Core } from '../core-parts';
 
 /**
  * sys/internal/counters: the counts this server can give exactly. Service tokens are counted

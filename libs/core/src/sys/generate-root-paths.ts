@@ -1,13 +1,13 @@
 import type { OperationDeclaration, PathDeclaration } from '@svc/framework';
 import type { GenerateRoot } from '@svc/seal';
-import type { Core } from '../core';
+import type { Core } from '../core-parts';
 
 /**
  * sys/generate-root/*: a threshold of unseal (Shamir) or recovery (auto-unseal) shares creates a
  * root token. Unauthenticated as in Vault: the shares are the authorization.
  */
 export function generateRootPaths(core: Core): PathDeclaration[] {
-  return shareGenerationPaths('generate-root', core.generateRoot, { token: 'root token', decode: '`svc operator generate-root -decode`' });
+  return shareGenerationPaths('generate-root', core.ceremonies.generateRoot, { token: 'root token', decode: '`svc operator generate-root -decode`' });
 }
 
 export interface ShareGenerationOptions {

@@ -1,5 +1,5 @@
 import { Backend } from '@svc/framework';
-import type { Core } from '../core';
+import type { Core } from '../core-parts';
 import { mountPaths } from './mount-paths';
 import { openApiPaths } from './openapi-paths';
 import { sealPaths } from './seal-paths';
@@ -26,7 +26,7 @@ generation, mounts of secrets engines and auth methods, policies, namespaces, le
 wrapping, tools (random bytes, hashes), host information, token counts, metrics, the plugin catalogs, storage snapshots, performance and DR replication, secret sync destinations and associations, the API description of this server and what the web UI asks.`;
 
 export function createSystemBackend(core: Core): Backend {
-  return new Backend({
+  const backend: Backend = new Backend({
     type: 'system',
     help: SYSTEM_HELP,
     paths: [
@@ -47,9 +47,10 @@ export function createSystemBackend(core: Core): Backend {
       ...pluginPaths(core),
       ...metricsPaths(core),
       ...replicationPaths(core),
-      ...openApiPaths(core),
+      ...openApiPaths(core, () => backend),
       ...internalUiPaths(core),
       ...toolPaths('tools/'),
     ],
   });
+  return backend;
 }

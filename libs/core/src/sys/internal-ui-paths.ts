@@ -1,7 +1,7 @@
 import type { Acl, PathRule } from '@svc/acl';
 import type { PathDeclaration, Request, Response } from '@svc/framework';
 import { ServiceError, VERSION } from '@svc/http';
-import type { Core } from '../core';
+import type { Core } from '../core-parts';
 import type { MountEntry } from '../mounts/mount-table';
 import type { TokenEntry } from '../tokens/token-store';
 import { describeMount } from './mount-paths';
@@ -48,7 +48,7 @@ export function internalUiPaths(core: Core): PathDeclaration[] {
 
   const listMounts = async (req: Request): Promise<Response> => {
     const token = await callerToken(req);
-    const namespace = core.namespaceOf(req);
+    const namespace = core.router.namespaceOf(req);
     const visible = async (entries: MountEntry[], tablePrefix: string) => {
       const shown: Record<string, unknown> = {};
       for (const entry of entries) {
@@ -64,16 +64,16 @@ export function internalUiPaths(core: Core): PathDeclaration[] {
     const denied = ServiceError.forbidden(`preflight capability check returned 403, please ensure client's policies grant access to path "${path}"`);
     const token = await callerToken(req);
     if (!token) throw denied;
-    const route = core.namespaceOf(req).route(path.endsWith('/') ? path : `${path}/`);
+    const route = core.router.namespaceOf(req).route(path.endsWith('/') ? path : `${path}/`);
     if (!route) throw denied;
-    const tablePrefix = route.table === core.namespaceOf(req).authMounts ? 'auth/' : '';
+    const tablePrefix = route.table === core.router.namespaceOf(req).authMounts ? 'auth/' : '';
     if (!(await reaches(req, token, tablePrefix + route.mount.path))) throw denied;
     return { data: { ...describeMount(route.mount), path: tablePrefix + route.mount.path } };
   };
 
   const listNamespaces = async (req: Request): Promise<Response> => {
     const token = await callerToken(req);
-    const here = core.namespaceOf(req);
+    const here = core.router.namespaceOf(req);
     const keys: string[] = [];
     if (token) {
       const home = core.namespaces.get(token.namespace);

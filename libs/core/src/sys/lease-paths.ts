@@ -1,6 +1,6 @@
 import { listResponse, type FieldData, type FieldMap, type PathDeclaration, type Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
-import type { Core } from '../core';
+import type { Core } from '../core-parts';
 import { ExpirationManager } from '../leases/expiration';
 import { leaseTtl } from '../leases/lease';
 import { nowSeconds } from '../tokens/token-store';
@@ -11,7 +11,7 @@ const BODY_OR_URL_LEASE_ID: FieldMap = { lease_id: { type: 'string', description
 
 /** sys/leases: lookup, renew, revoke (one, by prefix, forced), tidy; also at Vault's legacy sys/renew, sys/revoke, ... */
 export function leasePaths(core: Core): PathDeclaration[] {
-  const nsId = (req: Request) => core.namespaceOf(req).record.id;
+  const nsId = (req: Request) => core.router.namespaceOf(req).record.id;
   const existing = async (req: Request, leaseId: string) => {
     const lease = await core.leases.get(nsId(req), leaseId);
     if (!lease) throw ServiceError.badRequest('invalid lease');
@@ -66,7 +66,7 @@ export function leasePaths(core: Core): PathDeclaration[] {
         update: {
           summary: 'Renew a lease.',
           handler: async (req, f) => {
-            const renewed = await core.leaseLifecycle.renew(core.namespaceOf(req), leaseIdOf(f), f.get('increment'));
+            const renewed = await core.leaseLifecycle.renew(core.router.namespaceOf(req), leaseIdOf(f), f.get('increment'));
             // The duration granted at renewal, not what is left a clock tick later.
             return { data: null, secret: undefined, raw: { request_id: req.requestId, lease_id: renewed.leaseId, renewable: renewed.renewable, lease_duration: leaseTtl(renewed, renewed.lastRenewalTime), data: null, wrap_info: null, warnings: null, auth: null } };
           },
@@ -94,14 +94,14 @@ export function leasePaths(core: Core): PathDeclaration[] {
       pattern: 'leases/revoke-prefix/*prefix',
       aliases: ['revoke-prefix/*prefix'],
       synopsis: 'Revokes every lease under a prefix (whole path segments).',
-      operations: { update: { summary: 'Revoke leases by prefix.', sudo: true, handler: async (req, f) => void (await core.leaseLifecycle.revokeUnder(core.namespaceOf(req), f.params.prefix)) } },
+      operations: { update: { summary: 'Revoke leases by prefix.', sudo: true, handler: async (req, f) => void (await core.leaseLifecycle.revokeUnder(core.router.namespaceOf(req), f.params.prefix)) } },
     },
     {
       pattern: 'leases/revoke-force/*prefix',
       aliases: ['revoke-force/*prefix'],
       synopsis: 'Revokes every lease under a prefix, removing the leases whose engine refuses (the refusals are logged).',
       operations: {
-        update: { summary: 'Revoke leases by prefix, ignoring engine failures.', sudo: true, handler: async (req, f) => void (await core.leaseLifecycle.forceRevokeUnder(core.namespaceOf(req), f.params.prefix)) },
+        update: { summary: 'Revoke leases by prefix, ignoring engine failures.', sudo: true, handler: async (req, f) => void (await core.leaseLifecycle.forceRevokeUnder(core.router.namespaceOf(req), f.params.prefix)) },
       },
     },
     {

@@ -1,5 +1,5 @@
 import type { PathDeclaration } from '@svc/framework';
-import type { Core } from '../core';
+import type { Core } from '../core-parts';
 import { metricsResponse } from '../http/metrics-endpoint';
 
 /**
@@ -19,7 +19,7 @@ export function metricsPaths(core: Core): PathDeclaration[] {
           summary: 'Read the metrics.',
           handler: async (req, fields) => {
             const accept = req.headers.accept;
-            return metricsResponse(core.options.metrics, fields.get<string>('format'), Array.isArray(accept) ? accept[0] : accept);
+            return metricsResponse(core.metrics, fields.get<string>('format'), Array.isArray(accept) ? accept[0] : accept);
           },
         },
       },

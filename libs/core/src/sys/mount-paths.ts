@@ -1,6 +1,6 @@
 import { parseDuration, type FieldData, type MountInfo, type FieldMap, type PathDeclaration, type Request, type Response } from '@svc/framework';
 import { ServiceError } from '@svc/http';
-import type { Core } from '../core';
+import type { Core } from '../core-parts';
 import type { MountEntry, MountRequest, MountTable } from '../mounts/mount-table';
 import { BUILTIN_VERSION } from '../plugins/plugins';
 
@@ -106,7 +106,7 @@ function mountInfoOf(request: MountRequest, namespace: string): MountInfo {
 /** sys/mounts and sys/auth share one shape; `prefix` is "mounts" or "auth". */
 function tablePaths(core: Core, prefix: 'mounts' | 'auth'): PathDeclaration[] {
   const table = (req: Request): MountTable => {
-    const namespace = core.namespaceOf(req);
+    const namespace = core.router.namespaceOf(req);
     return prefix === 'mounts' ? namespace.secretMounts : namespace.authMounts;
   };
   const kind = prefix === 'mounts' ? 'secrets engine' : 'auth method';
@@ -193,7 +193,7 @@ function tablePaths(core: Core, prefix: 'mounts' | 'auth'): PathDeclaration[] {
               external: plugin.external,
             };
             // An external plugin is started once before it is mounted, so one that cannot run is refused now.
-            if (plugin.external) await core.plugins.host.check(mountInfoOf(request, core.namespaceOf(req).path));
+            if (plugin.external) await core.plugins.host.check(mountInfoOf(request, core.router.namespaceOf(req).path));
             await table(req).mount(request, systemTtls());
             return undefined;
           },
@@ -203,9 +203,9 @@ function tablePaths(core: Core, prefix: 'mounts' | 'auth'): PathDeclaration[] {
           handler: async (req, f) => {
             const path = f.params.path.endsWith('/') ? f.params.path : `${f.params.path}/`;
             if (!table(req).get(path)) return undefined; // Vault: disabling a missing mount succeeds
-            await core.leaseLifecycle.revokeUnder(core.namespaceOf(req), prefix === 'auth' ? `auth/${path}` : path);
+            await core.leaseLifecycle.revokeUnder(core.router.namespaceOf(req), prefix === 'auth' ? `auth/${path}` : path);
             const entry = await table(req).unmount(path);
-            await core.purgeMountData(entry);
+            await core.mountData.purge(entry);
             return undefined;
           },
         },
@@ -235,11 +235,11 @@ export function mountPaths(core: Core): PathDeclaration[] {
             const to = f.get<string>('to').replace(/^\/+/, '');
             const isAuth = from.startsWith('auth/');
             if (isAuth !== to.startsWith('auth/')) throw ServiceError.badRequest('cannot move a mount between auth/ and secret engines');
-            const namespace = core.namespaceOf(req);
+            const namespace = core.router.namespaceOf(req);
             const table = isAuth ? namespace.authMounts : namespace.secretMounts;
             const strip = (p: string) => (isAuth ? p.slice('auth/'.length) : p);
             await table.remount(strip(from), strip(to));
-            return { data: { migration_id: await core.newMigrationId(from, to) } };
+            return { data: { migration_id: await core.mountData.recordMove(from, to) } };
           },
         },
       },
@@ -251,7 +251,7 @@ export function mountPaths(core: Core): PathDeclaration[] {
         read: {
           summary: 'Read the status of a mount move.',
           handler: async (_req, f) => {
-            const info = await core.migration(f.params.migration_id);
+            const info = await core.mountData.move(f.params.migration_id);
             if (!info) throw ServiceError.notFound(`no mount migration "${f.params.migration_id}"`);
             return { data: { migration_id: f.params.migration_id, migration_info: info } };
           },

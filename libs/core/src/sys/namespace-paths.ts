@@ -1,6 +1,6 @@
 import { listResponse, type PathDeclaration } from '@svc/framework';
 import { ServiceError } from '@svc/http';
-import type { Core } from '../core';
+import type { Core } from '../core-parts';
 import type { Namespace } from '../namespaces/namespace';
 
 function describe(namespace: Namespace): Record<string, unknown> {
@@ -18,8 +18,8 @@ export function namespacePaths(core: Core): PathDeclaration[] {
         list: {
           summary: 'List child namespaces.',
           handler: async (req) => {
-            const children = core.namespaces.children(core.namespaceOf(req));
-            const names = children.map((ns) => ns.path.slice(core.namespaceOf(req).path.length));
+            const children = core.namespaces.children(core.router.namespaceOf(req));
+            const names = children.map((ns) => ns.path.slice(core.router.namespaceOf(req).path.length));
             return listResponse(names, Object.fromEntries(children.map((ns, i) => [names[i], describe(ns)])));
           },
         },
@@ -29,18 +29,18 @@ export function namespacePaths(core: Core): PathDeclaration[] {
       pattern: 'namespaces/:name',
       synopsis: 'Creates, reads or deletes a child namespace.',
       fields: { custom_metadata: { type: 'kv-pairs', default: {}, description: 'Metadata of the namespace.' } },
-      existenceCheck: async (req, f) => child(core.namespaceOf(req), f.params.name) !== undefined,
+      existenceCheck: async (req, f) => child(core.router.namespaceOf(req), f.params.name) !== undefined,
       operations: {
         read: {
           summary: 'Read a namespace.',
           handler: async (req, f) => {
-            const namespace = child(core.namespaceOf(req), f.params.name);
+            const namespace = child(core.router.namespaceOf(req), f.params.name);
             return namespace ? { data: describe(namespace) } : undefined;
           },
         },
         create: {
           summary: 'Create a namespace.',
-          handler: async (req, f) => ({ data: describe(await core.namespaces.create(core.namespaceOf(req), f.params.name, f.get('custom_metadata'))) }),
+          handler: async (req, f) => ({ data: describe(await core.namespaces.create(core.router.namespaceOf(req), f.params.name, f.get('custom_metadata'))) }),
         },
         update: {
           summary: 'Namespaces are immutable once created.',
@@ -51,7 +51,7 @@ export function namespacePaths(core: Core): PathDeclaration[] {
         delete: {
           summary: 'Delete a namespace: its tokens and leases are revoked and its mounts removed.',
           handler: async (req, f) => {
-            const namespace = child(core.namespaceOf(req), f.params.name);
+            const namespace = child(core.router.namespaceOf(req), f.params.name);
             if (namespace) await core.deleteNamespace(namespace);
             return undefined;
           },

@@ -1,9 +1,12 @@
-import { mergeOpenApi, openApiDocument, type OpenApiDocument, type PathDeclaration } from '@svc/framework';
-import type { Core } from '../core';
+import { mergeOpenApi, openApiDocument, type Backend, type OpenApiDocument, type PathDeclaration } from '@svc/framework';
+import type { Core } from '../core-parts';
 import { VERSION } from '@svc/http';
 
-/** sys/internal/specs/openapi: the whole API of this server, built from every mount's declarations. */
-export function openApiPaths(core: Core): PathDeclaration[] {
+/**
+ * sys/internal/specs/openapi: the whole API of this server, built from every mount's declarations
+ * and those of `system`, the sys/ backend these paths belong to.
+ */
+export function openApiPaths(core: Pick<Core, 'router' | 'engines'>, system: () => Backend): PathDeclaration[] {
   return [
     {
       pattern: 'internal/specs/openapi',
@@ -14,11 +17,11 @@ export function openApiPaths(core: Core): PathDeclaration[] {
           handler: async (req) => {
             const document = openApiDocument({ title: 'Secrets Service API', version: VERSION, description: 'HTTP API of Secrets Service' });
             const operationIds = new Set<string>();
-            mergeOpenApi(document, core.system.help('').openapi, '/sys', operationIds);
-            for (const { mount, prefix } of core.namespaceOf(req).allMounts()) {
+            mergeOpenApi(document, system().help('').openapi, '/sys', operationIds);
+            for (const { mount, prefix } of core.router.namespaceOf(req).allMounts()) {
               if (mount.type === 'system' || !core.engines.forMount(mount)) continue;
               // Each mount documents its own paths (in process or from its service over the bus).
-              const reply = await core.dispatch({ ...core.baseMessage(req), kind: 'help', mount, path: '', operation: 'help' });
+              const reply = await core.router.dispatch({ ...core.router.baseMessage(req), kind: 'help', mount, path: '', operation: 'help' });
               if (reply.ok && reply.help) mergeOpenApi(document, reply.help.openapi as OpenApiDocument, `/${prefix}${mount.path}`, operationIds);
             }
             return { raw: document };

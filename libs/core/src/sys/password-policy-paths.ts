@@ -3,7 +3,7 @@ import { listResponse, type PathDeclaration, type Request } from '@svc/framework
 import { ServiceError } from '@svc/http';
 import { generatePassword, parsePasswordPolicy, PasswordPolicyError } from '@svc/password-policy';
 import { createView, type StorageView } from '@svc/storage';
-import type { Core } from '../core';
+import type { Core } from '../core-parts';
 
 function parsed(text: string) {
   try {

@@ -1,6 +1,6 @@
 import { listResponse, type FieldData, type FieldMap, type PathDeclaration, type Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
-import type { Core } from '../core';
+import type { Core } from '../core-parts';
 import { assertPluginType, canonicalVersion, RUNTIME_TYPES, type PluginRecord, type RuntimeRecord } from '../plugins/catalog';
 
 const PLUGIN_FIELDS: FieldMap = {
@@ -241,7 +241,7 @@ export function pluginPaths(core: Core): PathDeclaration[] {
             const uuids = reloadTargets(core, req, f);
             const reloadId = req.requestId;
             const global = f.get<string>('scope') === 'global';
-            await core.reloadBackends(uuids, global);
+            await core.mountData.reloadBackends(uuids, global);
             return { data: { reload_id: reloadId }, status: global ? 202 : 200 };
           },
         },
@@ -261,7 +261,7 @@ function reloadTargets(core: Core, req: Request, f: FieldData): string[] {
   const plugin = f.get<string>('plugin');
   const mounts = f.get<string[]>('mounts');
   if ((plugin === '') === (mounts.length === 0)) throw ServiceError.badRequest('exactly one of "plugin" or "mounts" must be given');
-  const namespace = core.namespaceOf(req);
+  const namespace = core.router.namespaceOf(req);
   if (plugin !== '') {
     const matching = namespace.allMounts().filter(({ mount }) => mount.type === plugin);
     if (matching.length === 0) throw ServiceError.badRequest(`no mount runs plugin "${plugin}"`);

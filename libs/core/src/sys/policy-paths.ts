@@ -1,7 +1,7 @@
 import { Acl } from '@svc/acl';
 import { listResponse, type FieldData, type PathDeclaration, type Request, type Response } from '@svc/framework';
 import { ServiceError } from '@svc/http';
-import type { Core } from '../core';
+import type { Core } from '../core-parts';
 import type { TokenEntry } from '../tokens/token-store';
 
 const POLICY_FIELDS = {
@@ -26,12 +26,12 @@ export async function tokenAcl(core: Core, req: Request, token: TokenEntry): Pro
   const home = core.namespaces.get(token.namespace);
   if (!home) throw ServiceError.badRequest("the token's namespace no longer exists");
   const acl = token.policies.includes('root') ? Acl.root() : await home.policies.acl(token.policies);
-  return { acl, prefix: core.namespaceOf(req).path.slice(home.path.length) };
+  return { acl, prefix: core.router.namespaceOf(req).path.slice(home.path.length) };
 }
 
 /** sys/policies/acl, the legacy sys/policy, and sys/capabilities*. */
 export function policyPaths(core: Core): PathDeclaration[] {
-  const store = (req: Request) => core.namespaceOf(req).policies;
+  const store = (req: Request) => core.router.namespaceOf(req).policies;
 
   const readPolicy = async (req: Request, name: string, legacy: boolean) => {
     const lower = name.toLowerCase();

@@ -1,6 +1,6 @@
 import type { FieldMap, PathDeclaration } from '@svc/framework';
 import type { Rekey } from '@svc/seal';
-import type { Core } from '../core';
+import type { Core } from '../core-parts';
 
 const SHARE_FIELDS: FieldMap = {
   key: { type: 'string', required: true, sensitive: true, description: 'One share (hex or base64).' },
@@ -14,8 +14,8 @@ const SHARE_FIELDS: FieldMap = {
  */
 export function rekeyPaths(core: Core): PathDeclaration[] {
   return [
-    ...rekeyDeclarations('rekey', ['rekey/backup'], 'unseal', () => core.unsealRekey()),
-    ...rekeyDeclarations('rekey-recovery-key', ['rekey/recovery-key-backup', 'rekey-recovery-key/backup'], 'recovery', () => core.recoveryRekey()),
+    ...rekeyDeclarations('rekey', ['rekey/backup'], 'unseal', () => core.ceremonies.unsealRekey()),
+    ...rekeyDeclarations('rekey-recovery-key', ['rekey/recovery-key-backup', 'rekey-recovery-key/backup'], 'recovery', () => core.ceremonies.recoveryRekey()),
   ];
 }
 

@@ -1,7 +1,7 @@
 import { envelope } from '@svc/http';
 import type { FieldData, FieldMap, OperationDeclaration, PathDeclaration } from '@svc/framework';
 import { DEFAULT_SECONDARY_TOKEN_TTL, REPLICATION_MODES, type ReplicationMode } from '@svc/replication';
-import type { Core } from '../core';
+import type { Core } from '../core-parts';
 import { shareGenerationPaths } from './generate-root-paths';
 
 const DR_TOKEN_FIELD: FieldMap = {

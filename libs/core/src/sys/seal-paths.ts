@@ -1,6 +1,6 @@
 import type { PathDeclaration, Response } from '@svc/framework';
 import { ServiceError } from '@svc/http';
-import type { Core } from '../core';
+import type { Core } from '../core-parts';
 import { VERSION } from '@svc/http';
 
 /** sys/init, sys/unseal, sys/seal-status, sys/seal, sys/health, sys/leader, sys/key-status, sys/rotate. */
@@ -11,7 +11,7 @@ export function sealPaths(core: Core): PathDeclaration[] {
   };
   const sealStatus = async (): Promise<Response> => ({
     // A replica may hold the keyring through a peer's unseal, so the barrier is the authority.
-    raw: { ...(await core.seal.status()), sealed: core.state !== 'unsealed', ...replicationModes() },
+    raw: { ...(await core.seal.seal.status()), sealed: core.seal.state !== 'unsealed', ...replicationModes() },
   });
 
   return [
@@ -30,15 +30,15 @@ export function sealPaths(core: Core): PathDeclaration[] {
         stored_shares: { type: 'int', description: 'The Shamir seal stores no shares (0 or absent); an auto-unseal seal stores the root key itself (1 or absent).' },
       },
       operations: {
-        read: { summary: 'Whether the service is initialized.', unauthenticated: true, handler: async () => ({ raw: { initialized: core.state !== 'uninitialized' } }) },
+        read: { summary: 'Whether the service is initialized.', unauthenticated: true, handler: async () => ({ raw: { initialized: core.seal.state !== 'uninitialized' } }) },
         update: {
           summary: 'Initialize the service.',
           unauthenticated: true,
           handler: async (_req, f) => {
             const storedShares = f.get<number>('stored_shares');
-            if (!core.seal.recoverySeal && (storedShares ?? 0) > 0) throw ServiceError.badRequest('stored_shares is not supported by the shamir seal');
-            if (core.seal.recoverySeal && storedShares !== undefined && storedShares !== 1) throw ServiceError.badRequest('stored_shares must be 1 with an auto-unseal seal');
-            const result = await core.initialize({
+            if (!core.seal.seal.recoverySeal && (storedShares ?? 0) > 0) throw ServiceError.badRequest('stored_shares is not supported by the shamir seal');
+            if (core.seal.seal.recoverySeal && storedShares !== undefined && storedShares !== 1) throw ServiceError.badRequest('stored_shares must be 1 with an auto-unseal seal');
+            const result = await core.seal.initialize({
               secret_shares: f.get('secret_shares'),
               secret_threshold: f.get('secret_threshold'),
               pgp_keys: f.has('pgp_keys') ? f.get('pgp_keys') : undefined,
@@ -67,7 +67,7 @@ export function sealPaths(core: Core): PathDeclaration[] {
           handler: async (_req, f) => {
             const reset = f.get<boolean>('reset');
             if (!reset && !f.get<string>('key')) throw ServiceError.badRequest('missing required field "key"');
-            await core.submitUnsealKey(f.get('key'), reset, f.get<boolean>('migrate'));
+            await core.seal.submitUnsealKey(f.get('key'), reset, f.get<boolean>('migrate'));
             return sealStatus();
           },
         },
@@ -87,7 +87,7 @@ export function sealPaths(core: Core): PathDeclaration[] {
           sudo: true,
           rootNamespace: true,
           handler: async () => {
-            await core.sealNow();
+            await core.seal.sealNow();
             return undefined;
           },
         },
@@ -112,7 +112,7 @@ export function sealPaths(core: Core): PathDeclaration[] {
           summary: 'Health of this node.',
           unauthenticated: true,
           handler: async (_req, f) => {
-            const state = core.state;
+            const state = core.seal.state;
             // Out of contact with its peers, an unsealed gateway answers everything else with 503.
             const status =
               state === 'uninitialized'
@@ -135,8 +135,8 @@ export function sealPaths(core: Core): PathDeclaration[] {
                 ...replicationModes(),
                 server_time_utc: Math.floor(Date.now() / 1000),
                 version: VERSION,
-                cluster_name: core.clusterName,
-                cluster_id: core.clusterId,
+                cluster_name: core.clusterIdentity.name,
+                cluster_id: core.clusterIdentity.id,
               },
             };
           },
@@ -152,9 +152,9 @@ export function sealPaths(core: Core): PathDeclaration[] {
           unauthenticated: true,
           handler: async () => ({
             raw: {
-              ha_enabled: core.options.bus.kind === 'nats',
+              ha_enabled: core.bus.kind === 'nats',
               is_self: true,
-              active_time: core.activeSince?.toISOString() ?? '0001-01-01T00:00:00Z',
+              active_time: core.seal.activeSince?.toISOString() ?? '0001-01-01T00:00:00Z',
               leader_address: core.config.apiAddr ?? '',
               leader_cluster_address: core.config.clusterAddr ?? '',
               performance_standby: false,
@@ -202,7 +202,7 @@ export function sealPaths(core: Core): PathDeclaration[] {
           sudo: true,
           rootNamespace: true,
           handler: async () => {
-            await core.rotateKeyring();
+            await core.seal.rotateKeyring();
             return undefined;
           },
         },

@@ -3,7 +3,7 @@ import { listResponse, type FieldMap, type PathDeclaration, type Request } from 
 import { ServiceError } from '@svc/http';
 import { CONFIG_PREFIX, NO_STATUS, STATUS_PREFIX, STORAGE_TYPES, checkConfig, publicConfig, type SnapshotConfig, type SnapshotStatus } from '@svc/snapshot';
 import { createView } from '@svc/storage';
-import type { Core } from '../core';
+import type { Core } from '../core-parts';
 
 /** Required fields (interval, path_prefix, storage_type, the type's own) are checked on the stored configuration merged with the request, so an update may send only what changes. */
 const CONFIG_FIELDS: FieldMap = {
@@ -45,7 +45,7 @@ export function snapshotPaths(core: Core): PathDeclaration[] {
   const view = () => createView(core.barrier, '');
   const restore = (force: boolean) => async (req: Request) => {
     if (!req.body) throw ServiceError.badRequest(NO_BODY);
-    await core.restoreSnapshot(req.body, force);
+    await core.snapshots.restore(req.body, force);
     return undefined;
   };
   const existingConfig = async (name: string): Promise<SnapshotConfig> => {
@@ -67,7 +67,7 @@ export function snapshotPaths(core: Core): PathDeclaration[] {
           sudo: true,
           rootNamespace: true,
           handler: async () => {
-            const file = await core.saveSnapshot();
+            const file = await core.snapshots.save();
             const stream = createReadStream(file.path);
             stream.once('close', () => void file.dispose());
             return {

@@ -29,7 +29,7 @@ import {
   type Destination,
   type DestinationType,
 } from '@svc/sync-model';
-import type { Core } from '../core';
+import type { Core } from '../core-parts';
 import type { MountEntry } from '../mounts/mount-table';
 import { normalizeMountPath } from '../mounts/mount-table';
 
@@ -196,7 +196,7 @@ export function syncPaths(core: Core): PathDeclaration[] {
     const mountPath = normalizeMountPath(fields.get<string>('mount'));
     const secretName = fields.get<string>('secret_name').replace(/^\/+|\/+$/g, '');
     if (secretName === '') throw ServiceError.badRequest('field "secret_name" must name a secret');
-    const mount = core.namespaceOf(req).secretMounts.get(mountPath);
+    const mount = core.router.namespaceOf(req).secretMounts.get(mountPath);
     if (!mount) throw ServiceError.badRequest(`no mount at "${mountPath}"`);
     if (mount.type !== 'kv' || mount.options.version !== '2') {
       throw ServiceError.badRequest(`mount "${mountPath}" is not a KV version 2 mount; only KV version 2 secrets can be synced`);
@@ -209,7 +209,7 @@ export function syncPaths(core: Core): PathDeclaration[] {
     const token = req.caller ? (await core.tokens.lookupAccessor(req.caller.tokenAccessor, true))?.entry : undefined;
     if (!token) throw denied;
     try {
-      const capabilities = await core.authorizer.capabilities({ token, namespace: core.namespaceOf(req), path: `${mount.path}data/${secretName}`, operation: 'read', data: {} });
+      const capabilities = await core.authorizer.capabilities({ token, namespace: core.router.namespaceOf(req), path: `${mount.path}data/${secretName}`, operation: 'read', data: {} });
       if (!capabilities.has('read') && !capabilities.has('root')) throw denied;
     } catch (err) {
       if (err instanceof ServiceError && err.kind === 'permission-denied') throw denied;
@@ -219,7 +219,7 @@ export function syncPaths(core: Core): PathDeclaration[] {
 
   /** The secret's current data, read through the KV engine; null when it has no live version. */
   const readSecret = async (req: Request, mount: MountEntry, secretName: string): Promise<Record<string, unknown> | null> => {
-    const reply = await core.dispatch({ kind: 'operation', ...core.baseMessage(req), capabilities: ['root'], mount, path: `data/${secretName}`, operation: 'read' });
+    const reply = await core.router.dispatch({ kind: 'operation', ...core.router.baseMessage(req), capabilities: ['root'], mount, path: `data/${secretName}`, operation: 'read' });
     if (!reply.ok) {
       if (reply.kind === 'not-found') return null;
       throw new ServiceError(reply.kind, reply.errors);
@@ -296,7 +296,7 @@ export function syncPaths(core: Core): PathDeclaration[] {
   const destinationsOfSecret = async (req: Request, mountParam: string, secretParam: string): Promise<Response> => {
     const mountPath = normalizeMountPath(mountParam);
     const secretName = secretParam.replace(/^\/+|\/+$/g, '');
-    const mount = core.namespaceOf(req).secretMounts.get(mountPath);
+    const mount = core.router.namespaceOf(req).secretMounts.get(mountPath);
     const linked = (await records.allAssociations()).filter(({ association }) => mount && association.mount_uuid === mount.uuid && association.secret_name === secretName);
     const destinations = await root.transaction(async (tx) => {
       const found: Record<string, unknown> = {};

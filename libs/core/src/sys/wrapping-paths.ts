@@ -1,6 +1,6 @@
 import { envelope, ServiceError } from '@svc/http';
 import { parseDuration, type FieldData, type PathDeclaration, type Request } from '@svc/framework';
-import type { Core } from '../core';
+import type { Core } from '../core-parts';
 
 const TOKEN = { token: { type: 'string' as const, sensitive: true, description: 'Wrapping token; default: the calling token.' } };
 const DEFAULT_WRAP_TTL = 300;
@@ -23,7 +23,7 @@ export function wrappingPaths(core: Core): PathDeclaration[] {
           handler: async (req, f) => {
             const header = req.headers['x-service-wrap-ttl'];
             const wrapTtl = header ? parseDuration(String(header)) : DEFAULT_WRAP_TTL;
-            const info = await core.wrapping.wrap(envelope(req.requestId, { data: f.raw }), wrapTtl, core.namespaceOf(req), 'sys/wrapping/wrap');
+            const info = await core.wrapping.wrap(envelope(req.requestId, { data: f.raw }), wrapTtl, core.router.namespaceOf(req), 'sys/wrapping/wrap');
             return { raw: envelope(req.requestId, { wrap_info: info }) };
           },
         },

@@ -1,6 +1,6 @@
 import { Backend, listPath, type FieldData, type FieldMap, type PathDeclaration, type Request, type Response } from '@svc/framework';
 import { ServiceError } from '@svc/http';
-import type { Core } from '../core';
+import type { Core } from '../core-parts';
 import { TokenManager, type NewToken } from './token-manager';
 import type { TokenEntry, TokenRole } from './token-store';
 
@@ -141,7 +141,7 @@ export function createTokenBackend(core: Core): Backend {
       renewable: f.get<boolean>('renewable') && (role?.renewable ?? true),
       type,
       namespace: req.mount.namespace,
-      namespaceId: core.namespaceOf(req).record.id,
+      namespaceId: core.router.namespaceOf(req).record.id,
       role: role?.name ?? '',
       path: `auth/token/create${role ? `/${role.name}${role.path_suffix ? `/${role.path_suffix}` : ''}` : ''}`,
       id: f.has('id') ? f.get<string>('id') : undefined,
@@ -180,7 +180,7 @@ export function createTokenBackend(core: Core): Backend {
 
   // A login's token is renewed as its auth method answers (it may refuse); others by the token store's limits.
   const renew = async (req: Request, entry: TokenEntry, increment: number, id = ''): Promise<Response> =>
-    authResponse(id, entry.login ? await core.logins.renew(entry, increment, req.requestId) : await tokens.renew(entry.accessor, increment, limits(req), core.namespaceOf(req).record.id));
+    authResponse(id, entry.login ? await core.logins.renew(entry, increment, req.requestId) : await tokens.renew(entry.accessor, increment, limits(req), core.router.namespaceOf(req).record.id));
 
   const renewPaths: PathDeclaration[] = [
     {
