@@ -1,23 +1,12 @@
 import { buildOpenApi, type AuthResponse } from '@svc/framework';
-import { MountedBackend, refusal, validateOpenApi } from '@svc/testing';
+import { MountedBackend, refusal, SAMPLE_PASSWORD_POLICY, validateOpenApi } from '@svc/testing';
 import { userpassBackendFactory } from './userpass-backend';
-
-const STRONG = `length = 12
-rule "charset" {
-  charset = "abcdefghijklmnopqrstuvwxyz"
-  min-chars = 1
-}
-rule "charset" {
-  charset = "0123456789"
-  min-chars = 2
-}
-`;
 
 describe('userpass auth method', () => {
   let userpass: MountedBackend;
 
   beforeEach(() => {
-    userpass = MountedBackend.create(userpassBackendFactory, 'userpass', { context: { passwordPolicies: { strong: STRONG } } });
+    userpass = MountedBackend.create(userpassBackendFactory, 'userpass', { context: { passwordPolicies: { strong: SAMPLE_PASSWORD_POLICY } } });
   });
 
   const login = async (username: string, password: string, remoteAddress = '127.0.0.1'): Promise<AuthResponse> =>

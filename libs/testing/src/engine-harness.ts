@@ -39,9 +39,14 @@ export function testMount(type: string, { path = `${type}/`, config = {}, option
  * `physical` and `keyring`: each gets its own barrier over the shared data, as separate processes would.
  */
 export function mountStorage(mount: MountInfo, physical: TransactionalStore = new InmemPhysical(), keyring: Keyring = Keyring.generate()): StorageView {
+  return createView(unsealedBarrier({ physical, keyring }), mountStoragePrefix(mount));
+}
+
+/** A barrier unsealed with `keyring` (a fresh one by default) over `physical` (fresh in-memory storage by default). */
+export function unsealedBarrier({ physical = new InmemPhysical(), keyring = Keyring.generate() }: { physical?: TransactionalStore; keyring?: Keyring } = {}): Barrier {
   const barrier = new Barrier(physical);
   barrier.unseal(keyring);
-  return createView(barrier, mountStoragePrefix(mount));
+  return barrier;
 }
 
 export interface EngineContextOptions {
@@ -93,6 +98,11 @@ export class MountedBackend {
     const mount = testMount(type, options.mount);
     const storage = mountStorage(mount);
     return new MountedBackend(factory(mount, engineContext({ ...options.context, storage })), mount, storage);
+  }
+
+  /** The same backend, mount and storage, asked through requests made in `namespace` (a path: "team/"). */
+  inNamespace(namespace: string): MountedBackend {
+    return new MountedBackend(this.backend, { ...this.mount, namespace }, this.storage);
   }
 
   request(operation: Operation, path: string, data: Record<string, unknown> = {}, extras: RequestExtras = {}): Promise<Response | undefined> {

@@ -2,6 +2,7 @@ export * from '@svc/local-cluster';
 export * from './http';
 export * from './openapi';
 export * from './engine-harness';
+export * from './password-policies';
 export * from './postgres-logins';
 export * from './mysql-logins';
 export * from './tcp-proxy';

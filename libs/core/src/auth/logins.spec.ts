@@ -2,8 +2,8 @@ import pino from 'pino';
 import type { EngineReply, EngineRequest } from '@svc/engine-host';
 import type { AuthResponse } from '@svc/framework';
 import { MemoryLockManager } from '@svc/locks';
-import { Barrier, createView, InmemPhysical, Keyring } from '@svc/storage';
-import { refusal } from '@svc/testing';
+import { createView } from '@svc/storage';
+import { refusal, unsealedBarrier } from '@svc/testing';
 import { namespaceIdentity, type IdentityStore } from '../identity/identity-store';
 import { ExpirationManager } from '../leases/expiration';
 import type { MountEntry } from '../mounts/mount-table';
@@ -31,8 +31,7 @@ describe('Logins (the core\'s login path)', () => {
   let sent: EngineRequest[];
 
   beforeEach(async () => {
-    const barrier = new Barrier(new InmemPhysical());
-    barrier.unseal(Keyring.generate());
+    const barrier = unsealedBarrier();
     const namespaces = new NamespaceRegistry(barrier);
     await namespaces.load('1');
     namespace = namespaces.root;

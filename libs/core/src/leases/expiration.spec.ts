@@ -2,28 +2,14 @@ import pino from 'pino';
 import { ServiceError } from '@svc/http';
 import { MemoryLockManager } from '@svc/locks';
 import { CachedPhysical, createView, InmemPhysical } from '@svc/storage';
+import { leaseEntry } from '../testing/fixtures';
 import { ExpirationManager } from './expiration';
 import type { LeaseEntry } from './lease';
 
 const NAMESPACE = 'root-id';
 
-function lease(leaseId: string): LeaseEntry {
-  return {
-    leaseId,
-    namespace: '',
-    kind: 'secret',
-    mountAccessor: 'database_1',
-    secretType: 'creds',
-    internalData: {},
-    tokenAccessor: '',
-    issueTime: 0,
-    lastRenewalTime: 0,
-    expireTime: 2_000_000_000,
-    maxExpireTime: 0,
-    renewable: true,
-    revokeAttempts: 0,
-  };
-}
+/** A lease no token created. */
+const lease = (leaseId: string): LeaseEntry => leaseEntry(leaseId, { tokenAccessor: '' });
 
 describe('ExpirationManager', () => {
   const ids = ['database/creds/app/a1', 'database/creds/app/sub/a2', 'database/creds/app2/b1', 'database/creds/application/c1'];

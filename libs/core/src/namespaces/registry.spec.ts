@@ -1,13 +1,11 @@
-import { Barrier, InmemPhysical, Keyring } from '@svc/storage';
+import { unsealedBarrier } from '@svc/testing';
 import { NamespaceRegistry } from './registry';
 
 const DEFAULTS = { default_lease_ttl: 0, max_lease_ttl: 0 };
 
 /** A registry over fresh storage, loaded once (the root namespace and its built-in mounts). */
 async function loadedRegistry(): Promise<NamespaceRegistry> {
-  const barrier = new Barrier(new InmemPhysical());
-  barrier.unseal(Keyring.generate());
-  const namespaces = new NamespaceRegistry(barrier);
+  const namespaces = new NamespaceRegistry(unsealedBarrier());
   await namespaces.load('2');
   return namespaces;
 }

@@ -1,8 +1,15 @@
+import type { AuditBroker } from '@svc/audit';
 import type { PathDeclaration } from '@svc/framework';
-import type { Core } from '../core-parts';
+import type { AuditDevices } from '../audit/audit-devices';
+
+/** What sys/audit and sys/audit-hash use of the core's parts. */
+export interface AuditPathsDeps {
+  /** The device table, and the broker whose devices hash values with their own keys. */
+  audit: Pick<AuditDevices, 'list' | 'enable' | 'disable'> & { readonly broker: Pick<AuditBroker, 'hash'> };
+}
 
 /** sys/audit (devices) and sys/audit-hash. */
-export function auditPaths(core: Core): PathDeclaration[] {
+export function auditPaths(core: AuditPathsDeps): PathDeclaration[] {
   return [
     {
       pattern: 'audit',

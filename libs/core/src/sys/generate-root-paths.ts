@@ -1,12 +1,19 @@
 import type { OperationDeclaration, PathDeclaration } from '@svc/framework';
 import type { GenerateRoot } from '@svc/seal';
-import type { Core } from '../core-parts';
+
+/** A generation of a token from key shares, as the paths drive it. */
+export type ShareGeneration = Pick<GenerateRoot, 'status' | 'start' | 'cancel' | 'update'>;
+
+/** What the generate-root paths use of the core: the root token's generation. */
+export interface GenerateRootPathsDeps {
+  ceremonies: { readonly generateRoot: ShareGeneration };
+}
 
 /**
  * sys/generate-root/*: a threshold of unseal (Shamir) or recovery (auto-unseal) shares creates a
  * root token. Unauthenticated as in Vault: the shares are the authorization.
  */
-export function generateRootPaths(core: Core): PathDeclaration[] {
+export function generateRootPaths(core: GenerateRootPathsDeps): PathDeclaration[] {
   return shareGenerationPaths('generate-root', core.ceremonies.generateRoot, { token: 'root token', decode: '`svc operator generate-root -decode`' });
 }
 
@@ -24,7 +31,7 @@ export interface ShareGenerationOptions {
  * `<prefix>/attempt` and `<prefix>/update` of a token made from a threshold of key shares: the
  * root token's, and the DR operation token's (the same machine, `GenerateRoot`).
  */
-export function shareGenerationPaths(prefix: string, generation: GenerateRoot, options: ShareGenerationOptions): PathDeclaration[] {
+export function shareGenerationPaths(prefix: string, generation: ShareGeneration, options: ShareGenerationOptions): PathDeclaration[] {
   const operation = (summary: string, run: (f: { get<T>(name: string): T }) => Promise<unknown>): OperationDeclaration => ({
     summary,
     unauthenticated: true,

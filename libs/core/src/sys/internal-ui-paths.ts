@@ -1,11 +1,17 @@
 import type { Acl, PathRule } from '@svc/acl';
 import type { PathDeclaration, Request, Response } from '@svc/framework';
 import { ServiceError, VERSION } from '@svc/http';
-import type { Core } from '../core-parts';
 import type { MountEntry } from '../mounts/mount-table';
-import type { TokenEntry } from '../tokens/token-store';
+import type { NamespaceRegistry } from '../namespaces/registry';
+import type { TokenEntry, TokenStore } from '../tokens/token-store';
 import { describeMount } from './mount-paths';
-import { tokenAcl } from './policy-paths';
+import { tokenAcl, type TokenAclDeps } from './policy-paths';
+
+/** What the UI's paths use of the core: the calling token, its ACL, and the namespaces it may reach. */
+export interface InternalUiPathsDeps extends TokenAclDeps {
+  namespaces: Pick<NamespaceRegistry, 'get' | 'all'>;
+  tokens: Pick<TokenStore, 'lookup'>;
+}
 
 /** A mount's `listing_visibility` that shows it to callers without a token. */
 const UNAUTH_VISIBLE = 'unauth';
@@ -37,7 +43,7 @@ function resultantAcl(acl: Acl): Response {
  * do. Mounts are listed to a token that can reach some path under them, and to anyone when tuned
  * `listing_visibility = "unauth"`; a single mount only to a token that can reach it.
  */
-export function internalUiPaths(core: Core): PathDeclaration[] {
+export function internalUiPaths(core: InternalUiPathsDeps): PathDeclaration[] {
   const callerToken = async (req: Request): Promise<TokenEntry | null> => (req.caller?.tokenId ? core.tokens.lookup(req.caller.tokenId) : null);
 
   /** Whether the token's policies reach some path under `path` (a path of the request's namespace). */

@@ -1,16 +1,24 @@
 import { listResponse, type FieldData, type FieldMap, type PathDeclaration, type Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
-import type { Core } from '../core-parts';
 import { ExpirationManager } from '../leases/expiration';
 import { leaseTtl } from '../leases/lease';
+import type { LeaseLifecycle } from '../leases/lease-lifecycle';
+import type { Router } from '../routing/router';
 import { nowSeconds } from '../tokens/token-store';
+
+/** What the lease paths use of the core: lease storage, the engines' renew and revoke, the request's namespace. */
+export interface LeasePathsDeps {
+  leases: Pick<ExpirationManager, 'get' | 'list' | 'revokeKey' | 'tidy'>;
+  leaseLifecycle: Pick<LeaseLifecycle, 'renew' | 'revokeUnder' | 'forceRevokeUnder'>;
+  router: Pick<Router, 'namespaceOf'>;
+}
 
 const LEASE_ID: FieldMap = { lease_id: { type: 'string', required: true, description: 'The lease id.' } };
 /** Renew and revoke also take the lease id in the URL, as Vault does. */
 const BODY_OR_URL_LEASE_ID: FieldMap = { lease_id: { type: 'string', description: 'The lease id (or in the URL).' } };
 
 /** sys/leases: lookup, renew, revoke (one, by prefix, forced), tidy; also at Vault's legacy sys/renew, sys/revoke, ... */
-export function leasePaths(core: Core): PathDeclaration[] {
+export function leasePaths(core: LeasePathsDeps): PathDeclaration[] {
   const nsId = (req: Request) => core.router.namespaceOf(req).record.id;
   const existing = async (req: Request, leaseId: string) => {
     const lease = await core.leases.get(nsId(req), leaseId);

@@ -1,12 +1,17 @@
 import type { PathDeclaration } from '@svc/framework';
-import type { Core } from '../core-parts';
-import { metricsResponse } from '../http/metrics-endpoint';
+import type { Metrics } from '@svc/metrics';
+import { metricsResponse } from './metrics-response';
+
+/** What the metrics path uses of the core: the rendering of this process's metrics. */
+export interface MetricsPathsDeps {
+  metrics: Pick<Metrics, 'render'>;
+}
 
 /**
  * sys/metrics: this gateway's metrics (docs/metrics.md) for a token that may read the path, as in
- * Vault; a listener can serve it without one (http/metrics-endpoint.ts).
+ * Vault; a listener can serve it without one (the edge's metrics-endpoint.ts).
  */
-export function metricsPaths(core: Core): PathDeclaration[] {
+export function metricsPaths(core: MetricsPathsDeps): PathDeclaration[] {
   return [
     {
       pattern: 'metrics',

@@ -1,8 +1,26 @@
 import { parseDuration, type FieldData, type MountInfo, type FieldMap, type PathDeclaration, type Request, type Response } from '@svc/framework';
+import type { ServerConfig } from '@svc/config';
+import type { EngineRegistry, PluginHost } from '@svc/engine-host';
 import { ServiceError } from '@svc/http';
-import type { Core } from '../core-parts';
+import type { LeaseLifecycle } from '../leases/lease-lifecycle';
+import type { MountData } from '../mounts/mount-data';
 import type { MountEntry, MountRequest, MountTable } from '../mounts/mount-table';
-import { BUILTIN_VERSION } from '../plugins/plugins';
+import { BUILTIN_VERSION, type Plugins } from '../plugins/plugins';
+import type { Router } from '../routing/router';
+
+/** What sys/mounts, sys/auth and sys/remount use of the core's parts. */
+export interface MountPathsDeps {
+  /** The system TTLs: a mount's own are checked against them, and stand in for unset ones. */
+  config: Pick<ServerConfig, 'defaultLeaseTtl' | 'maxLeaseTtl'>;
+  /** Which types are built in (mounted in every namespace, never enabled by hand). */
+  engines: Pick<EngineRegistry, 'get'>;
+  /** A disabled mount's leases are revoked first. */
+  leaseLifecycle: Pick<LeaseLifecycle, 'revokeUnder'>;
+  mountData: Pick<MountData, 'purge' | 'recordMove' | 'move'>;
+  /** What a new mount runs (built in or from the catalog); an external plugin is started once before it is mounted. */
+  plugins: Pick<Plugins, 'forMount' | 'mountable'> & { readonly host: Pick<PluginHost, 'check'> };
+  router: Pick<Router, 'namespaceOf'>;
+}
 
 const MOUNT_FIELDS: FieldMap = {
   type: { type: 'string', required: true, description: 'Type of the engine or auth method, e.g. "kv" or "transit".' },
@@ -104,7 +122,7 @@ function mountInfoOf(request: MountRequest, namespace: string): MountInfo {
 }
 
 /** sys/mounts and sys/auth share one shape; `prefix` is "mounts" or "auth". */
-function tablePaths(core: Core, prefix: 'mounts' | 'auth'): PathDeclaration[] {
+function tablePaths(core: MountPathsDeps, prefix: 'mounts' | 'auth'): PathDeclaration[] {
   const table = (req: Request): MountTable => {
     const namespace = core.router.namespaceOf(req);
     return prefix === 'mounts' ? namespace.secretMounts : namespace.authMounts;
@@ -215,7 +233,7 @@ function tablePaths(core: Core, prefix: 'mounts' | 'auth'): PathDeclaration[] {
 }
 
 /** sys/mounts, sys/auth (with tune) and sys/remount. */
-export function mountPaths(core: Core): PathDeclaration[] {
+export function mountPaths(core: MountPathsDeps): PathDeclaration[] {
   return [
     ...tablePaths(core, 'mounts'),
     ...tablePaths(core, 'auth'),

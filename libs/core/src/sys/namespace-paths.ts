@@ -1,14 +1,24 @@
 import { listResponse, type PathDeclaration } from '@svc/framework';
 import { ServiceError } from '@svc/http';
-import type { Core } from '../core-parts';
 import type { Namespace } from '../namespaces/namespace';
+import type { NamespaceRegistry } from '../namespaces/registry';
+import type { Router } from '../routing/router';
+
+/** What sys/namespaces uses of the core's parts. */
+export interface NamespacePathsDeps {
+  namespaces: Pick<NamespaceRegistry, 'get' | 'children' | 'create'>;
+  /** The namespace a request is made in: the parent of those it names. */
+  router: Pick<Router, 'namespaceOf'>;
+  /** Revokes a namespace's tokens and leases, then removes its mounts and data. */
+  deleteNamespace(namespace: Namespace): Promise<void>;
+}
 
 function describe(namespace: Namespace): Record<string, unknown> {
   return { id: namespace.record.id, path: namespace.path, custom_metadata: namespace.record.custom_metadata };
 }
 
 /** sys/namespaces: child namespaces of the namespace the request is made in. */
-export function namespacePaths(core: Core): PathDeclaration[] {
+export function namespacePaths(core: NamespacePathsDeps): PathDeclaration[] {
   const child = (parent: Namespace, name: string): Namespace | undefined => core.namespaces.get(`${parent.path}${name}`);
   return [
     {

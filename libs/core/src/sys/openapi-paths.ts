@@ -1,12 +1,21 @@
+import type { EngineRegistry } from '@svc/engine-host';
 import { mergeOpenApi, openApiDocument, type Backend, type OpenApiDocument, type PathDeclaration } from '@svc/framework';
-import type { Core } from '../core-parts';
 import { VERSION } from '@svc/http';
+import type { Router } from '../routing/router';
+
+/** What sys/internal/specs/openapi uses of the core's parts. */
+export interface OpenApiPathsDeps {
+  /** The mounts of the request's namespace, and their help, asked of each mount's engine. */
+  router: Pick<Router, 'namespaceOf' | 'dispatch' | 'baseMessage'>;
+  /** Which mounts have an engine of this build to ask. */
+  engines: Pick<EngineRegistry, 'forMount'>;
+}
 
 /**
  * sys/internal/specs/openapi: the whole API of this server, built from every mount's declarations
  * and those of `system`, the sys/ backend these paths belong to.
  */
-export function openApiPaths(core: Pick<Core, 'router' | 'engines'>, system: () => Backend): PathDeclaration[] {
+export function openApiPaths(core: OpenApiPathsDeps, system: () => Backend): PathDeclaration[] {
   return [
     {
       pattern: 'internal/specs/openapi',

@@ -2,8 +2,13 @@ import { passwordPolicyKey } from '@svc/engine-host';
 import { listResponse, type PathDeclaration, type Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import { generatePassword, parsePasswordPolicy, PasswordPolicyError } from '@svc/password-policy';
-import { createView, type StorageView } from '@svc/storage';
-import type { Core } from '../core-parts';
+import { createView, type StorageView, type TransactionalStore } from '@svc/storage';
+
+/** What sys/policies/password uses of the core's parts. */
+export interface PasswordPolicyPathsDeps {
+  /** Policies are kept outside every namespace's storage, where every engine's context reads them. */
+  barrier: TransactionalStore;
+}
 
 function parsed(text: string) {
   try {
@@ -15,7 +20,7 @@ function parsed(text: string) {
 }
 
 /** sys/policies/password: named password policies that engines (database) generate passwords with. */
-export function passwordPolicyPaths(core: Core): PathDeclaration[] {
+export function passwordPolicyPaths(core: PasswordPolicyPathsDeps): PathDeclaration[] {
   const shared = (): StorageView => createView(core.barrier, '');
   const key = (req: Request, name: string) => passwordPolicyKey(req.mount.namespace, name);
   const read = async (req: Request, name: string): Promise<string> => {

@@ -1,7 +1,22 @@
 import { listResponse, type FieldData, type FieldMap, type PathDeclaration, type Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
-import type { Core } from '../core-parts';
-import { assertPluginType, canonicalVersion, RUNTIME_TYPES, type PluginRecord, type RuntimeRecord } from '../plugins/catalog';
+import type { MountData } from '../mounts/mount-data';
+import { assertPluginType, canonicalVersion, RUNTIME_TYPES, type PluginCatalog, type PluginRecord, type RuntimeCatalog, type RuntimeRecord } from '../plugins/catalog';
+import type { Plugins } from '../plugins/plugins';
+import type { Router } from '../routing/router';
+
+/** What sys/plugins uses of the core's parts. */
+export interface PluginPathsDeps {
+  /** The built-in plugins, the two catalogs, and the check of a registration before it is stored. */
+  plugins: Pick<Plugins, 'builtins' | 'builtin' | 'mountable' | 'validate'> & {
+    readonly catalog: Pick<PluginCatalog, 'all' | 'get' | 'put' | 'delete'>;
+    readonly runtimes: Pick<RuntimeCatalog, 'get' | 'put' | 'delete' | 'list'>;
+  };
+  /** Reloads drop the backends of the mounts named. */
+  mountData: Pick<MountData, 'reloadBackends'>;
+  /** The namespace whose mounts a reload names. */
+  router: Pick<Router, 'namespaceOf'>;
+}
 
 const PLUGIN_FIELDS: FieldMap = {
   sha256: { type: 'string', required: true, description: 'SHA-256 of the plugin executable (or of the OCI image), hex.' },
@@ -83,7 +98,7 @@ function describePlugin(record: PluginRecord): { name: string; type: string; [fi
 }
 
 /** sys/plugins/catalog, sys/plugins/runtimes/catalog and sys/plugins/reload/backend (root namespace; sudo as in Vault). */
-export function pluginPaths(core: Core): PathDeclaration[] {
+export function pluginPaths(core: PluginPathsDeps): PathDeclaration[] {
   const { plugins } = core;
   return [
     {
@@ -257,7 +272,7 @@ export function pluginPaths(core: Core): PathDeclaration[] {
 }
 
 /** The mounts a reload names: by plugin or by path, exactly one of the two. */
-function reloadTargets(core: Core, req: Request, f: FieldData): string[] {
+function reloadTargets(core: PluginPathsDeps, req: Request, f: FieldData): string[] {
   const plugin = f.get<string>('plugin');
   const mounts = f.get<string[]>('mounts');
   if ((plugin === '') === (mounts.length === 0)) throw ServiceError.badRequest('exactly one of "plugin" or "mounts" must be given');

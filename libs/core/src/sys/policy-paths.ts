@@ -1,8 +1,21 @@
 import { Acl } from '@svc/acl';
 import { listResponse, type FieldData, type PathDeclaration, type Request, type Response } from '@svc/framework';
 import { ServiceError } from '@svc/http';
-import type { Core } from '../core-parts';
-import type { TokenEntry } from '../tokens/token-store';
+import type { NamespaceRegistry } from '../namespaces/registry';
+import type { Router } from '../routing/router';
+import type { TokenEntry, TokenStore } from '../tokens/token-store';
+
+/** What `tokenAcl` uses: the token's home namespace (its policies) and the request's. */
+export interface TokenAclDeps {
+  namespaces: Pick<NamespaceRegistry, 'get'>;
+  router: Pick<Router, 'namespaceOf'>;
+}
+
+/** What sys/policies, sys/policy and sys/capabilities* use of the core's parts. */
+export interface PolicyPathsDeps extends TokenAclDeps {
+  /** The tokens whose capabilities are asked about, by value or by accessor. */
+  tokens: Pick<TokenStore, 'lookup' | 'lookupAccessor'>;
+}
 
 const POLICY_FIELDS = {
   policy: { type: 'string' as const, required: true, description: 'The policy document (HCL or JSON; base64 accepted).' },
@@ -18,19 +31,25 @@ function policyText(raw: string): string {
   return raw;
 }
 
+/** The ACL of a token outside its namespace: no policy, no capability. */
+const NO_RIGHTS = new Acl([]);
+
 /**
  * A token's ACL, and the prefix that turns a path of the request's namespace into one of the
  * token's own namespace (where its policies' paths are written).
  */
-export async function tokenAcl(core: Core, req: Request, token: TokenEntry): Promise<{ acl: Acl; prefix: string }> {
+export async function tokenAcl(core: TokenAclDeps, req: Request, token: TokenEntry): Promise<{ acl: Acl; prefix: string }> {
   const home = core.namespaces.get(token.namespace);
   if (!home) throw ServiceError.badRequest("the token's namespace no longer exists");
+  const here = core.router.namespaceOf(req).path;
+  // A token has no rights above or beside its own namespace, as on the request path.
+  if (!here.startsWith(home.path)) return { acl: NO_RIGHTS, prefix: '' };
   const acl = token.policies.includes('root') ? Acl.root() : await home.policies.acl(token.policies);
-  return { acl, prefix: core.router.namespaceOf(req).path.slice(home.path.length) };
+  return { acl, prefix: here.slice(home.path.length) };
 }
 
 /** sys/policies/acl, the legacy sys/policy, and sys/capabilities*. */
-export function policyPaths(core: Core): PathDeclaration[] {
+export function policyPaths(core: PolicyPathsDeps): PathDeclaration[] {
   const store = (req: Request) => core.router.namespaceOf(req).policies;
 
   const readPolicy = async (req: Request, name: string, legacy: boolean) => {

@@ -1,6 +1,11 @@
 import type { FieldMap, PathDeclaration } from '@svc/framework';
 import type { Rekey } from '@svc/seal';
-import type { Core } from '../core-parts';
+import type { KeyCeremonies } from '../seal/key-ceremonies';
+
+/** What the rekey paths use of the core: the two rekeys (every operation of each is served). */
+export interface RekeyPathsDeps {
+  ceremonies: Pick<KeyCeremonies, 'unsealRekey' | 'recoveryRekey'>;
+}
 
 const SHARE_FIELDS: FieldMap = {
   key: { type: 'string', required: true, sensitive: true, description: 'One share (hex or base64).' },
@@ -12,7 +17,7 @@ const SHARE_FIELDS: FieldMap = {
  * keys of an auto-unseal seal): one state machine, Document 1's "Recovery-key rekey". Unauthenticated
  * as in Vault (the shares are the authorization); the backups need a token with sudo.
  */
-export function rekeyPaths(core: Core): PathDeclaration[] {
+export function rekeyPaths(core: RekeyPathsDeps): PathDeclaration[] {
   return [
     ...rekeyDeclarations('rekey', ['rekey/backup'], 'unseal', () => core.ceremonies.unsealRekey()),
     ...rekeyDeclarations('rekey-recovery-key', ['rekey/recovery-key-backup', 'rekey-recovery-key/backup'], 'recovery', () => core.ceremonies.recoveryRekey()),

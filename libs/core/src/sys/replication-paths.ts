@@ -1,8 +1,37 @@
 import { envelope } from '@svc/http';
 import type { FieldData, FieldMap, OperationDeclaration, PathDeclaration } from '@svc/framework';
-import { DEFAULT_SECONDARY_TOKEN_TTL, REPLICATION_MODES, type ReplicationMode } from '@svc/replication';
-import type { Core } from '../core-parts';
-import { shareGenerationPaths } from './generate-root-paths';
+import { DEFAULT_SECONDARY_TOKEN_TTL, REPLICATION_MODES, type Replication, type ReplicationMode } from '@svc/replication';
+import { shareGenerationPaths, type ShareGeneration } from './generate-root-paths';
+
+/** What the replication paths use of the core. */
+export interface ReplicationPathsDeps {
+  replication: Pick<
+    Replication,
+    | 'status'
+    | 'enablePrimary'
+    | 'demotePrimary'
+    | 'disablePrimary'
+    | 'secondaryToken'
+    | 'revokeSecondary'
+    | 'generatePublicKey'
+    | 'enableSecondary'
+    | 'promote'
+    | 'disableSecondary'
+    | 'updatePrimary'
+    | 'writePathsFilter'
+    | 'readPathsFilter'
+    | 'deletePathsFilter'
+    | 'primaryDynamicFilter'
+    | 'secondaryDynamicFilter'
+    | 'requireDrSecondary'
+    | 'requireOperationToken'
+    | 'deleteOperationToken'
+    | 'reindex'
+    | 'merkleCheck'
+  >;
+  /** The DR operation token's generation from the primary's key shares. */
+  drOperationToken: ShareGeneration;
+}
 
 const DR_TOKEN_FIELD: FieldMap = {
   dr_operation_token: { type: 'string', required: true, sensitive: true, description: 'A DR operation token (generate-operation-token): authorizes the call.' },
@@ -21,7 +50,7 @@ const ID_FIELD: FieldMap = { id: { type: 'string', required: true, description: 
  * root namespace's and needs sudo; in DR mode a secondary's calls are authorized by a DR operation
  * token instead, as a DR secondary has no tokens of its own.
  */
-export function replicationPaths(core: Core): PathDeclaration[] {
+export function replicationPaths(core: ReplicationPathsDeps): PathDeclaration[] {
   return [...REPLICATION_MODES.flatMap((mode) => modePaths(core, mode)), ...performancePaths(core), ...drPaths(core)];
 }
 
@@ -31,7 +60,7 @@ function rootOperation(summary: string, handler: OperationDeclaration['handler']
 }
 
 /** A DR secondary's operation: no client token (the secondary has none), a DR operation token instead. */
-function drOperation(core: Core, summary: string, handler: OperationDeclaration['handler']): OperationDeclaration {
+function drOperation(core: ReplicationPathsDeps, summary: string, handler: OperationDeclaration['handler']): OperationDeclaration {
   return {
     summary,
     unauthenticated: true,
@@ -44,7 +73,7 @@ function drOperation(core: Core, summary: string, handler: OperationDeclaration[
   };
 }
 
-function modePaths(core: Core, mode: ReplicationMode): PathDeclaration[] {
+function modePaths(core: ReplicationPathsDeps, mode: ReplicationMode): PathDeclaration[] {
   const base = `replication/${mode}`;
   const replication = core.replication;
   const secondaryOperation = mode === 'dr' ? (summary: string, handler: OperationDeclaration['handler']) => drOperation(core, summary, handler) : rootOperation;
@@ -151,7 +180,7 @@ function modePaths(core: Core, mode: ReplicationMode): PathDeclaration[] {
   ];
 }
 
-function performancePaths(core: Core): PathDeclaration[] {
+function performancePaths(core: ReplicationPathsDeps): PathDeclaration[] {
   const replication = core.replication;
   const dynamicFilter = (side: 'primary' | 'secondary'): PathDeclaration => ({
     pattern: `replication/performance/${side}/dynamic-filter/:id`,
@@ -184,7 +213,7 @@ function performancePaths(core: Core): PathDeclaration[] {
   ];
 }
 
-function drPaths(core: Core): PathDeclaration[] {
+function drPaths(core: ReplicationPathsDeps): PathDeclaration[] {
   return [
     ...shareGenerationPaths('replication/dr/secondary/generate-operation-token', core.drOperationToken, {
       token: 'DR operation token',

@@ -1,10 +1,36 @@
+import type { Bus } from '@svc/bus';
+import type { ServerConfig } from '@svc/config';
 import type { PathDeclaration, Response } from '@svc/framework';
-import { ServiceError } from '@svc/http';
-import type { Core } from '../core-parts';
-import { VERSION } from '@svc/http';
+import { ServiceError, VERSION } from '@svc/http';
+import type { Replication } from '@svc/replication';
+import type { Seal } from '@svc/seal';
+import type { Keyring } from '@svc/storage';
+import type { ClusterIdentity } from '../cluster/cluster-identity';
+import type { ReplicaSync } from '../cluster/replica-sync';
+import type { StoreFollower } from '../cluster/store-follower';
+import type { ExpirationManager } from '../leases/expiration';
+import type { SealLifecycle } from '../seal/seal-lifecycle';
 
-/** sys/init, sys/unseal, sys/seal-status, sys/seal, sys/health, sys/leader, sys/key-status, sys/rotate. */
-export function sealPaths(core: Core): PathDeclaration[] {
+/** What the seal paths use of each part of the core. */
+export interface SealPathsDeps {
+  seal: Pick<SealLifecycle, 'state' | 'activeSince' | 'initialize' | 'submitUnsealKey' | 'sealNow' | 'rotateKeyring'> & {
+    /** The seal's own status, and its kind (init's stored_shares depends on it). */
+    readonly seal: Pick<Seal, 'status' | 'recoverySeal'>;
+  };
+  /** The barrier's key terms, for sys/key-status. */
+  barrier: { readonly keyring: Pick<Keyring, 'active'> };
+  replication: Pick<Replication, 'modes' | 'isDrSecondary'>;
+  /** Out of contact with the other replicas, an unsealed gateway is unhealthy. */
+  replicas: Pick<ReplicaSync | StoreFollower, 'inContact'>;
+  clusterIdentity: Pick<ClusterIdentity, 'name' | 'id'>;
+  /** A NATS bus is what makes a gateway highly available (sys/leader). */
+  bus: Pick<Bus, 'kind'>;
+  config: Pick<ServerConfig, 'apiAddr' | 'clusterAddr'>;
+  leases: Pick<ExpirationManager, 'stepDown'>;
+}
+
+/** sys/init, sys/unseal, sys/seal-status, sys/seal, sys/health, sys/leader, sys/step-down, sys/key-status, sys/rotate. */
+export function sealPaths(core: SealPathsDeps): PathDeclaration[] {
   const replicationModes = () => {
     const modes = core.replication.modes();
     return { replication_performance_mode: modes.performance, replication_dr_mode: modes.dr };

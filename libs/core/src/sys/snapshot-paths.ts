@@ -2,8 +2,15 @@ import { createReadStream } from 'node:fs';
 import { listResponse, type FieldMap, type PathDeclaration, type Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import { CONFIG_PREFIX, NO_STATUS, STATUS_PREFIX, STORAGE_TYPES, checkConfig, publicConfig, type SnapshotConfig, type SnapshotStatus } from '@svc/snapshot';
-import { createView } from '@svc/storage';
-import type { Core } from '../core-parts';
+import { createView, type TransactionalStore } from '@svc/storage';
+import type { StorageReplacement } from '../snapshots/storage-replacement';
+
+/** What the snapshot paths use of the core. */
+export interface SnapshotPathsDeps {
+  /** Where the automated snapshots' configurations and status live (the barrier). */
+  barrier: TransactionalStore;
+  snapshots: Pick<StorageReplacement, 'save' | 'restore'>;
+}
 
 /** Required fields (interval, path_prefix, storage_type, the type's own) are checked on the stored configuration merged with the request, so an update may send only what changes. */
 const CONFIG_FIELDS: FieldMap = {
@@ -41,7 +48,7 @@ const NO_BODY = 'the snapshot is the request body: send the archive saved from s
  * sys/storage/raft/snapshot (save and restore), snapshot-force, and the automated snapshots'
  * configurations and status (run by the snapshot service).
  */
-export function snapshotPaths(core: Core): PathDeclaration[] {
+export function snapshotPaths(core: SnapshotPathsDeps): PathDeclaration[] {
   const view = () => createView(core.barrier, '');
   const restore = (force: boolean) => async (req: Request) => {
     if (!req.body) throw ServiceError.badRequest(NO_BODY);

@@ -1,12 +1,19 @@
 import { envelope, ServiceError } from '@svc/http';
 import { parseDuration, type FieldData, type PathDeclaration, type Request } from '@svc/framework';
-import type { Core } from '../core-parts';
+import type { Router } from '../routing/router';
+import type { ResponseWrapper } from '../wrapping/response-wrapper';
+
+/** What the wrapping paths use of the core: the response wrapper, and the request's namespace (where a wrapping token lives). */
+export interface WrappingPathsDeps {
+  wrapping: Pick<ResponseWrapper, 'wrap' | 'unwrap' | 'lookup' | 'rewrap'>;
+  router: Pick<Router, 'namespaceOf'>;
+}
 
 const TOKEN = { token: { type: 'string' as const, sensitive: true, description: 'Wrapping token; default: the calling token.' } };
 const DEFAULT_WRAP_TTL = 300;
 
 /** sys/wrapping: wrap, unwrap, lookup, rewrap. */
-export function wrappingPaths(core: Core): PathDeclaration[] {
+export function wrappingPaths(core: WrappingPathsDeps): PathDeclaration[] {
   const tokenOf = (req: Request, f: FieldData): string => {
     const token = f.get<string>('token') || req.caller?.tokenId;
     if (!token) throw ServiceError.badRequest('a wrapping token is required');

@@ -1,8 +1,27 @@
-import { Backend, listPath, type FieldData, type FieldMap, type PathDeclaration, type Request, type Response } from '@svc/framework';
+import { Backend, listPath, type FieldData, type FieldMap, type MountInfo, type PathDeclaration, type Request, type Response } from '@svc/framework';
 import { ServiceError } from '@svc/http';
-import type { Core } from '../core-parts';
-import { TokenManager, type NewToken } from './token-manager';
-import type { TokenEntry, TokenRole } from './token-store';
+import type { Logins } from '../auth/logins';
+import type { IdentityStore } from '../identity/identity-store';
+import type { Namespace } from '../namespaces/namespace';
+import type { NamespaceRegistry } from '../namespaces/registry';
+import type { Router } from '../routing/router';
+import { TokenManager, type NewToken, type TokenLimits } from './token-manager';
+import type { TokenEntry, TokenRole, TokenStore } from './token-store';
+
+/** What auth/token/ uses of the core: the token lifecycle and its store, logins' renewals, entities and limits. */
+export interface TokenBackendDeps {
+  tokenManager: Pick<TokenManager, 'create' | 'renew' | 'revokeTree' | 'revokeOrphan'> & {
+    readonly store: Pick<TokenStore, 'lookup' | 'lookupAccessor' | 'role' | 'roles' | 'putRole' | 'deleteRole' | 'allAccessors' | 'tidy'>;
+  };
+  /** Renews a login's token as its auth method answers. */
+  logins: Pick<Logins, 'renew'>;
+  namespaces: Pick<NamespaceRegistry, 'get'>;
+  router: Pick<Router, 'namespaceOf'>;
+  /** The identity store of a namespace, for the policies of a token's entity. */
+  identityStore(namespace: Namespace): Pick<IdentityStore, 'entity'>;
+  /** TTL defaults and maximums of the token mount. */
+  tokenLimits(mount: MountInfo): TokenLimits;
+}
 
 const CREATE_FIELDS: FieldMap = {
   id: { type: 'string', sensitive: true, description: 'Value of the token (root tokens only may choose it).' },
@@ -52,7 +71,7 @@ function globMatch(pattern: string, value: string): boolean {
 }
 
 /** auth/token/: tokens created, looked up, renewed and revoked through the API. */
-export function createTokenBackend(core: Core): Backend {
+export function createTokenBackend(core: TokenBackendDeps): Backend {
   const tokens = core.tokenManager;
 
   const callerEntry = async (req: Request): Promise<TokenEntry> => {
