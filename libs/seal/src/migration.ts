@@ -3,7 +3,8 @@ import { ServiceError } from '@svc/http';
 import type { Keyring, Physical } from '@svc/storage';
 import { aeadDecrypt, aeadEncrypt } from './aead';
 import { type RootKeyWrapper, SealUnavailableError } from './key-wrapper';
-import type { KeySplit, RekeyTarget } from './rekey';
+import type { KeySplit } from './key-split';
+import type { RekeyTarget } from './rekey';
 import {
   SEAL_STORAGE_KEYS,
   autoConfig,

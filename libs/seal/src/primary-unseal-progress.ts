@@ -6,7 +6,7 @@
  */
 import { decodeJson, encodeJson, requestJson, type Bus, type Subscription } from '@svc/bus';
 import { ServiceError } from '@svc/http';
-import type { KeySplit } from './rekey';
+import type { KeySplit } from './key-split';
 import { UnsealProgress, type UnsealAttemptState, type UnsealShares } from './shares';
 
 export type { UnsealAttemptState, UnsealShares } from './shares';

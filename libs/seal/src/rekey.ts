@@ -2,14 +2,12 @@ import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { ServiceError } from '@svc/http';
 import type { RekeyBackup as BackupRecord, RekeyInitRequest as RekeyStart, RekeyStatus as WireRekeyStatus } from '@svc/sdk';
 import type { TransactionalStore } from '@svc/storage';
+import type { KeySplit } from './key-split';
 import { UNSEAL_KEY_BYTES, combineShares, shareLength, splitKey, validateShareConfig } from './shamir';
 import { handOutShares, pgpFingerprints, type HandedOutShares } from './shares';
 import { StoredOperation, addShare, requireNonce } from './stored-operation';
 
-export interface KeySplit {
-  shares: number;
-  threshold: number;
-}
+export type { KeySplit };
 
 /** Keys split into shares whose threshold authorizes an operation (generate-root). */
 export interface ShareAuthority {

@@ -1,6 +1,6 @@
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { ServiceError } from '@svc/http';
-import type { KeySplit } from './rekey';
+import type { KeySplit } from './key-split';
 import { shareLength } from './shamir';
 import { encryptForPgpKey, fingerprint } from './pgp';
 
