@@ -2,10 +2,17 @@ const nx = require('@nx/eslint-plugin');
 const tseslint = require('typescript-eslint');
 
 /**
- * Who may import whom (tags in libs/* and apps/* project.json). Engines see only the shared
- * libraries, never the core or the gateway; the core and the server assemble engines; apps are
- * leaves (no app imports another). `@svc/testing` (scope:testing) is for tests alone: production
- * sources may not import it, test code may (`withTests`).
+ * Who may import whom (tags in libs/* and apps/* project.json); arrows only point down:
+ *   shared       the foundations (storage, framework, bus, config, seal, engine host, ...)
+ *   engine       a secrets engine; auth-method: an auth method. They see only shared libs, so an
+ *                engine never reaches into the core, a feature or another engine.
+ *   feature      a part beside the core (replication, snapshots, the sync worker): shared and features
+ *   core         the gateway's core (seal lifecycle, router, request handling, sys/): shared, features
+ *   edge         the HTTP edge (listeners, the pipeline to a LogicalRequest): shared and the core;
+ *                the core never imports it
+ *   server       composes a process from all of them; apps are leaves (no app imports another)
+ * `@svc/testing` (scope:testing) is for tests alone: production sources may not import it, test code
+ * may (`withTests`). test/lint-boundaries.test.ts proves that a forbidden import fails lint.
  */
 function moduleBoundaries(withTests) {
   const testing = withTests ? ['scope:testing'] : [];
@@ -14,10 +21,14 @@ function moduleBoundaries(withTests) {
     {
       allow: [],
       depConstraints: [
-        { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['scope:shared', 'scope:engine', 'scope:gateway', 'scope:tooling', ...testing] },
+        { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['scope:shared', 'scope:server', 'scope:tooling', ...testing] },
         { sourceTag: 'scope:shared', onlyDependOnLibsWithTags: ['scope:shared', ...testing] },
         { sourceTag: 'scope:engine', onlyDependOnLibsWithTags: ['scope:shared', ...testing] },
-        { sourceTag: 'scope:gateway', onlyDependOnLibsWithTags: ['scope:shared', 'scope:engine', 'scope:gateway', ...testing] },
+        { sourceTag: 'scope:auth-method', onlyDependOnLibsWithTags: ['scope:shared', ...testing] },
+        { sourceTag: 'scope:feature', onlyDependOnLibsWithTags: ['scope:shared', 'scope:feature', ...testing] },
+        { sourceTag: 'scope:core', onlyDependOnLibsWithTags: ['scope:shared', 'scope:feature', ...testing] },
+        { sourceTag: 'scope:edge', onlyDependOnLibsWithTags: ['scope:shared', 'scope:core', ...testing] },
+        { sourceTag: 'scope:server', onlyDependOnLibsWithTags: ['scope:shared', 'scope:engine', 'scope:auth-method', 'scope:feature', 'scope:core', 'scope:edge', ...testing] },
         // Starting local server processes (svc cluster, tests): the server's own code is not needed.
         { sourceTag: 'scope:tooling', onlyDependOnLibsWithTags: ['scope:shared'] },
         { sourceTag: 'scope:testing', onlyDependOnLibsWithTags: ['scope:shared', 'scope:tooling', 'scope:testing'] },

@@ -1,5 +1,5 @@
 /**
- * LIST on the wire, end to end (Node's HTTP parser refuses the method; libs/core/src/http/list-method.ts):
+ * LIST on the wire, end to end (Node's HTTP parser refuses the method; libs/edge/src/list-method.ts):
  * after other requests on kept-alive connections, pipelined, split, with bodies, over TLS, under
  * load through two gateway workers, from raw sockets, Node's keep-alive agent, axios on it
  * and fetch (undici). And a body announced over the request limit, answered 413 at once.

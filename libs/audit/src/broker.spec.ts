@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { ServiceError } from '@svc/http';
 import { AuditBroker, FileAuditDevice } from './index';
-import { SECRETS, makeTempDir, readLines, sampleAuth, sampleRequest, sampleResponse } from './spec-fixtures';
+import { SECRETS, makeTempDir, readLines, sampleAuth, sampleRequest, sampleResponse } from './testing/fixtures';
 
 const FIXED_TIME = new Date('2024-03-04T05:06:07.089Z');
 let temp: ReturnType<typeof makeTempDir>;

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { ServiceError, type ErrorKind } from '@svc/http';
 import { createAuditDevice, FileAuditDevice, type AuditLine } from './index';
-import { SECRETS, makeTempDir, readLines, sampleRequest, sampleResponseLine } from './spec-fixtures';
+import { SECRETS, makeTempDir, readLines, sampleRequest, sampleResponseLine } from './testing/fixtures';
 
 const salt = randomBytes(32);
 let temp: ReturnType<typeof makeTempDir>;

@@ -1,5 +1,5 @@
 import { hashDataValues, hashStructure, hmacSha256 } from './index';
-import { SECRETS, sampleResponseLine } from './spec-fixtures';
+import { SECRETS, sampleResponseLine } from './testing/fixtures';
 
 const hmac = hmacSha256(Buffer.from('test-salt-0123456789abcdef012345'));
 const HASHED = /^hmac-sha256:[0-9a-f]{64}$/;

@@ -3,8 +3,7 @@ import type { Logger } from 'pino';
 import type { Bus } from '@svc/bus';
 import type { ServerConfig } from '@svc/config';
 import { EngineHost, EngineRegistry, GATEWAY, mountStoragePrefix, type EngineType } from '@svc/engine-host';
-import type { MountInfo } from '@svc/framework';
-import { envelope } from '@svc/http';
+import type { MountInfo, PathDeclaration } from '@svc/framework';
 import type { LockManager } from '@svc/locks';
 import type { Metrics } from '@svc/metrics';
 import { REPLICATION_STORAGE_PREFIX, Replication, type MountRef } from '@svc/replication';
@@ -23,7 +22,7 @@ import { ReplicationOwnership } from './cluster/replication-ownership';
 import { StoreFollower } from './cluster/store-follower';
 import type { Core } from './core-parts';
 import { createCubbyholeBackend, purgeCubbyholes } from './cubbyhole/cubbyhole-backend';
-import { describeRequestError } from './http/request-errors';
+import { describeRequestError, envelope } from '@svc/http';
 import { createIdentityBackend } from './identity/identity-backend';
 import { IdentityStore, namespaceIdentity } from './identity/identity-store';
 import { ExpirationManager } from './leases/expiration';
@@ -76,6 +75,8 @@ export interface CoreOptions {
    * the lease lapses.
    */
   replicationOwner?: boolean | 'lease';
+  /** Paths the server adds to sys/ beside the core's own (sys/tools, which the transit engine declares). */
+  systemPaths?: readonly PathDeclaration[];
 }
 
 /**
@@ -347,7 +348,7 @@ export function composeCore(options: CoreOptions): Core {
       await options.physical.close();
     },
   };
-  const system = createSystemBackend(core);
+  const system = createSystemBackend(core, options.systemPaths);
   coreEngines.register(SYSTEM_MOUNT, system);
 
   metrics.gauge('core.unsealed', '1 while this gateway is unsealed, 0 otherwise', [], (gauge) => gauge.set(seal.state === 'unsealed' ? 1 : 0));

@@ -53,3 +53,4 @@ export {
   type TokenSettings,
   type TokenType,
 } from './token-fields';
+export { normalizeMountPath } from './mount-path';

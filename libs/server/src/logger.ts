@@ -1,7 +1,7 @@
 import { writeSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
 import type { ServerConfig } from '@svc/config';
-import type { RequestLine } from '@svc/core';
+import type { RequestLine } from '@svc/edge';
 
 export interface Loggers {
   /** General logging; fields that could carry a credential are redacted (belt and braces). */

@@ -1,8 +1,10 @@
 import type { Logger } from 'pino';
 import { createBus, type Bus } from '@svc/bus';
 import type { ServerConfig } from '@svc/config';
-import { composeCore, DEFAULT_UI_DIRECTORY, RequestPipeline, UiAssets, serviceHealthHandler, startHttpFrontend, type Core, type HttpFrontend } from '@svc/core';
+import { composeCore, type Core } from '@svc/core';
+import { DEFAULT_UI_DIRECTORY, RequestPipeline, UiAssets, serviceHealthHandler, startHttpFrontend, type HttpFrontend } from '@svc/edge';
 import { EngineHost, writableOutsideReadOnlyRequests } from '@svc/engine-host';
+import { toolPaths } from '@svc/engine-transit';
 import { BusLockManager, createLockManager, type LockManager } from '@svc/locks';
 import { Metrics } from '@svc/metrics';
 import { KeyringReceiver, PrimaryUnsealProgress } from '@svc/seal';
@@ -109,6 +111,7 @@ export async function runGateway(config: ServerConfig, options: GatewayOptions, 
     metrics,
     unsealShares: shared.primary && new PrimaryUnsealProgress(shared.primary),
     replicationOwner: options.replicationOwner ?? (!options.distributed && (role?.index ?? 0) === 0),
+    systemPaths: toolPaths('tools/'),
   });
   const hosted = hostedServices(config, options.distributed);
   for (const service of hosted) {

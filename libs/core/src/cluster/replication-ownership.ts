@@ -1,9 +1,8 @@
 import type { Logger } from 'pino';
 import type { Bus, Subscription } from '@svc/bus';
-import { ServiceError } from '@svc/http';
 import type { Lock, LockManager } from '@svc/locks';
 import type { Replication } from '@svc/replication';
-import { describeRequestError } from '../http/request-errors';
+import { describeRequestError, ServiceError } from '@svc/http';
 import type { SealLifecycle } from '../seal/seal-lifecycle';
 import type { ReplicaAnnouncer } from './cache-coherence';
 import { serveReplicationOwnerCalls } from './replication-owner';

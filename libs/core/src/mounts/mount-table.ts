@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Mutex } from 'async-mutex';
-import type { MountInfo } from '@svc/framework';
+import { normalizeMountPath, type MountInfo } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import { LOCAL_MOUNT_TABLES } from '@svc/replication-log';
 import type { StorageView } from '@svc/storage';
@@ -44,15 +44,6 @@ export interface MountRequest {
   seal_wrap?: boolean;
   plugin_version?: string;
   external?: boolean;
-}
-
-export function normalizeMountPath(path: string): string {
-  const trimmed = path.replace(/^\/+/, '').replace(/\/+$/, '');
-  if (trimmed === '') throw ServiceError.badRequest('mount path must not be empty');
-  if (trimmed.split('/').some((s) => s === '' || s === '.' || s === '..' || s.endsWith('.'))) {
-    throw ServiceError.badRequest(`invalid mount path "${path}"`);
-  }
-  return `${trimmed}/`;
 }
 
 /**

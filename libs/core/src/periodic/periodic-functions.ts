@@ -4,7 +4,7 @@ import { mountStoragePrefix, type EngineRegistry } from '@svc/engine-host';
 import type { LockManager } from '@svc/locks';
 import { readJson, writeJson, type Barrier } from '@svc/storage';
 import type { ReplicaAnnouncer } from '../cluster/cache-coherence';
-import { describeRequestError } from '../http/request-errors';
+import { describeRequestError } from '@svc/http';
 import type { NamespaceRegistry } from '../namespaces/registry';
 import type { Router } from '../routing/router';
 
@@ -56,7 +56,8 @@ export class PeriodicFunctions {
     const { deps } = this;
     if (deps.isDrSecondary()) return;
     await deps.locks.withLock('core-periodic', PERIODIC_INTERVAL_MS, async () => {
-      if (!(await this.claimPass())) return;
+      const started = await this.claimPass();
+      if (!started) return;
       const mounts = deps.namespaces
         .all()
         .flatMap((namespace) => namespace.allMounts())
@@ -72,22 +73,23 @@ export class PeriodicFunctions {
           if (!reply.ok) deps.logger.warn({ mount: mount.path, kind: reply.kind, errors: reply.errors }, 'periodic function failed');
         }),
       );
-      deps.logger.info({ mounts: mounts.length }, 'periodic functions ran');
+      deps.logger.info({ mounts: mounts.length, started }, 'periodic functions ran');
     });
     // Outside any request: the other replicas drop what they cached of the keys the pass changed
     // (a rotated static role's key) now, not when this replica next serves a request.
     if (deps.replicas.hasPending) await deps.replicas.flush();
   }
 
-  /** Whether the pass is due by what storage holds; if so, records that this one starts now. */
-  private claimPass(): Promise<boolean> {
+  /** Whether the pass is due by what storage holds; if so, records that this one starts now and answers when. */
+  private claimPass(): Promise<string | undefined> {
     return this.deps.barrier.transaction(async (tx) => {
       await tx.lock(PERIODIC_PASS_KEY);
       const last = await readJson<{ started: string }>(tx, PERIODIC_PASS_KEY);
       const now = Date.now();
-      if (last && now < Date.parse(last.started) + PERIODIC_INTERVAL_MS - PERIODIC_TIMER_SLACK_MS) return false;
-      await writeJson(tx, PERIODIC_PASS_KEY, { started: new Date(now).toISOString() });
-      return true;
+      if (last && now < Date.parse(last.started) + PERIODIC_INTERVAL_MS - PERIODIC_TIMER_SLACK_MS) return undefined;
+      const started = new Date(now).toISOString();
+      await writeJson(tx, PERIODIC_PASS_KEY, { started });
+      return started;
     });
   }
 }

@@ -4,8 +4,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { MemoryBus } from '@svc/bus';
 import { devConfig } from '@svc/config';
-import { kvBackendFactory } from '@svc/engine-kv';
-import { GATEWAY } from '@svc/engine-host';
+import { GATEWAY, type BackendFactory } from '@svc/engine-host';
 import { Backend, type Operation, type Response } from '@svc/framework';
 import { ServiceError, type ErrorKind } from '@svc/http';
 import { MemoryLockManager } from '@svc/locks';
@@ -19,6 +18,34 @@ import type { RequestHandler } from './request-handler';
 /** Credentials a test engine issued and revoked: what its external system would have seen. */
 const issued: string[] = [];
 const revoked: string[] = [];
+
+/** The least key/value engine: what the core mounts at secret/ (type kv) on first unseal. */
+const keyValueBackend: BackendFactory = (_mount, { storage }) => {
+  const write = async (path: string, data: Record<string, unknown>) => void (await storage.putJSON(path, data));
+  return new Backend({
+    type: 'kv',
+    help: 'Stores values by path.',
+    paths: [
+      {
+        pattern: '*path',
+        synopsis: 'A value.',
+        acceptsAnyFields: true,
+        existenceCheck: async (_req, f) => (await storage.get(f.params.path)) !== null,
+        operations: {
+          read: {
+            summary: 'Read a value.',
+            handler: async (_req, f) => {
+              const data = await storage.getJSON<Record<string, unknown>>(f.params.path);
+              return data ? { data } : undefined;
+            },
+          },
+          create: { summary: 'Write a value.', handler: (_req, f) => write(f.params.path, f.raw) },
+          update: { summary: 'Write a value.', handler: (_req, f) => write(f.params.path, f.raw) },
+        },
+      },
+    ],
+  });
+};
 
 /** A secrets engine whose reads issue a leased credential, as a database engine's would. */
 function leasingBackend(): Backend {
@@ -95,7 +122,7 @@ function newCore(): Core {
     locks: new MemoryLockManager(),
     logger: pino({ level: 'silent' }),
     engineTypes: [
-      { type: 'kv', table: 'secret', runsIn: GATEWAY, factory: kvBackendFactory },
+      { type: 'kv', table: 'secret', runsIn: GATEWAY, factory: keyValueBackend },
       { type: 'leasing', table: 'secret', runsIn: GATEWAY, factory: leasingBackend },
       { type: 'open-login', table: 'auth', runsIn: GATEWAY, factory: openLoginBackend },
     ],

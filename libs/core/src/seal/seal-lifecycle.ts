@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
 import { BusUnavailableError } from '@svc/bus';
 import type { ServerConfig } from '@svc/config';
-import { BUILD_DATE, ServiceError, VERSION } from '@svc/http';
 import {
   AwsKmsKeyWrapper,
   KeyringDistributor,
@@ -19,7 +18,7 @@ import {
   type UnsealShares,
 } from '@svc/seal';
 import { type Barrier, type Keyring, type Physical } from '@svc/storage';
-import { describeRequestError } from '../http/request-errors';
+import { BUILD_DATE, describeRequestError, ServiceError, VERSION } from '@svc/http';
 import { KEYRING_CHANGED, PEER_UNSEALED, SEAL_GENERATION_KEY, STORAGE_RESTORED, generationOf } from '../cluster/coherence-keys';
 import { Listeners } from '../events';
 

@@ -1,4 +1,4 @@
-import { Backend } from '@svc/framework';
+import { Backend, type PathDeclaration } from '@svc/framework';
 import type { Core } from '../core-parts';
 import { mountPaths } from './mount-paths';
 import { openApiPaths } from './openapi-paths';
@@ -14,8 +14,8 @@ import { auditPaths } from './audit-paths';
 import { hostInfoPaths } from './host-info-paths';
 import { counterPaths } from './counter-paths';
 import { internalUiPaths } from './internal-ui-paths';
-import { syncPaths } from './sync-paths';
-import { toolPaths } from '@svc/engine-transit';
+import { syncPaths } from '@svc/sync-model';
+import { syncPort } from './sync-port';
 import { snapshotPaths } from './snapshot-paths';
 import { pluginPaths } from './plugin-paths';
 import { metricsPaths } from './metrics-paths';
@@ -25,7 +25,8 @@ const SYSTEM_HELP = `The system backend: initialization and seal management, rek
 generation, mounts of secrets engines and auth methods, policies, namespaces, leases, response
 wrapping, tools (random bytes, hashes), host information, token counts, metrics, the plugin catalogs, storage snapshots, performance and DR replication, secret sync destinations and associations, the API description of this server and what the web UI asks.`;
 
-export function createSystemBackend(core: Core): Backend {
+/** The sys/ backend over the core's parts; `extraPaths`: what the server adds (the transit engine's tools). */
+export function createSystemBackend(core: Core, extraPaths: readonly PathDeclaration[] = []): Backend {
   const backend: Backend = new Backend({
     type: 'system',
     help: SYSTEM_HELP,
@@ -42,14 +43,14 @@ export function createSystemBackend(core: Core): Backend {
       ...auditPaths(core),
       ...hostInfoPaths(),
       ...counterPaths(core),
-      ...syncPaths(core),
+      ...syncPaths(syncPort(core)),
       ...snapshotPaths(core),
       ...pluginPaths(core),
       ...metricsPaths(core),
       ...replicationPaths(core),
       ...openApiPaths(core, () => backend),
       ...internalUiPaths(core),
-      ...toolPaths('tools/'),
+      ...extraPaths,
     ],
   });
   return backend;

@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AuditAuth, AuditLine, AuditRequest, AuditResponse } from './types';
+import type { AuditAuth, AuditLine, AuditRequest, AuditResponse } from '../types';
 
 /** Values a reader of the audit log must never see in clear unless the device logs raw. */
 export const SECRETS = {

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import type { HttpResult } from './pipeline';
+import type { HttpResult } from './exchange';
 
 /**
  * The page may load scripts, styles and images from this origin only and talk to this origin's API
@@ -27,7 +27,7 @@ const HASHED = 'public, max-age=31536000, immutable';
 const FRESH = 'no-cache';
 
 /** Where the built UI lies in a compiled tree (dist/ui beside dist/libs), from this file's place. */
-export const DEFAULT_UI_DIRECTORY = path.resolve(__dirname, '../../../../ui');
+export const DEFAULT_UI_DIRECTORY = path.resolve(__dirname, '../../../ui');
 
 /**
  * The web UI's built files, read once at start (a few hundred KB), served under /ui/. A path that

@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import { Duplex } from 'node:stream';
 import type { JsonBody } from '@svc/http';
 import type { HeaderList } from './headers';
-import { jsonError, type HttpResult } from './pipeline';
+import { jsonError, type HttpResult } from './exchange';
 
 /**
  * Node's HTTP parser (llhttp) knows a fixed set of methods and rejects `LIST`, which the API uses.

@@ -5,7 +5,7 @@ import type { JsonBody } from '@svc/http';
 import { bindListener, type BoundListener, type ListenerContext } from './listeners';
 import type { HeaderList } from './headers';
 import { onParseError, refuseConnection, requestMethod, responseBegun, type Connection } from './list-method';
-import { isUploadRequest, jsonError, type HttpRequest, type HttpResult } from './pipeline';
+import { isUploadRequest, jsonError, type HttpRequest, type HttpResult } from './exchange';
 import type { HttpHandler } from './service-health';
 
 /**

@@ -2,7 +2,7 @@ import type { Operation } from '@svc/framework';
 import { parseBool, parseDuration } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import type { JsonLimits } from '@svc/config';
-import type { HttpRequest } from './pipeline';
+import type { HttpRequest } from './exchange';
 import { exceededJsonLimit } from './json-limits';
 
 export function header(req: HttpRequest, name: string): string | undefined {

@@ -1,18 +1,8 @@
-import { Readable } from 'node:stream';
-import type { Response } from '@svc/framework';
-import { ServiceError } from '@svc/http';
 import type { Metrics } from '@svc/metrics';
 import { header } from './request-parsing';
-import { jsonError, type HttpRequest, type HttpResult } from './pipeline';
+import { jsonError, type HttpRequest, type HttpResult } from './exchange';
 
 export const METRICS_PATH = '/v1/sys/metrics';
-
-/** sys/metrics in `format` (the `format` parameter; see Metrics.render) as an engine's response. */
-export async function metricsResponse(metrics: Metrics, format: string, accept: string | undefined): Promise<Response> {
-  const answer = await metrics.render(format, accept);
-  if (!answer.ok) throw ServiceError.badRequest(answer.error);
-  return { stream: Readable.from([answer.body]), headers: { 'content-type': answer.contentType, 'content-length': String(Buffer.byteLength(answer.body)) } };
-}
 
 /**
  * sys/metrics answered by a listener itself, without a token (its `telemetry` block's

@@ -1,37 +1,27 @@
-import type { FieldData, FieldMap, FieldSchema, PathDeclaration, Request, Response } from '@svc/framework';
-import { listResponse, responseData } from '@svc/framework';
+import type { FieldData, FieldMap, FieldSchema, MountInfo, PathDeclaration, Request, Response } from '@svc/framework';
+import { listResponse, normalizeMountPath, responseData } from '@svc/framework';
 import { ServiceError } from '@svc/http';
-import { mountStoragePrefix } from '@svc/engine-host';
-import { createView, readJson, writeJson, type Transaction } from '@svc/storage';
-import {
-  associationKey,
-  CONNECTION_FIELDS,
-  currentStatus,
-  defaultGranularity,
-  DESTINATION_TYPES,
-  destinationId,
-  GRANULARITIES,
-  IN_PROGRESS,
-  markAssociated,
-  nameFields,
-  obfuscated,
-  PROVIDER_CALL_DEADLINE_MS,
-  providerSecretName,
-  queueFirstSync,
-  queueKey,
-  queueRemoval,
-  readEntry,
-  SecretNameError,
-  SYNC_KEYS,
-  SyncRecords,
-  type Association,
-  type AssociationMap,
-  type Destination,
-  type DestinationType,
-} from '@svc/sync-model';
-import type { Core } from '../core-parts';
-import type { MountEntry } from '../mounts/mount-table';
-import { normalizeMountPath } from '../mounts/mount-table';
+import { mountStoragePrefix, type EngineReply } from '@svc/engine-host';
+import { createView, readJson, writeJson, type Transaction, type TransactionalStore } from '@svc/storage';
+import { associationKey, DESTINATION_TYPES, destinationId, GRANULARITIES, IN_PROGRESS, PROVIDER_CALL_DEADLINE_MS, SYNC_KEYS, SyncRecords, type Association, type AssociationMap, type Destination, type DestinationType } from './model';
+import { CONNECTION_FIELDS, obfuscated } from './destinations';
+import { currentStatus, markAssociated, queueFirstSync, queueKey, queueRemoval, readEntry } from './outbox';
+import { defaultGranularity, nameFields, providerSecretName, SecretNameError } from './names';
+
+/**
+ * What sys/sync needs of the core (which implements it): the barrier (the sync records, and the
+ * outbox in each KV mount's storage), the secrets mounts of the request's namespace, whether the
+ * caller may read a path, and a read through a mount's engine.
+ */
+export interface SyncPathsDeps {
+  barrier: TransactionalStore;
+  /** The secrets engine mounted at `path` (as mount tables hold it) in the request's namespace. */
+  secretMount(req: Request, path: string): MountInfo | undefined;
+  /** Whether the request's caller may read `path` (a path of the request's namespace). */
+  mayRead(req: Request, path: string): Promise<boolean>;
+  /** Reads `path` of `mount` through the mount's engine, with root's capabilities. */
+  readThrough(req: Request, mount: MountInfo, path: string): Promise<EngineReply>;
+}
 
 /**
  * How long `set` and `remove` wait for the sync worker's first outcome before answering with the
@@ -67,8 +57,8 @@ function connectionSchema(type: DestinationType): FieldMap {
 }
 
 /** sys/sync/*: destinations, their associations with KV version 2 secrets, and the association views. */
-export function syncPaths(core: Core): PathDeclaration[] {
-  const root = createView(core.barrier, '');
+export function syncPaths(deps: SyncPathsDeps): PathDeclaration[] {
+  const root = createView(deps.barrier, '');
   const records = new SyncRecords(root);
 
   const loadDestination = async (type: string, name: string): Promise<Destination> => {
@@ -192,11 +182,11 @@ export function syncPaths(core: Core): PathDeclaration[] {
   };
 
   /** The KV version 2 mount `set` and `remove` name, in the request's namespace. */
-  const kvMount = (req: Request, fields: FieldData): { mount: MountEntry; secretName: string } => {
+  const kvMount = (req: Request, fields: FieldData): { mount: MountInfo; secretName: string } => {
     const mountPath = normalizeMountPath(fields.get<string>('mount'));
     const secretName = fields.get<string>('secret_name').replace(/^\/+|\/+$/g, '');
     if (secretName === '') throw ServiceError.badRequest('field "secret_name" must name a secret');
-    const mount = core.router.namespaceOf(req).secretMounts.get(mountPath);
+    const mount = deps.secretMount(req, mountPath);
     if (!mount) throw ServiceError.badRequest(`no mount at "${mountPath}"`);
     if (mount.type !== 'kv' || mount.options.version !== '2') {
       throw ServiceError.badRequest(`mount "${mountPath}" is not a KV version 2 mount; only KV version 2 secrets can be synced`);
@@ -204,22 +194,15 @@ export function syncPaths(core: Core): PathDeclaration[] {
     return { mount, secretName };
   };
 
-  const requireReadPermission = async (req: Request, mount: MountEntry, secretName: string) => {
-    const denied = ServiceError.forbidden(`permission denied to read the content of the secret ${secretName} in mount ${mount.path}`);
-    const token = req.caller ? (await core.tokens.lookupAccessor(req.caller.tokenAccessor, true))?.entry : undefined;
-    if (!token) throw denied;
-    try {
-      const capabilities = await core.authorizer.capabilities({ token, namespace: core.router.namespaceOf(req), path: `${mount.path}data/${secretName}`, operation: 'read', data: {} });
-      if (!capabilities.has('read') && !capabilities.has('root')) throw denied;
-    } catch (err) {
-      if (err instanceof ServiceError && err.kind === 'permission-denied') throw denied;
-      throw err;
+  const requireReadPermission = async (req: Request, mount: MountInfo, secretName: string) => {
+    if (!(await deps.mayRead(req, `${mount.path}data/${secretName}`))) {
+      throw ServiceError.forbidden(`permission denied to read the content of the secret ${secretName} in mount ${mount.path}`);
     }
   };
 
   /** The secret's current data, read through the KV engine; null when it has no live version. */
-  const readSecret = async (req: Request, mount: MountEntry, secretName: string): Promise<Record<string, unknown> | null> => {
-    const reply = await core.router.dispatch({ kind: 'operation', ...core.router.baseMessage(req), capabilities: ['root'], mount, path: `data/${secretName}`, operation: 'read' });
+  const readSecret = async (req: Request, mount: MountInfo, secretName: string): Promise<Record<string, unknown> | null> => {
+    const reply = await deps.readThrough(req, mount, `data/${secretName}`);
     if (!reply.ok) {
       if (reply.kind === 'not-found') return null;
       throw new ServiceError(reply.kind, reply.errors);
@@ -238,7 +221,7 @@ export function syncPaths(core: Core): PathDeclaration[] {
     }
   };
 
-  const mountView = (mount: MountEntry) => createView(core.barrier, mountStoragePrefix(mount));
+  const mountView = (mount: MountInfo) => createView(deps.barrier, mountStoragePrefix(mount));
 
   const setAssociation = async (req: Request, fields: FieldData): Promise<Response> => {
     const { type, name } = fields.params;
@@ -296,7 +279,7 @@ export function syncPaths(core: Core): PathDeclaration[] {
   const destinationsOfSecret = async (req: Request, mountParam: string, secretParam: string): Promise<Response> => {
     const mountPath = normalizeMountPath(mountParam);
     const secretName = secretParam.replace(/^\/+|\/+$/g, '');
-    const mount = core.router.namespaceOf(req).secretMounts.get(mountPath);
+    const mount = deps.secretMount(req, mountPath);
     const linked = (await records.allAssociations()).filter(({ association }) => mount && association.mount_uuid === mount.uuid && association.secret_name === secretName);
     const destinations = await root.transaction(async (tx) => {
       const found: Record<string, unknown> = {};

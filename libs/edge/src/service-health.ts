@@ -1,7 +1,7 @@
 import { jsonBody, VERSION } from '@svc/http';
 import type { Metrics } from '@svc/metrics';
 import { METRICS_PATH, unauthenticatedMetrics } from './metrics-endpoint';
-import { jsonError, type HttpRequest, type HttpResult } from './pipeline';
+import { jsonError, type HttpRequest, type HttpResult } from './exchange';
 
 /** What the HTTP front needs of whatever answers requests. */
 export interface HttpHandler {
