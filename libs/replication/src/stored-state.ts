@@ -1,6 +1,6 @@
 import { KeyClassifier, LOCAL_MOUNT_TABLES } from '@svc/replication-log';
 import type { StorageView } from '@svc/storage';
-import { REPLICATION_STORAGE_PREFIX, replicationStateKey } from './replication';
+import { REPLICATION_STORAGE_PREFIX, replicationStateKey } from './mode-state';
 import type { ReplicationState } from './types';
 
 /** How long a reading of the state is used before it is read again. */
