@@ -12,7 +12,7 @@ import {
   NOT_YET_APPLIED,
   writeHereOrOnPrimary,
 } from './forwarding';
-import type { Dispatcher } from './request-handler';
+import type { Dispatcher } from '../routing/router';
 
 const mount = testMount('kv');
 

@@ -2,7 +2,7 @@ import type { EngineReply, EngineRequest } from '@svc/engine-host';
 import type { Caller, Capability, MountInfo, Operation, Response } from '@svc/framework';
 import { errorOf, ServiceError, type ErrorKind } from '@svc/http';
 import type { ForwardCall, ForwardedAnswer } from '@svc/replication';
-import type { Dispatcher } from './request-handler';
+import type { Dispatcher } from '../routing/router';
 
 /**
  * Vault's consistency headers under this service's prefix: the primary's log index a forwarded

@@ -1,6 +1,6 @@
 import type { AuditAuth, AuditBroker, AuditRequestEntry, AuditResponse } from '@svc/audit';
 import type { EngineReply, EngineRequest } from '@svc/engine-host';
-import { addressAllowed, responseData, type Capability, type Caller, type IssuedToken, type MountInfo, type Operation, type Response } from '@svc/framework';
+import { addressAllowed, responseData, type Capability, type Caller, type IssuedToken, type MountInfo, type Response } from '@svc/framework';
 import { errorOf, ServiceError } from '@svc/http';
 import type { Timer } from '@svc/metrics';
 import type { Authorizer } from '../access/authorizer';
@@ -9,6 +9,7 @@ import type { CoreState } from '../seal/seal-lifecycle';
 import type { LeaseLifecycle } from '../leases/lease-lifecycle';
 import { SYSTEM_MOUNT } from '../mounts/system-mount';
 import type { Namespace, Route } from '../namespaces/namespace';
+import type { Dispatcher, RequestRouter, Routed } from '../routing/router';
 import { remainingTtl, type TokenEntry, type TokenStore } from '../tokens/token-store';
 import type { ResponseWrapper } from '../wrapping/response-wrapper';
 import { drSecondaryRefusal, servedOnDrSecondary } from './dr-secondary-gate';
@@ -31,27 +32,6 @@ export interface ReplicaContact {
   catchUp(): Promise<void>;
   readonly hasPending: boolean;
   flush(): Promise<void>;
-}
-
-/** The namespace a full path falls in, the path inside it, and the mount serving it. */
-type Routed = { namespace: Namespace; path: string; route?: Route };
-
-export interface RequestRouter {
-  /** The namespace a full path falls in, and the mount serving the rest of it. */
-  route(fullPath: string): Routed;
-  /** Whether a mount type runs in this process (its engine is given the token value and the headers). */
-  isCoreEngine(mount: MountInfo): boolean;
-  /** Whether an operation is a login to an auth method of this process (outside the ACL). */
-  isLogin(mount: MountInfo, path: string, operation: Operation): boolean;
-  /** Whether a sys/ operation is declared unauthenticated (outside the ACL; a token sent still names the caller). */
-  isUnauthenticatedSystem(path: string, operation: Operation): boolean;
-}
-
-export interface Dispatcher {
-  /** An operation on a mount, to the engine that owns the mount type (in process or over the bus). */
-  dispatch(message: EngineRequest): Promise<EngineReply>;
-  /** An operation on sys/, which is served in every seal state. */
-  handleSystem(message: EngineRequest): Promise<EngineReply>;
 }
 
 /** What the request path uses of each component of the core. */

@@ -8,10 +8,31 @@ import { ServiceWatch } from '../cluster/service-watch';
 import { SYSTEM_MOUNT } from '../mounts/system-mount';
 import type { Namespace, Route } from '../namespaces/namespace';
 import type { NamespaceRegistry } from '../namespaces/registry';
-import type { Dispatcher, RequestRouter } from '../request/request-handler';
 
 const SERVICE_UNSEAL_RETRIES = 40;
 const SERVICE_UNSEAL_RETRY_MS = 50;
+
+/** The namespace a full path falls in, the path inside it, and the mount serving it. */
+export type Routed = { namespace: Namespace; path: string; route?: Route };
+
+/** What the request path asks of the router. */
+export interface RequestRouter {
+  /** The namespace a full path falls in, and the mount serving the rest of it. */
+  route(fullPath: string): Routed;
+  /** Whether a mount type runs in this process (its engine is given the token value and the headers). */
+  isCoreEngine(mount: MountInfo): boolean;
+  /** Whether an operation is a login to an auth method of this process (outside the ACL). */
+  isLogin(mount: MountInfo, path: string, operation: Operation): boolean;
+  /** Whether a sys/ operation is declared unauthenticated (outside the ACL; a token sent still names the caller). */
+  isUnauthenticatedSystem(path: string, operation: Operation): boolean;
+}
+
+export interface Dispatcher {
+  /** An operation on a mount, to the engine that owns the mount type (in process or over the bus). */
+  dispatch(message: EngineRequest): Promise<EngineReply>;
+  /** An operation on sys/, which is served in every seal state. */
+  handleSystem(message: EngineRequest): Promise<EngineReply>;
+}
 
 /** Whatever serves operations on mounts: an engine host, a plugin host. */
 export interface OperationHandler {
@@ -52,7 +73,7 @@ export class Router implements RequestRouter, Dispatcher {
   }
 
   /** The namespace a full path falls in, and the mount serving the rest of it. */
-  route(fullPath: string): { namespace: Namespace; path: string; route?: Route } {
+  route(fullPath: string): Routed {
     const { namespace, path } = this.deps.namespaces.resolve(fullPath);
     return { namespace, path, route: namespace.route(path) };
   }
