@@ -287,6 +287,8 @@ async function serveMessage(backend: Backend, message: Exclude<EngineRequest, { 
   switch (message.kind) {
     case 'help':
       return { ok: true, help: backend.help(message.path) };
+    case 'logins':
+      return { ok: true, logins: backend.logins() };
     case 'renew':
       return { ok: true, response: await backend.renewSecret(req, message.secretType, message.internalData) };
     case 'renew-auth':

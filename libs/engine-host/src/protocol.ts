@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import type { AuthResponse, Capability, Caller, MountInfo, Operation, Response } from '@svc/framework';
+import type { AuthResponse, Capability, Caller, LoginDeclaration, MountInfo, Operation, Response } from '@svc/framework';
 import type { ErrorKind } from '@svc/http';
 
 /**
@@ -9,6 +9,8 @@ import type { ErrorKind } from '@svc/http';
 export type EngineRequest =
   | ({ kind: 'operation' } & OperationFields)
   | ({ kind: 'help' } & OperationFields)
+  /** Which of the mount's operations are logins (its `LoginDeclaration`), for a gateway that does not run it. */
+  | ({ kind: 'logins' } & OperationFields)
   | ({ kind: 'periodic' } & OperationFields)
   | ({ kind: 'renew' | 'revoke'; secretType: string; internalData: Record<string, unknown> } & OperationFields)
   /** A token from a login at this auth mount is being renewed: the method re-checks its `auth`. */
@@ -36,7 +38,7 @@ export interface OperationFields {
 }
 
 export type EngineReply =
-  | { ok: true; response?: Response; help?: { help: string; openapi: unknown } }
+  | { ok: true; response?: Response; help?: { help: string; openapi: unknown }; logins?: LoginDeclaration }
   | { ok: false; kind: ErrorKind; errors: string[] };
 
 /** Subjects carry the cluster's prefix (bus `subject_prefix`) so clusters sharing NATS stay apart. */

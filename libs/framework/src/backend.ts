@@ -1,3 +1,4 @@
+import { loginDeclaration, type LoginDeclaration } from './login-paths';
 import { ServiceError } from '@svc/http';
 import { createFieldData, unknownFields, unknownFieldsWarning } from './fields';
 import { mountHelp, pathHelp, pathsIndex } from './help';
@@ -113,6 +114,11 @@ export class Backend {
   operationInfo(path: string, operation: PathOperation): ResolvedOperation | null {
     const route = this.match(path);
     return route ? resolveOperation(route.declaration, operation) : null;
+  }
+
+  /** Its patterns with the operations each declares unauthenticated, for a gateway that does not run it. */
+  logins(): LoginDeclaration {
+    return loginDeclaration(this.routes.map(({ pattern, declaration }) => ({ pattern: pattern.source, declaration })));
   }
 
   /** The declaration's lifecycle hooks; a backend that declares none has nothing to do. */

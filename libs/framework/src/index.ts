@@ -54,3 +54,4 @@ export {
   type TokenType,
 } from './token-fields';
 export { normalizeMountPath } from './mount-path';
+export { LoginPaths, loginDeclaration, type LoginDeclaration } from './login-paths';

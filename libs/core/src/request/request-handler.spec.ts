@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { MemoryBus } from '@svc/bus';
 import { devConfig } from '@svc/config';
-import { GATEWAY, type BackendFactory } from '@svc/engine-host';
+import { EngineHost, GATEWAY, type BackendFactory } from '@svc/engine-host';
 import { Backend, type Operation, type Response } from '@svc/framework';
 import { ServiceError, type ErrorKind } from '@svc/http';
 import { MemoryLockManager } from '@svc/locks';
@@ -18,6 +18,9 @@ import type { RequestHandler } from './request-handler';
 /** Credentials a test engine issued and revoked: what its external system would have seen. */
 const issued: string[] = [];
 const revoked: string[] = [];
+
+/** The engine service that runs the `service-login` auth method. */
+const LOGIN_SERVICE = 'logins';
 
 /** The least key/value engine: what the core mounts at secret/ (type kv) on first unseal. */
 const keyValueBackend: BackendFactory = (_mount, { storage }) => {
@@ -115,7 +118,8 @@ function openLoginBackend(): Backend {
 }
 
 function newCore(): Core {
-  return composeCore({
+  const localServices = new Map<string, EngineHost>();
+  const core = composeCore({
     config: devConfig(),
     physical: new InmemPhysical(),
     bus: new MemoryBus(),
@@ -125,10 +129,14 @@ function newCore(): Core {
       { type: 'kv', table: 'secret', runsIn: GATEWAY, factory: keyValueBackend },
       { type: 'leasing', table: 'secret', runsIn: GATEWAY, factory: leasingBackend },
       { type: 'open-login', table: 'auth', runsIn: GATEWAY, factory: openLoginBackend },
+      { type: 'service-login', table: 'auth', runsIn: LOGIN_SERVICE, factory: openLoginBackend },
     ],
-    localServices: new Map(),
+    localServices,
     metrics: new Metrics({ ...DEFAULT_TELEMETRY, disableHostname: true }),
   });
+  // An auth method run by an engine service, which the all-in-one process hosts beside the core.
+  localServices.set(LOGIN_SERVICE, new EngineHost(LOGIN_SERVICE, { 'service-login': openLoginBackend }, core.barrier, { locks: new MemoryLockManager(), logger: pino({ level: 'silent' }) }));
+  return core;
 }
 
 let requests = 0;
@@ -193,6 +201,15 @@ describe('RequestHandler', () => {
       await call('update', 'sys/auth/open', { data: { type: 'open-login' } });
       expect(responseOf(await handler.handle(request('update', 'auth/open/login'))).data).toEqual({ welcome: true });
       expect((await failure(handler.handle(request('read', 'auth/open/closed')))).kind).toBe('permission-denied');
+    });
+
+    it('ignores a token sent with a login to an auth method of an engine service, as to one of the gateway', async () => {
+      await call('update', 'sys/auth/svc', { data: { type: 'service-login' } });
+      const limited = await tokenWith({ policies: ['default'] });
+      expect(responseOf(await handler.handle(request('update', 'auth/svc/login', { token: limited }))).data).toEqual({ welcome: true });
+      expect(responseOf(await handler.handle(request('update', 'auth/svc/login', { token: 'no-longer-valid' }))).data).toEqual({ welcome: true });
+      expect((await failure(handler.handle(request('read', 'auth/svc/closed', { token: limited })))).kind).toBe('permission-denied');
+      expect((await failure(handler.handle(request('read', 'auth/svc/closed', { token: 'no-longer-valid' })))).kind).toBe('permission-denied');
     });
 
     it('answers a path no mount serves as unsupported, before looking at the token', async () => {

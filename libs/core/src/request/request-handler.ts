@@ -8,7 +8,7 @@ import type { Logins } from '../auth/logins';
 import type { CoreState } from '../seal/seal-lifecycle';
 import type { LeaseLifecycle } from '../leases/lease-lifecycle';
 import { SYSTEM_MOUNT } from '../mounts/system-mount';
-import type { Namespace, Route } from '../namespaces/namespace';
+import type { Namespace } from '../namespaces/namespace';
 import type { Dispatcher, RequestRouter, Routed } from '../routing/router';
 import { remainingTtl, type TokenEntry, type TokenStore } from '../tokens/token-store';
 import type { ResponseWrapper } from '../wrapping/response-wrapper';
@@ -136,22 +136,24 @@ export class RequestHandler {
   }
 
   private routeInContact(req: LogicalRequest): Promise<LogicalResult> {
-    const { router, tokens } = this.deps;
-    const routed = router.route(req.path);
+    const routed = this.deps.router.route(req.path);
     const authRoute = routed.route && routed.path.startsWith('auth/') ? routed.route : undefined;
-    // A login ignores a token sent with it, as Vault does on its unauthenticated paths.
-    const tokenValue = authRoute && router.isLogin(authRoute.mount, authRoute.path, req.operation) ? undefined : req.token;
-    const token = tokenValue ? tokens.cached(tokenValue) : null;
-    if (token === undefined) return tokens.lookup(tokenValue!).then((found) => this.withToken(req, routed, authRoute, tokenValue, found));
-    return this.withToken(req, routed, authRoute, tokenValue, token);
+    const login = authRoute ? this.deps.router.isLogin(authRoute.mount, authRoute.path, req.operation) : false;
+    if (typeof login !== 'boolean') return login.then((isLogin) => this.withLoginKnown(req, routed, isLogin));
+    return this.withLoginKnown(req, routed, login);
   }
 
-  private withToken(req: LogicalRequest, { namespace, path, route }: Routed, authRoute: Route | undefined, sent: string | undefined, token: TokenEntry | null): Promise<LogicalResult> {
+  private withLoginKnown(req: LogicalRequest, routed: Routed, login: boolean): Promise<LogicalResult> {
+    const { tokens } = this.deps;
+    // A login ignores a token sent with it, as Vault does on its unauthenticated paths.
+    const tokenValue = login ? undefined : req.token;
+    const token = tokenValue ? tokens.cached(tokenValue) : null;
+    if (token === undefined) return tokens.lookup(tokenValue!).then((found) => this.withToken(req, routed, tokenValue, found));
+    return this.withToken(req, routed, tokenValue, token);
+  }
+
+  private withToken(req: LogicalRequest, { namespace, path, route }: Routed, tokenValue: string | undefined, token: TokenEntry | null): Promise<LogicalResult> {
     const { router } = this.deps;
-    let tokenValue = sent;
-    // An auth method in an engine service knows which of its operations are logins: a token that is
-    // no longer valid is dropped, and the service answers only its logins without one.
-    if (tokenValue && !token && authRoute && !router.isCoreEngine(authRoute.mount)) tokenValue = undefined;
     if (tokenValue && !token) throw ServiceError.forbidden();
     if (token?.boundCidrs && !addressAllowed(token.boundCidrs, req.remoteAddress)) throw ServiceError.forbidden();
     const ctx: Context = { req: tokenValue === req.token ? req : { ...req, token: undefined }, namespace, path, token };

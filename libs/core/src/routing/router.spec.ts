@@ -241,8 +241,27 @@ describe('Router', () => {
       expect(f.router.isLogin(f.mounts.userpass, 'login/alice', 'update')).toBe(true);
       expect(f.router.isLogin(f.mounts.userpass, 'login/alice', 'help')).toBe(false);
       expect(f.router.isLogin(f.mounts.userpass, 'closed', 'read')).toBe(false);
-      // A service's engine may declare open paths, but its requests carry no login for the gateway to make.
-      expect(f.router.isLogin(f.mounts.transit, 'open', 'update')).toBe(false);
+    });
+
+    it('asks a backend of another process for its declaration once per mount and options, then answers from it', async () => {
+      const received = serveRemote(f.bus, { ok: true, logins: answering(REMOTE, 'login/:role').logins() });
+      expect(await f.router.isLogin(f.mounts.transit, 'login/web', 'update')).toBe(true);
+      // Known from now on: answered at once, as for a backend of this process.
+      expect(f.router.isLogin(f.mounts.transit, 'login/web', 'read')).toBe(false);
+      expect(f.router.isLogin(f.mounts.transit, 'closed', 'read')).toBe(false);
+      expect(f.router.isLogin(f.mounts.transit, 'login/web', 'help')).toBe(false);
+      expect(received.map(({ kind, mount }) => [kind, mount.uuid])).toEqual([['logins', f.mounts.transit.uuid]]);
+      // A tune of its options builds the backend anew, which may declare otherwise.
+      expect(await f.router.isLogin({ ...f.mounts.transit, options: { version: '2' } }, 'login/web', 'update')).toBe(true);
+      expect(received).toHaveLength(2);
+    });
+
+    it("asks a plugin through the plugin host, and asks again after a failed fetch", async () => {
+      expect(await f.router.isLogin(f.mounts.plugin, 'anything', 'update')).toBe(false);
+      expect(f.plugins.received.map(({ kind }) => kind)).toEqual(['logins']);
+      expect(await refusal(Promise.resolve(f.router.isLogin(f.mounts.transit, 'login/web', 'update')))).toEqual({ status: 503, message: 'service "crypto" is unavailable (no-responders)' });
+      serveRemote(f.bus, { ok: true, logins: answering(REMOTE, 'login/:role').logins() });
+      expect(await f.router.isLogin(f.mounts.transit, 'login/web', 'update')).toBe(true);
     });
 
     it('knows the unauthenticated sys/ operations', () => {

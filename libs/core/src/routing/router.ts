@@ -1,6 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { BusUnavailableError, decodeJson, encodeJson, type Bus } from '@svc/bus';
 import { GATEWAY, mountStoragePrefix, serviceSubject, type EngineHost, type EngineRegistry, type EngineReply, type EngineRequest, type OperationFields } from '@svc/engine-host';
-import type { MountInfo, Operation, Request } from '@svc/framework';
+import { LoginPaths, type MountInfo, type Operation, type Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
 import type { Timer } from '@svc/metrics';
 import type { Barrier } from '@svc/storage';
@@ -21,8 +22,11 @@ export interface RequestRouter {
   route(fullPath: string): Routed;
   /** Whether a mount type runs in this process (its engine is given the token value and the headers). */
   isCoreEngine(mount: MountInfo): boolean;
-  /** Whether an operation is a login to an auth method of this process (outside the ACL). */
-  isLogin(mount: MountInfo, path: string, operation: Operation): boolean;
+  /**
+   * Whether an operation is a login to an auth method (outside the ACL), by the method's own
+   * declaration; a promise the first time a method that runs elsewhere is asked about.
+   */
+  isLogin(mount: MountInfo, path: string, operation: Operation): boolean | Promise<boolean>;
   /** Whether a sys/ operation is declared unauthenticated (outside the ACL; a token sent still names the caller). */
   isUnauthenticatedSystem(path: string, operation: Operation): boolean;
 }
@@ -63,6 +67,11 @@ export interface RouterDeps {
  */
 export class Router implements RequestRouter, Dispatcher {
   private readonly services: ServiceWatch;
+  /**
+   * The login declarations of mounts whose backends run elsewhere (an engine service, a plugin
+   * process), by mount and options (a tune builds the backend anew), fetched on first use.
+   */
+  private readonly remoteLogins = new Map<string, LoginPaths | Promise<LoginPaths>>();
 
   constructor(private readonly deps: RouterDeps) {
     this.services = new ServiceWatch(deps.bus, deps.subjectPrefix);
@@ -113,11 +122,29 @@ export class Router implements RequestRouter, Dispatcher {
   }
 
   /**
-   * Whether a request is a login to an auth method of this process: it is outside the ACL, and a
-   * token sent with it is ignored, as Vault ignores one on its unauthenticated paths.
+   * Whether a request is a login to an auth method: it is outside the ACL, and a token sent with it
+   * is ignored, as Vault ignores one on its unauthenticated paths. The method's declaration says,
+   * wherever it runs: a method of another process is asked for its declaration once.
    */
-  isLogin(mount: MountInfo, path: string, operation: Operation): boolean {
-    return operation !== 'help' && this.isCoreEngine(mount) && this.deps.coreEngines.isUnauthenticated(mount, path, operation);
+  isLogin(mount: MountInfo, path: string, operation: Operation): boolean | Promise<boolean> {
+    if (operation === 'help') return false;
+    if (this.isCoreEngine(mount)) return this.deps.coreEngines.isUnauthenticated(mount, path, operation);
+    const key = `${mount.uuid} ${JSON.stringify(mount.options ?? {})}`;
+    const known = this.remoteLogins.get(key) ?? this.fetchLogins(key, mount);
+    return known instanceof LoginPaths ? known.isLogin(path, operation) : known.then((logins) => logins.isLogin(path, operation));
+  }
+
+  private fetchLogins(key: string, mount: MountInfo): Promise<LoginPaths> {
+    const fetched = this.dispatch({ kind: 'logins', requestId: randomUUID(), mount, path: '', operation: 'read', data: {}, headers: {}, capabilities: [] }).then((reply) => {
+      if (!reply.ok) throw new ServiceError(reply.kind, reply.errors);
+      const logins = new LoginPaths(reply.logins ?? []);
+      this.remoteLogins.set(key, logins);
+      return logins;
+    });
+    this.remoteLogins.set(key, fetched);
+    // A failure (the service unreachable) is that request's answer; the next one asks again.
+    fetched.catch(() => this.remoteLogins.delete(key));
+    return fetched;
   }
 
   isUnauthenticatedSystem(path: string, operation: Operation): boolean {
