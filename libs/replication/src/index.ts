@@ -8,3 +8,4 @@ export * from './wal-wire';
 export * from './log-shipper';
 export * from './log-follower';
 export * from './stored-state';
+export * from './sys-paths';

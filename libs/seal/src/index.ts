@@ -12,3 +12,4 @@ export * from './pkcs11-seal';
 export * from './migration';
 export * from './primary-unseal-progress';
 export * from './share-verifier';
+export * from './share-generation-paths';

@@ -19,3 +19,4 @@ export * from './stores';
 export * from './replication-clusters';
 export * from './raw-http';
 export * from './temporary-directory';
+export * from './share-generation';

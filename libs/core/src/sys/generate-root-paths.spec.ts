@@ -2,12 +2,13 @@ import { Backend } from '@svc/framework';
 import { decodeOtpToken } from '@svc/sdk';
 import { ShamirSeal } from '@svc/seal';
 import { InmemPhysical, createView } from '@svc/storage';
-import { MountedBackend, mountStorage, refusal, testMount } from '@svc/testing';
+import { generationNotStarted, MountedBackend, mountStorage, refusal, testMount } from '@svc/testing';
 import { generateKey } from 'openpgp';
 import { KeyCeremonies } from '../seal/key-ceremonies';
-import { notStartedGeneration } from '../testing/fixtures';
 import { SERVICE_TOKEN_LENGTH } from '../tokens/token-store';
 import { generateRootPaths } from './generate-root-paths';
+
+const notStartedGeneration = generationNotStarted(SERVICE_TOKEN_LENGTH);
 
 const ROOT_TOKEN = 'svs.'.padEnd(SERVICE_TOKEN_LENGTH, 'r');
 

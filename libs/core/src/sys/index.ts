@@ -16,10 +16,10 @@ import { counterPaths } from './counter-paths';
 import { internalUiPaths } from './internal-ui-paths';
 import { syncPaths } from '@svc/sync-model';
 import { syncPort } from './sync-port';
-import { snapshotPaths } from './snapshot-paths';
+import { snapshotPaths } from '@svc/snapshot';
 import { pluginPaths } from './plugin-paths';
 import { metricsPaths } from './metrics-paths';
-import { replicationPaths } from './replication-paths';
+import { replicationPaths } from '@svc/replication';
 
 const SYSTEM_HELP = `The system backend: initialization and seal management, rekey and root token
 generation, mounts of secrets engines and auth methods, policies, namespaces, leases, response

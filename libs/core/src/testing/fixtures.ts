@@ -1,7 +1,6 @@
 /** Fixtures the core's unit specs share. */
-import type { GenerateRootStatus } from '@svc/seal';
 import type { LeaseEntry } from '../leases/lease';
-import { nowSeconds, SERVICE_TOKEN_LENGTH, type TokenEntry } from '../tokens/token-store';
+import { nowSeconds, type TokenEntry } from '../tokens/token-store';
 
 /** A service token of `namespace` (the root by default) with these policies, made by auth/token/create, that never expires. */
 export function tokenEntry(policies: string[], namespace = '', changes: Partial<TokenEntry> = {}): TokenEntry {
@@ -47,17 +46,3 @@ export function leaseEntry(leaseId: string, changes: Partial<LeaseEntry> = {}): 
     ...changes,
   };
 }
-
-/** The status of a root token generation (or a DR operation token's) not started, with a threshold of 2. */
-export const notStartedGeneration: GenerateRootStatus = {
-  started: false,
-  nonce: '',
-  progress: 0,
-  required: 2,
-  encoded_token: '',
-  encoded_root_token: '',
-  pgp_fingerprint: '',
-  otp: '',
-  otp_length: SERVICE_TOKEN_LENGTH,
-  complete: false,
-};

@@ -1,9 +1,11 @@
 import { envelope } from '@svc/http';
 import type { FieldData, FieldMap, OperationDeclaration, PathDeclaration } from '@svc/framework';
-import { DEFAULT_SECONDARY_TOKEN_TTL, REPLICATION_MODES, type Replication, type ReplicationMode } from '@svc/replication';
-import { shareGenerationPaths, type ShareGeneration } from './generate-root-paths';
+import { shareGenerationPaths, type ShareGeneration } from '@svc/seal';
+import { DEFAULT_SECONDARY_TOKEN_TTL } from './primary-operations';
+import type { Replication } from './replication';
+import { REPLICATION_MODES, type ReplicationMode } from './types';
 
-/** What the replication paths use of the core. */
+/** What the sys/replication paths need of the core: its replication and the DR operation token's generation. */
 export interface ReplicationPathsDeps {
   replication: Pick<
     Replication,

@@ -1,10 +1,11 @@
 import { Backend, type Operation } from '@svc/framework';
 import { ServiceError, type WrapInfo } from '@svc/http';
-import { checkPathsFilter, type PathsFilter, type ReplicationMode, type SecondaryEnableRequest, type UpdatePrimaryRequest } from '@svc/replication';
 import type { GenerateRootStatus } from '@svc/seal';
-import { MountedBackend, mountStorage, refusal, testMount } from '@svc/testing';
-import { notStartedGeneration } from '../testing/fixtures';
-import { replicationPaths, type ReplicationPathsDeps } from './replication-paths';
+import { generationNotStarted, MountedBackend, mountStorage, refusal, testMount } from '@svc/testing';
+import type { SecondaryEnableRequest, UpdatePrimaryRequest } from './host';
+import { checkPathsFilter } from './paths-filter';
+import { replicationPaths, type ReplicationPathsDeps } from './sys-paths';
+import type { PathsFilter, ReplicationMode } from './types';
 
 type Body = Record<string, unknown>;
 
@@ -89,7 +90,7 @@ class FakeReplication implements ReplicationOperations {
   }
 }
 
-const GENERATION_STATUS: GenerateRootStatus = { ...notStartedGeneration, started: true, nonce: 'generation-nonce' };
+const GENERATION_STATUS: GenerateRootStatus = { ...generationNotStarted(28), started: true, nonce: 'generation-nonce' };
 
 describe('sys/replication', () => {
   let replication: FakeReplication;

@@ -3,10 +3,11 @@ import { once } from 'node:events';
 import { Readable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
 import { Backend } from '@svc/framework';
-import { CONFIG_PREFIX, STATUS_PREFIX, createSnapshot } from '@svc/snapshot';
+import { createSnapshot } from './archive';
+import { CONFIG_PREFIX, STATUS_PREFIX } from './config';
 import { Barrier, InmemPhysical, Keyring, createView, type StorageView } from '@svc/storage';
 import { MountedBackend, engineRequest, mountStorage, refusal, testMount } from '@svc/testing';
-import { snapshotPaths } from './snapshot-paths';
+import { snapshotPaths } from './sys-paths';
 
 const CONFIG = 'storage/raft/snapshot-auto/config/';
 const LOCAL = { interval: '1h', path_prefix: '/var/backups', storage_type: 'local', local_max_space: 1_000_000 };

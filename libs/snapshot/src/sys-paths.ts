@@ -1,15 +1,21 @@
 import { createReadStream } from 'node:fs';
 import { listResponse, type FieldMap, type PathDeclaration, type Request } from '@svc/framework';
 import { ServiceError } from '@svc/http';
-import { CONFIG_PREFIX, NO_STATUS, STATUS_PREFIX, STORAGE_TYPES, checkConfig, publicConfig, type SnapshotConfig, type SnapshotStatus } from '@svc/snapshot';
+import type { Readable } from 'node:stream';
 import { createView, type TransactionalStore } from '@svc/storage';
-import type { StorageReplacement } from '../snapshots/storage-replacement';
+import type { SnapshotFile } from './archive';
+import { CONFIG_PREFIX, NO_STATUS, STATUS_PREFIX, STORAGE_TYPES, checkConfig, publicConfig, type SnapshotConfig, type SnapshotStatus } from './config';
 
-/** What the snapshot paths use of the core. */
+/** What the sys/storage/raft/snapshot* paths need of the core, which implements it. */
 export interface SnapshotPathsDeps {
   /** Where the automated snapshots' configurations and status live (the barrier). */
   barrier: TransactionalStore;
-  snapshots: Pick<StorageReplacement, 'save' | 'restore'>;
+  snapshots: {
+    /** An archive of the whole storage as of now. */
+    save(): Promise<SnapshotFile>;
+    /** Replaces the storage with an archive's (`force`: one of another installation). */
+    restore(body: Readable, force: boolean): Promise<void>;
+  };
 }
 
 /** Required fields (interval, path_prefix, storage_type, the type's own) are checked on the stored configuration merged with the request, so an update may send only what changes. */
