@@ -133,7 +133,7 @@ function logicalRequest(req: HttpRequest, id: string, urlPath: string, query: UR
     token: tokenFrom(req),
     wrapTtl: wrapTtlFrom(req),
     remoteAddress: req.remoteAddress,
-    headers: req.headers,
+    accept: header(req, 'accept'),
     contentType: header(req, 'content-type'),
     body: req.bodyStream,
   };

@@ -43,7 +43,6 @@ function message(operation: EngineRequest['operation'], path: string, extra: Par
     operation,
     path,
     data: {},
-    headers: {},
     caller: { tokenAccessor: 'a', policies: ['p'], entityId: '', displayName: 't', namespace: '', meta: {} },
     capabilities: ['read', 'update', 'create'],
     ...extra,

@@ -310,7 +310,8 @@ function backendRequest(backend: Backend, message: EngineRequest): Request {
     operation: message.operation,
     path: message.path,
     data: message.data,
-    headers: message.headers,
+    wrapTtl: message.wrapTtl,
+    accept: message.accept,
     mount: message.mount,
     caller: message.caller,
     // Unauthenticated operations (init, login) are outside the ACL, as in Vault.

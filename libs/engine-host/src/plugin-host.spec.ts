@@ -29,7 +29,7 @@ describe('PluginHost', () => {
     const requestTimeoutMs = 500;
     const host = new PluginHost(barrier, async () => launch, pino({ level: 'silent' }), { requestTimeoutMs });
     const request = (mountPath: string) =>
-      ({ kind: 'operation', requestId: 'r', mount: testMount('silent', { path: mountPath }), operation: 'read', path: 'x', data: {}, headers: {}, capabilities: ['read'] }) as unknown as EngineRequest;
+      ({ kind: 'operation', requestId: 'r', mount: testMount('silent', { path: mountPath }), operation: 'read', path: 'x', data: {}, capabilities: ['read'] }) as unknown as EngineRequest;
     try {
       // Two mounts, two processes: each request is answered by its own deadline.
       const answers = await Promise.all([host.handle(request('one/')), host.handle(request('two/'))]);

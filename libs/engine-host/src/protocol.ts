@@ -22,7 +22,10 @@ export interface OperationFields {
   operation: Operation;
   path: string;
   data: Record<string, unknown>;
-  headers: Record<string, string | string[] | undefined>;
+  /** Seconds the caller asked answers to be wrapped for. */
+  wrapTtl?: number;
+  /** The media types the client accepts. */
+  accept?: string;
   caller?: Caller;
   capabilities: Capability[];
   remoteAddress?: string;

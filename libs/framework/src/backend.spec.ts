@@ -116,7 +116,6 @@ function request(overrides: Partial<Request> & { caps?: Capability[] }): Request
     operation: 'read',
     path: '',
     data: {},
-    headers: {},
     mount: {
       path: 'keys/',
       type: 'keys',

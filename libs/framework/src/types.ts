@@ -89,8 +89,10 @@ export interface Request {
   path: string;
   /** Raw request data: JSON body merged with query parameters (GET) before coercion. */
   data: Record<string, unknown>;
-  /** HTTP headers (lower-cased names). Sensitive headers are stripped by the gateway. */
-  headers: Record<string, string | string[] | undefined>;
+  /** Seconds the caller asked answers to be wrapped for (sys/wrapping/wrap wraps its data for that long). */
+  wrapTtl?: number;
+  /** The media types the client accepts, most wanted first as it listed them (sys/metrics answers in one). */
+  accept?: string;
   mount: MountInfo;
   caller?: Caller;
   /** Capabilities granted on this path; handlers use them for create-vs-update decisions. */

@@ -36,7 +36,7 @@ function connect(factory: PluginFactory) {
     new Promise<EngineReply>((resolve) => {
       const id = nextId++;
       replies.set(id, resolve);
-      host.send({ type: 'request', id, message: { kind: 'operation', requestId: `r${id}`, mount, operation, path, data, headers: {}, capabilities: ['root'], caller: { tokenAccessor: 'a', policies: ['root'], entityId: '', displayName: 'root', namespace: '', meta: {} } } });
+      host.send({ type: 'request', id, message: { kind: 'operation', requestId: `r${id}`, mount, operation, path, data, capabilities: ['root'], caller: { tokenAccessor: 'a', policies: ['root'], entityId: '', displayName: 'root', namespace: '', meta: {} } } });
     });
   return { physical, request, server, end: () => host.end(), hello: () => hello };
 }

@@ -34,7 +34,6 @@ const request: EngineRequest = {
   operation: 'update',
   path: 'ping',
   data: { n: 7 },
-  headers: {},
   caller: { tokenAccessor: 'a', policies: ['root'], entityId: '', displayName: 't', namespace: '', meta: {} },
   capabilities: ['root'],
 };

@@ -76,7 +76,7 @@ export function engineRequest(
   data: Record<string, unknown> = {},
   capabilities: Capability[] = ['root'],
 ): Request {
-  return { requestId: randomUUID(), operation, path, data, headers: {}, mount, capabilities: new Set(capabilities) };
+  return { requestId: randomUUID(), operation, path, data, mount, capabilities: new Set(capabilities) };
 }
 
 /** Response data as tests read it: JSON whose shape each test asserts. */

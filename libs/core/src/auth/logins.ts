@@ -104,7 +104,6 @@ export class Logins {
       path: '',
       operation: 'update',
       data: { increment },
-      headers: {},
       capabilities: ['root'],
       auth: login.auth,
     });

@@ -128,7 +128,6 @@ export class LeaseLifecycle {
       path: '',
       operation: kind === 'renew' ? 'update' : 'delete',
       data,
-      headers: {},
       capabilities: ['root'],
       secretType: lease.secretType,
       internalData: lease.internalData,

@@ -68,7 +68,7 @@ export class PeriodicFunctions {
       await Promise.all(
         mounts.map(async (mount) => {
           const reply = await deps.router
-            .dispatch({ kind: 'periodic', requestId: randomUUID(), mount, path: '', operation: 'update', data: {}, headers: {}, capabilities: ['root'] })
+            .dispatch({ kind: 'periodic', requestId: randomUUID(), mount, path: '', operation: 'update', data: {}, capabilities: ['root'] })
             .catch((err: unknown) => ({ ok: false as const, kind: 'internal' as const, errors: [describeRequestError(err).type] }));
           if (!reply.ok) deps.logger.warn({ mount: mount.path, kind: reply.kind, errors: reply.errors }, 'periodic function failed');
         }),

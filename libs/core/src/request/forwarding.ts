@@ -75,7 +75,6 @@ export function decodeForwardedRequest(body: Record<string, unknown>, mountOf: (
     operation,
     path: text(body.path, 'path'),
     data: object(body.data, 'data'),
-    headers: {},
     caller: body.caller === null ? undefined : decodeCaller(object(body.caller, 'caller'), strings),
     capabilities: strings(body.capabilities, 'capabilities') as Capability[],
     remoteAddress: text(body.remote_address, 'remote_address') || undefined,

@@ -2,9 +2,6 @@ import type { Readable } from 'node:stream';
 import type { Operation, Response } from '@svc/framework';
 import { envelope, JsonText, type OutgoingEnvelope, type WrapInfo } from '@svc/http';
 
-/** Request headers as the listener received them (lower-case names). */
-export type RequestHeaders = Record<string, string | string[] | undefined>;
-
 /**
  * A request as the core takes it, whatever transport brought it: the HTTP layer builds one from
  * each HTTP request (`http/pipeline.ts`), the request handler serves it.
@@ -20,8 +17,8 @@ export interface LogicalRequest {
   /** Seconds the answer is to be wrapped for (`X-Service-Wrap-TTL`). */
   wrapTtl?: number;
   remoteAddress?: string;
-  /** Handed to the engines in the gateway process only (e.g. sys/wrapping reads the wrap TTL). */
-  headers: RequestHeaders;
+  /** The media types the client accepts (sys/metrics answers in one of them). */
+  accept?: string;
   contentType?: string;
   /** The unparsed body of an upload path (see http/pipeline.ts), handed to gateway engines only. */
   body?: Readable;

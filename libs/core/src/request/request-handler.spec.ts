@@ -141,7 +141,7 @@ function newCore(): Core {
 
 let requests = 0;
 function request(operation: Operation, path: string, options: { token?: string; data?: Record<string, unknown>; wrapTtl?: number; remoteAddress?: string } = {}): LogicalRequest {
-  return { id: `request-${++requests}`, operation, path, data: options.data ?? {}, token: options.token, wrapTtl: options.wrapTtl, remoteAddress: options.remoteAddress, headers: {} };
+  return { id: `request-${++requests}`, operation, path, data: options.data ?? {}, token: options.token, wrapTtl: options.wrapTtl, remoteAddress: options.remoteAddress };
 }
 
 async function failure(promise: Promise<unknown>): Promise<{ kind: ErrorKind; errors: string[] }> {

@@ -13,7 +13,7 @@ import type { Dispatcher, RequestRouter, Routed } from '../routing/router';
 import { remainingTtl, type TokenEntry, type TokenStore } from '../tokens/token-store';
 import type { ResponseWrapper } from '../wrapping/response-wrapper';
 import { drSecondaryRefusal, servedOnDrSecondary } from './dr-secondary-gate';
-import { responseEnvelope, type Lease, type LogicalRequest, type LogicalResult, type RequestHeaders } from './logical';
+import { responseEnvelope, type Lease, type LogicalRequest, type LogicalResult } from './logical';
 
 /** The seal state as the request path sees it. */
 export interface SealState {
@@ -64,7 +64,6 @@ export interface RequestHandlerDeps {
 const UNINITIALIZED_PATHS = new Set(['sys/init', 'sys/seal-status', 'sys/health']);
 const SEALED_PATHS = new Set([...UNINITIALIZED_PATHS, 'sys/unseal', 'sys/leader']);
 
-const NO_HEADERS: RequestHeaders = Object.freeze({});
 const NO_META: Record<string, string> = Object.freeze({}) as Record<string, string>;
 const NO_CAPABILITIES: ReadonlySet<Capability> = new Set();
 
@@ -191,7 +190,6 @@ export class RequestHandler {
       operation: req.operation,
       path: req.path.slice('sys/'.length),
       data: req.data,
-      headers: {},
       capabilities: [],
       remoteAddress: req.remoteAddress,
     });
@@ -315,9 +313,8 @@ function engineRequest(ctx: Context, mount: MountInfo, mountPath: string, capabi
     operation: req.operation,
     path: mountPath,
     data: req.data,
-    // Core engines read request headers (e.g. the wrap TTL); engine services get none, as a
-    // plugin gets none in Vault unless a mount passes some through.
-    headers: inProcess ? req.headers : NO_HEADERS,
+    wrapTtl: req.wrapTtl,
+    accept: req.accept,
     caller,
     capabilities: capabilityList(capabilities),
     remoteAddress: req.remoteAddress,

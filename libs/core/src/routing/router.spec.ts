@@ -96,7 +96,7 @@ async function fixture(): Promise<Fixture> {
 const CALLER: Caller = { tokenAccessor: 'accessor-1', policies: ['default'], entityId: '', displayName: 'token', namespace: '', meta: {} };
 
 function operation(mount: MountInfo, path: string, operation: Operation = 'read'): EngineRequest {
-  return { kind: 'operation', requestId: `request-${path}`, mount, path, operation, data: {}, headers: {}, caller: CALLER, capabilities: ['read', 'update'] };
+  return { kind: 'operation', requestId: `request-${path}`, mount, path, operation, data: {}, caller: CALLER, capabilities: ['read', 'update'] };
 }
 
 /** The remote service: each request it receives is recorded and answered by `reply` (in order, the last one repeated). */
@@ -272,7 +272,7 @@ describe('Router', () => {
   });
 
   it('derives a message from a request: its id, caller and capabilities, nothing of its data', () => {
-    const base = f.router.baseMessage({ requestId: 'r1', operation: 'update', path: 'p', data: { secret: 1 }, headers: { a: 'b' }, mount: f.mounts.kv, caller: CALLER, capabilities: new Set(['update', 'sudo']) });
-    expect(base).toEqual({ requestId: 'r1', data: {}, headers: {}, caller: CALLER, capabilities: ['update', 'sudo'] });
+    const base = f.router.baseMessage({ requestId: 'r1', operation: 'update', path: 'p', data: { secret: 1 }, mount: f.mounts.kv, caller: CALLER, capabilities: new Set(['update', 'sudo']) });
+    expect(base).toEqual({ requestId: 'r1', data: {}, caller: CALLER, capabilities: ['update', 'sudo'] });
   });
 });

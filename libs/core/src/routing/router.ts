@@ -135,7 +135,7 @@ export class Router implements RequestRouter, Dispatcher {
   }
 
   private fetchLogins(key: string, mount: MountInfo): Promise<LoginPaths> {
-    const fetched = this.dispatch({ kind: 'logins', requestId: randomUUID(), mount, path: '', operation: 'read', data: {}, headers: {}, capabilities: [] }).then((reply) => {
+    const fetched = this.dispatch({ kind: 'logins', requestId: randomUUID(), mount, path: '', operation: 'read', data: {}, capabilities: [] }).then((reply) => {
       if (!reply.ok) throw new ServiceError(reply.kind, reply.errors);
       const logins = new LoginPaths(reply.logins ?? []);
       this.remoteLogins.set(key, logins);
@@ -156,7 +156,6 @@ export class Router implements RequestRouter, Dispatcher {
     return {
       requestId: req.requestId,
       data: {},
-      headers: {},
       caller: req.caller,
       capabilities: [...req.capabilities],
     };

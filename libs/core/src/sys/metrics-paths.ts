@@ -22,10 +22,7 @@ export function metricsPaths(core: MetricsPathsDeps): PathDeclaration[] {
       operations: {
         read: {
           summary: 'Read the metrics.',
-          handler: async (req, fields) => {
-            const accept = req.headers.accept;
-            return metricsResponse(core.metrics, fields.get<string>('format'), Array.isArray(accept) ? accept[0] : accept);
-          },
+          handler: (req, fields) => metricsResponse(core.metrics, fields.get<string>('format'), req.accept),
         },
       },
     },

@@ -42,7 +42,7 @@ describe('sys/internal/specs/openapi', () => {
     ]);
     const router = {
       namespaceOf: () => namespace,
-      baseMessage: (req: Request) => ({ requestId: req.requestId, data: {}, headers: {}, caller: req.caller, capabilities: [...req.capabilities] }),
+      baseMessage: (req: Request) => ({ requestId: req.requestId, data: {}, caller: req.caller, capabilities: [...req.capabilities] }),
       // The engines of kv and token answer with their help; the others answer an error.
       dispatch: async (message: EngineRequest): Promise<EngineReply> => {
         asked.push(message);

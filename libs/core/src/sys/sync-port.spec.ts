@@ -35,7 +35,7 @@ describe('the secret sync feature port', () => {
       barrier,
       router: {
         namespaceOf: () => namespaces.root,
-        baseMessage: (req) => ({ requestId: req.requestId, data: {}, headers: {}, caller: req.caller, capabilities: [...req.capabilities] }),
+        baseMessage: (req) => ({ requestId: req.requestId, data: {}, caller: req.caller, capabilities: [...req.capabilities] }),
         dispatch: async (message) => {
           dispatched.push(message);
           return { ok: true, response: { data: { data: { a: 1 } } } };

@@ -1,5 +1,5 @@
 import { envelope, ServiceError } from '@svc/http';
-import { parseDuration, type FieldData, type PathDeclaration, type Request } from '@svc/framework';
+import { type FieldData, type PathDeclaration, type Request } from '@svc/framework';
 import type { Router } from '../routing/router';
 import type { ResponseWrapper } from '../wrapping/response-wrapper';
 
@@ -28,8 +28,7 @@ export function wrappingPaths(core: WrappingPathsDeps): PathDeclaration[] {
         update: {
           summary: 'Wrap data.',
           handler: async (req, f) => {
-            const header = req.headers['x-service-wrap-ttl'];
-            const wrapTtl = header ? parseDuration(String(header)) : DEFAULT_WRAP_TTL;
+            const wrapTtl = req.wrapTtl ?? DEFAULT_WRAP_TTL;
             const info = await core.wrapping.wrap(envelope(req.requestId, { data: f.raw }), wrapTtl, core.router.namespaceOf(req), 'sys/wrapping/wrap');
             return { raw: envelope(req.requestId, { wrap_info: info }) };
           },
