@@ -6,7 +6,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import type { AuthBlock } from '@svc/http';
+import type { AuthBlock } from '@svc/api-contract';
 import { api, eventually, initAndUnseal, startTopology, type Topology, type TopologyKind } from '@svc/testing';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

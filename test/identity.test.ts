@@ -4,7 +4,7 @@
  * user racing through two gateways make one entity.
  */
 import { randomBytes, randomInt } from 'node:crypto';
-import type { AuthBlock } from '@svc/http';
+import type { AuthBlock } from '@svc/api-contract';
 import { api, initAndUnseal, startTopology, type Topology, type TopologyKind } from '@svc/testing';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -1,4 +1,4 @@
-import { runAsMain } from '@svc/http';
+import { runAsMain } from '@svc/api-contract';
 import { runClientCommand } from './commands';
 
 const streams = { stdout: process.stdout, stderr: process.stderr };

@@ -5,7 +5,7 @@
  * mount it with sys/mounts (docs/plugins.md). Its data lives in the host's storage, encrypted there.
  */
 import { Backend, listResponse, type FieldData, type Request } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { runPlugin, type PluginContext } from '@svc/plugin-sdk';
 import type { MountInfo } from '@svc/framework';
 

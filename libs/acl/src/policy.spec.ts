@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { DEFAULT_POLICY_TEXT, parsePolicy, type PathRule } from './index';
 
 /** The 400's messages for a policy that must not parse. */

@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { readPathRules } from './rules';
 import { readPolicySource } from './source';
 import type { Policy } from './types';

@@ -1,5 +1,5 @@
 import { parseDuration } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { compilePattern, patternProblem } from './pattern';
 import { objectsOf, type PolicySource, type RawObject } from './source';
 import type { ParameterConstraints, PathRule, PolicyCapability } from './types';

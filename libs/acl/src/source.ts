@@ -1,5 +1,5 @@
 import { ConfigError, parseHcl } from '@svc/config';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 
 export type RawObject = Record<string, unknown>;
 

@@ -1,7 +1,7 @@
 import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { AuditBroker, FileAuditDevice } from './index';
 import { SECRETS, makeTempDir, readLines, sampleAuth, sampleRequest, sampleResponse } from './testing/fixtures';
 

@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { AuditDevice, AuditLine, AuditRequestEntry, AuditResponseEntry, NonHmacKeys } from './types';
 
 /** Told about a device that failed to write; it gets the error, never the entry. */

@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { FileAuditDevice } from './file-device';
 import type { AuditDevice, AuditDeviceSettings } from './types';
 

@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { ServiceError, type ErrorKind } from '@svc/http';
+import { ServiceError, type ErrorKind } from '@svc/api-contract';
 import { createAuditDevice, FileAuditDevice, type AuditLine } from './index';
 import { SECRETS, makeTempDir, readLines, sampleRequest, sampleResponseLine } from './testing/fixtures';
 

@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { hashStructure, hmacSha256, type HmacFn } from './hash';
 import { AppendFileSink, AuditFileOpenError, discardSink, stdoutSink, type LineSink } from './line-sink';
 import { parseCommonOptions, parseFileModeOption, rejectUnknownOptions, type CommonDeviceOptions } from './options';

@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import type { WrapInfo } from '@svc/http';
+import type { WrapInfo } from '@svc/api-contract';
 import type { AuditAuth, AuditLine, NonHmacKeys } from './types';
 
 /** Turns a sensitive string into its audit form, `hmac-sha256:<hex>`. */

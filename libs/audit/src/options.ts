@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { HashOptions } from './hash';
 
 /** Options every device type accepts. */

@@ -1,4 +1,4 @@
-import type { WrapInfo } from '@svc/http';
+import type { WrapInfo } from '@svc/api-contract';
 
 /** The authentication behind a request, or the one a login response issues. */
 export interface AuditAuth {

@@ -15,7 +15,7 @@ import {
   type Request,
   type Response,
 } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { StorageView } from '@svc/storage';
 import { readRole, resetField, ROLE_FIELDS, roleData, Roles, type Role } from './roles';
 import { SecretIds, type NewSecretId, type SecretIdEntry } from './secret-ids';

@@ -9,7 +9,7 @@ import {
   type FieldMap,
   type TokenSettings,
 } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { StorageView } from '@svc/storage';
 
 /** An approle role as stored (Vault's field names). */

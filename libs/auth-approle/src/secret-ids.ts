@@ -1,5 +1,5 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { StorageView, Transaction } from '@svc/storage';
 
 /** A secret ID as stored: only its HMAC names it, so storage never holds a usable one. */

@@ -1,5 +1,5 @@
 /** Principal ARNs as GetCallerIdentity answers them (Vault's parseIamArn). */
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 
 export interface Principal {
   partition: string;

@@ -5,7 +5,7 @@
  */
 import type * as Ec2Sdk from '@aws-sdk/client-ec2';
 import { callProvider, clientSettings, namingEndpoint } from '@svc/cloud-provider';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { arnMatches } from './arn';
 import type { CloudAuth } from './method';
 import { STS_ROLES, type RoleRecord } from './records';

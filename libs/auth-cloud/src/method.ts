@@ -2,7 +2,7 @@
 import { ProviderClientCache, type ProviderClients } from '@svc/cloud-provider';
 import type { EngineContext } from '@svc/engine-host';
 import type { MountInfo } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { StorageView } from '@svc/storage';
 import { CLIENT_CONFIG, DEFAULT_ENTRY_TTL, DEFAULT_IDENTITY, IDENTITY_CONFIG, ROLES, type ClientConfig, type IdentityConfig, type RoleRecord } from './records';
 

@@ -4,7 +4,7 @@
  * its tag `role_tag` logs in with the tag's narrower settings.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { RoleRecord } from './records';
 
 export interface RoleTag {

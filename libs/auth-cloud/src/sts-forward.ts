@@ -7,7 +7,7 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { parseXML } from '@aws-sdk/xml-builder';
 import { ANSWER_TIMEOUT_MS } from '@svc/cloud-provider';
-import { ServiceError, withDeadline } from '@svc/http';
+import { ServiceError, withDeadline } from '@svc/api-contract';
 
 export interface CallerIdentity {
   arn: string;

@@ -15,7 +15,7 @@ import {
   type MountInfo,
   type TokenSettings,
 } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { parsePasswordPolicy, passwordProblem, PasswordPolicyError } from '@svc/password-policy';
 import { hashPassword, verifyPassword } from './password-hash';
 

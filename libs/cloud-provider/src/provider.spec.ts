@@ -1,4 +1,4 @@
-import { httpStatus, ServiceError } from '@svc/http';
+import { httpStatus, ServiceError } from '@svc/api-contract';
 import { providerCredentials, providerError, providerRegion } from './provider';
 
 describe('provider settings', () => {

@@ -8,7 +8,7 @@
 import type * as IamSdk from '@aws-sdk/client-iam';
 import type * as StsSdk from '@aws-sdk/client-sts';
 import { cloudCredentials, cloudRegion } from '@svc/config';
-import { boundedRequestHandler, ServiceError } from '@svc/http';
+import { boundedRequestHandler, ServiceError } from '@svc/api-contract';
 
 /** What the clients are built from: a mount's stored configuration of its provider access. */
 export interface ProviderConfig {

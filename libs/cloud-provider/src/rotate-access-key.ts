@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { callProvider, ProviderClientCache, type ProviderClients, type ProviderConfig } from './provider';
 
 /**

@@ -22,7 +22,7 @@ import { ReplicationOwnership } from './cluster/replication-ownership';
 import { StoreFollower } from './cluster/store-follower';
 import type { Core } from './core-parts';
 import { createCubbyholeBackend, purgeCubbyholes } from './cubbyhole/cubbyhole-backend';
-import { describeRequestError, envelope } from '@svc/http';
+import { describeRequestError, envelope } from '@svc/api-contract';
 import { createIdentityBackend } from './identity/identity-backend';
 import { IdentityStore, namespaceIdentity } from './identity/identity-store';
 import { ExpirationManager } from './leases/expiration';

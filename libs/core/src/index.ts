@@ -6,4 +6,4 @@ export { RequestHandler, type RequestHandlerDeps } from './request/request-handl
 export { responseEnvelope, type LogicalRequest, type LogicalResult } from './request/logical';
 export { MountTable, type MountEntry } from './mounts/mount-table';
 export { TokenStore, type TokenEntry } from './tokens/token-store';
-export { VERSION } from '@svc/http';
+export { VERSION } from '@svc/api-contract';

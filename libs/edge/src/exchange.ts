@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { JsonLimits } from '@svc/config';
-import { jsonBody, type JsonBody } from '@svc/http';
+import { jsonBody, type JsonBody } from '@svc/api-contract';
 
 /** An HTTP request and answer as the edge's parts exchange them, apart from Node's own types. */
 

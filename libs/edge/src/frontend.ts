@@ -1,7 +1,7 @@
 import * as http from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import type { ListenerConfig } from '@svc/config';
-import type { JsonBody } from '@svc/http';
+import type { JsonBody } from '@svc/api-contract';
 import { bindListener, type BoundListener, type ListenerContext } from './listeners';
 import type { HeaderList } from './headers';
 import { onParseError, refuseConnection, requestMethod, responseBegun, type Connection } from './list-method';

@@ -1,7 +1,7 @@
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { Duplex } from 'node:stream';
-import type { JsonBody } from '@svc/http';
+import type { JsonBody } from '@svc/api-contract';
 import type { HeaderList } from './headers';
 import { jsonError, type HttpResult } from './exchange';
 

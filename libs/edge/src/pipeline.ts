@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Metrics } from '@svc/metrics';
 import type { Operation, Response } from '@svc/framework';
-import { describeRequestError, envelope, envelopeJson, errorOf, httpStatus, ServiceError, UNSUPPORTED_PATH, type OutgoingEnvelope } from '@svc/http';
+import { describeRequestError, envelope, envelopeJson, errorOf, httpStatus, ServiceError, UNSUPPORTED_PATH, type OutgoingEnvelope } from '@svc/api-contract';
 import { responseEnvelope, type LogicalRequest, type LogicalResult, type RequestHandler } from '@svc/core';
 import { METRICS_PATH, unauthenticatedMetrics } from './metrics-endpoint';
 import type { UiAssets } from './ui-assets';

@@ -1,5 +1,5 @@
 import { DEFAULT_JSON_LIMITS } from '@svc/config';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { HttpRequest } from './exchange';
 import { header, wrapTtlFrom } from './request-parsing';
 

@@ -1,6 +1,6 @@
 import type { Operation } from '@svc/framework';
 import { parseBool, parseDuration } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { JsonLimits } from '@svc/config';
 import type { HttpRequest } from './exchange';
 import { exceededJsonLimit } from './json-limits';

@@ -1,4 +1,4 @@
-import { jsonBody, VERSION } from '@svc/http';
+import { jsonBody, VERSION } from '@svc/api-contract';
 import type { Metrics } from '@svc/metrics';
 import { METRICS_PATH, unauthenticatedMetrics } from './metrics-endpoint';
 import { jsonError, type HttpRequest, type HttpResult } from './exchange';

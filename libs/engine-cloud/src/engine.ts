@@ -1,7 +1,7 @@
 /** The state one cloud-credential mount keeps in one service replica, shared by its path handlers. */
 import type { EngineContext } from '@svc/engine-host';
 import type { MountInfo, Request } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { StorageView } from '@svc/storage';
 import { renderUsername, TemplateError } from '@svc/username-template';
 import { ProviderClientCache, type ProviderClients } from '@svc/cloud-provider';

@@ -4,7 +4,7 @@
  * (a new password after rotate-root, an edited URL, a delete) closes and reopens the pool here too.
  */
 import { createHash } from 'node:crypto';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { StorageView } from '@svc/storage';
 import { talkToDatabase } from './errors';
 import { findPlugin, type DatabasePlugin, type PluginDefinition } from './plugins';

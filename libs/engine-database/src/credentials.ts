@@ -4,7 +4,7 @@
  * username, which is the certificate's common name.
  */
 import { createPrivateKey, generateKeyPairSync, randomBytes, webcrypto, X509Certificate, type KeyObject } from 'node:crypto';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { loadX509 } from '@svc/x509';
 import type { CredentialType, PluginCredential } from './plugins';
 import { renderUsername, TemplateError, type TemplateFields } from '@svc/username-template';

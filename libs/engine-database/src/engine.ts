@@ -1,7 +1,7 @@
 /** The state one database mount keeps in one service replica, shared by its path handlers. */
 import type { EngineContext } from '@svc/engine-host';
 import type { FieldData, MountInfo, Request } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { StorageView } from '@svc/storage';
 import { ConnectionRegistry } from './connections';
 import { policyPassword } from './passwords';

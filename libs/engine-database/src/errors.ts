@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { InvalidSettingsError } from './plugins';
 
 const REDACTED = '<redacted>';

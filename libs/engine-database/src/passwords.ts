@@ -1,6 +1,6 @@
 import type { EngineContext } from '@svc/engine-host';
 import type { MountInfo } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { DEFAULT_PASSWORD_POLICY, generatePassword, parsePasswordPolicy, PasswordPolicyError } from '@svc/password-policy';
 
 /**

@@ -1,6 +1,6 @@
 /** When a static role rotates: every `rotation_period`, or at `rotation_schedule` within `rotation_window`. */
 import { CronExpressionParser } from 'cron-parser';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { StaticRoleRecord } from './records';
 
 export const MIN_ROTATION_PERIOD = 5;

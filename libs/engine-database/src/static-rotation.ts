@@ -6,7 +6,7 @@
  * (and working) password alone and is retried.
  */
 import type { MountInfo } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { LockManager } from '@svc/locks';
 import { readJson, writeJson, type StorageView } from '@svc/storage';
 import type { Logger } from 'pino';

@@ -4,7 +4,7 @@ import { Backend, type MountInfo } from '@svc/framework';
 import { testMount } from '@svc/testing';
 import { MemoryLockManager } from '@svc/locks';
 import { Barrier, InmemPhysical, Keyring } from '@svc/storage';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { EngineHost, writableOutsideReadOnlyRequests } from './engine-host';
 import type { EngineRequest } from './protocol';
 import type { BackendFactory } from './registry';

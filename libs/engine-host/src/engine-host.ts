@@ -4,7 +4,7 @@ import type { Backend, Capability, MountInfo, PathOperation, Request } from '@sv
 import type { Logger } from 'pino';
 import type { Bus, Subscription } from '@svc/bus';
 import { decodeJson, encodeJson } from '@svc/bus';
-import { describeRequestError, errorOf, ServiceError } from '@svc/http';
+import { describeRequestError, errorOf, ServiceError } from '@svc/api-contract';
 import type { Metrics, Timer } from '@svc/metrics';
 import { createView, type Barrier } from '@svc/storage';
 import {

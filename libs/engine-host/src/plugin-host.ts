@@ -4,7 +4,7 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Logger } from 'pino';
 import type { MountInfo } from '@svc/framework';
-import { describeRequestError, errorOf, ServiceError } from '@svc/http';
+import { describeRequestError, errorOf, ServiceError } from '@svc/api-contract';
 import { createView, type Barrier, type KeyValueStore, type StorageView, type Transaction } from '@svc/storage';
 import { errorReply, mountStoragePrefix } from './engine-host';
 import { FrameChannel, PLUGIN_PROTOCOL_VERSION, type HostFrame, type PluginFrame, type StorageCall, type StorageResult } from './plugin-protocol';

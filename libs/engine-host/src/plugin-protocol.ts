@@ -1,6 +1,6 @@
 import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
-import type { ErrorKind } from '@svc/http';
+import type { ErrorKind } from '@svc/api-contract';
 import type { EngineReply, EngineRequest } from './protocol';
 
 /**

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { AuthResponse, Capability, Caller, LoginDeclaration, MountInfo, Operation, Response } from '@svc/framework';
-import type { ErrorKind } from '@svc/http';
+import type { ErrorKind } from '@svc/api-contract';
 
 /**
  * The message contract between the gateway and an engine service. The same objects travel as JSON

@@ -1,7 +1,7 @@
 import type { BackendFactory } from '@svc/engine-host';
 import { Backend, type BackendDeclaration, type MountInfo } from '@svc/framework';
 import type { StorageView } from '@svc/storage';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { systemClock, type Clock } from './clock';
 import { passthroughPaths } from './v1/passthrough-paths';
 import { configPaths } from './v2/config-paths';

@@ -1,5 +1,5 @@
 import type { FieldMap } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 
 /** The `path` parameter every key-addressed path declares. */
 export const PATH_FIELD: FieldMap = {

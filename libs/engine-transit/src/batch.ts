@@ -1,5 +1,5 @@
 import type { FieldData, FieldMap, Response } from '@svc/framework';
-import { isCallerError, ServiceError } from '@svc/http';
+import { isCallerError, ServiceError } from '@svc/api-contract';
 
 /**
  * Most items one request may carry. 10,000 items of a few KB stay well below the 32 MB request

@@ -1,6 +1,6 @@
 import { webcrypto } from 'node:crypto';
 import type { Pkcs10CertificateRequest, X509Certificate } from '@peculiar/x509';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { loadX509, type X509 } from '@svc/x509';
 import { isAsymmetric } from './key-types';
 import type { TransitKey, VersionMaterial } from './transit-key';

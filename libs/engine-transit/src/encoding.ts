@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 
 /** Prefix of every ciphertext, signature and HMAC this engine produces (Vault: `vault:`). */
 export const VALUE_PREFIX = 'svc:v';

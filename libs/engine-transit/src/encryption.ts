@@ -8,7 +8,7 @@ import {
   randomBytes,
   type CipherGCMTypes,
 } from 'node:crypto';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { decodeBase64, formatVersioned, parseVersioned } from './encoding';
 import { deriveBytes } from './key-material';
 import type { TransitKey, VersionMaterial } from './transit-key';

@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 
 /** Hash names of the API mapped to OpenSSL digest names. */
 const DIGESTS: Record<string, string> = {

@@ -1,5 +1,5 @@
 import type { KeyObject } from 'node:crypto';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { ed25519Seed } from './key-material';
 import { isAsymmetric } from './key-types';
 import type { TransitKey, VersionMaterial } from './transit-key';

@@ -6,7 +6,7 @@ import {
   randomBytes,
   type KeyObject,
 } from 'node:crypto';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { HMAC_KEY_SIZE, isAsymmetric, type KeyTypeSpec } from './key-types';
 
 /** One key version as stored (inside the barrier). Binary values are base64. */

@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { StorageView } from '@svc/storage';
 import type { StoredKey } from './stored-key';
 import { TransitKey } from './transit-key';

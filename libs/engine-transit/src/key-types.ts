@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 
 /** What a key type is made of and which operations it allows (Document 2, key types). */
 export type KeyFamily = 'aead' | 'ed25519' | 'ecdsa' | 'rsa' | 'hmac';

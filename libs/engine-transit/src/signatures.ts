@@ -9,7 +9,7 @@ import {
   type KeyObject,
 } from 'node:crypto';
 import { p256, p384, p521 } from '@noble/curves/nist';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { decodeBase64, formatVersioned, parseVersioned } from './encoding';
 import { checkDigest, digestInfo, opensslDigest } from './hashes';
 import type { TransitKey, VersionMaterial } from './transit-key';

@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { StoredVersion } from './key-material';
 import { HMAC_KEY_SIZE, keyTypeSpec, type KeyTypeSpec } from './key-types';
 

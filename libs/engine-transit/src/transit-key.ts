@@ -1,5 +1,5 @@
 import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { deriveBytes, ed25519FromSeed, ed25519Seed } from './key-material';
 import { keyTypeSpec, type KeyTypeSpec } from './key-types';
 import type { StoredKey } from './stored-key';

@@ -6,7 +6,7 @@ import {
   privateDecrypt,
   type KeyObject,
 } from 'node:crypto';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { wrapKeyForImport } from '@svc/sdk';
 import type { StorageView } from '@svc/storage';
 import { decodeBase64 } from './encoding';

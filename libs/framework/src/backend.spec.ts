@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { createView, InmemPhysical, type StorageView } from '@svc/storage';
 import {
   Backend,

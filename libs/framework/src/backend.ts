@@ -1,5 +1,5 @@
 import { loginDeclaration, type LoginDeclaration } from './login-paths';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { createFieldData, unknownFields, unknownFieldsWarning } from './fields';
 import { mountHelp, pathHelp, pathsIndex } from './help';
 import { addRoutes, openApiDocument, type DocumentedRoute, type OpenApiDocument } from './openapi';

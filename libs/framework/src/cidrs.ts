@@ -1,5 +1,5 @@
 import { BlockList, isIP } from 'node:net';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 
 /** IPv4 clients reached over an IPv6 socket show as `::ffff:a.b.c.d`; CIDR checks want the IPv4 form. */
 const IPV4_MAPPED = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i;

@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { describeValue } from './describe';
 
 const NANOS_PER_UNIT: Record<string, bigint> = {

@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { createFieldData, durationMilliseconds, formatDuration, parseDuration, type FieldMap, type FieldSchema, type FieldType } from './index';
 
 /** Coerces one value through a single field named "f". */

@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { coerceValue, InvalidValue } from './coerce';
 import { describeValue } from './describe';
 import type { FieldData, FieldMap, FieldSchema } from './types';

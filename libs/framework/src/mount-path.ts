@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 
 /** A mount path as mount tables hold it: no leading slash, one trailing slash; refused when empty or with `.`/`..` segments. */
 export function normalizeMountPath(path: string): string {

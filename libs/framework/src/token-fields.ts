@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { validateCidrs } from './cidrs';
 import type { AuthResponse, FieldData, FieldMap } from './types';
 

@@ -3,7 +3,7 @@
  * declarations; everything else (parsing, coercion, validation, help, OpenAPI) derives from them.
  */
 import type { Readable } from 'node:stream';
-import type { AuthBlock } from '@svc/http';
+import type { AuthBlock } from '@svc/api-contract';
 
 /** Field types a path can declare. Coercion rules are in fields.ts. */
 export type FieldType =

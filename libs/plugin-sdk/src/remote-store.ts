@@ -1,5 +1,5 @@
 import type { StorageCall, StorageResult } from '@svc/engine-host';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { KeyValueStore, Transaction, TransactionalStore } from '@svc/storage';
 
 type Success = Extract<StorageResult, { ok: true }>;

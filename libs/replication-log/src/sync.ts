@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { Physical, StoredEntry, WalEntry } from '@svc/storage';
 import type { MerkleIndex, TreeType } from './merkle-index';
 import { type KeyHash, type KeyPosition, type MerkleTree, PAGES, SUBPAGES } from './merkle-tree';

@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { openSealed, sealFor, type SealedKeyring } from '@svc/seal';
 import type { KeyObject } from 'node:crypto';
 import type { ClusterCa } from './pki';

@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { verifierAuthority, type ShareAuthority, type ShareVerifier } from '@svc/seal';
 import type { ReplicationHost } from './host';
 import { DR_TOKEN_PREFIX_KEY, SHARE_VERIFIER, type ModeStates } from './mode-state';

@@ -1,4 +1,4 @@
-import type { WrapInfo } from '@svc/http';
+import type { WrapInfo } from '@svc/api-contract';
 import type { ShareVerifier } from '@svc/seal';
 import type { ShipperBufferLimits } from '@svc/replication-log';
 import type { Keyring, Physical, StorageView } from '@svc/storage';

@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { ReplicationHost } from './host';
 import { REPLICATION_MODES, type PrimaryState, type ReplicationMode, type ReplicationState, type SecondaryState } from './types';
 

@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { ReplicationHost } from './host';
 import { FILTER_PREFIX, type ModeStates } from './mode-state';
 import { checkPathsFilter, dynamicFilter } from './paths-filter';

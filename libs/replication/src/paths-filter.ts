@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { FilterMode, MountRef, NamespaceRef, PathsFilter } from './types';
 
 const PATH_SEGMENT = /^[A-Za-z0-9_.-]+$/;

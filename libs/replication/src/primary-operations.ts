@@ -1,5 +1,5 @@
 import { X509Certificate, randomUUID } from 'node:crypto';
-import { ServiceError, type WrapInfo } from '@svc/http';
+import { ServiceError, type WrapInfo } from '@svc/api-contract';
 import { decodePublicKey } from '@svc/seal';
 import { encryptBundle, isJwtForm, signWrappingToken, verifyWrappingToken, wrappingTokenMode } from './activation';
 import type { ReplicationHost } from './host';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ServiceError, type WrapInfo } from '@svc/http';
+import { ServiceError, type WrapInfo } from '@svc/api-contract';
 import type { MerkleCorruptionReport, ReindexOptions } from '@svc/replication-log';
 import type { ShareAuthority } from '@svc/seal';
 import { DrOperationTokens } from './dr-operation-tokens';

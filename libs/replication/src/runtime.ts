@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { DEFAULT_SHIPPER_LIMITS, KeyClassifier, ReplicationLog } from '@svc/replication-log';
 import { ClusterListener, clusterServerName } from './cluster-link';
 import type { ReplicationHost } from './host';

@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { TREE_TYPES, type KeyClassifier, type ReplicationLog } from '@svc/replication-log';
 import { checkShareVerifier, generateTransferKeyPair, openSealedKeyring, type SealedKeyring, type ShareVerifier } from '@svc/seal';
 import { ClusterClient } from './cluster-link';

@@ -1,5 +1,5 @@
 import { createPrivateKey, generateKeyPairSync } from 'node:crypto';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { forgetRemoteWal } from '@svc/replication-log';
 import { checkShareVerifier, generateTransferKeyPair, openSealedKeyring, type SealedKeyring, type ShareVerifier } from '@svc/seal';
 import type { Keyring } from '@svc/storage';

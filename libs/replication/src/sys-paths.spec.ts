@@ -1,5 +1,5 @@
 import { Backend, type Operation } from '@svc/framework';
-import { ServiceError, type WrapInfo } from '@svc/http';
+import { ServiceError, type WrapInfo } from '@svc/api-contract';
 import type { GenerateRootStatus } from '@svc/seal';
 import { generationNotStarted, MountedBackend, mountStorage, refusal, testMount } from '@svc/testing';
 import type { SecondaryEnableRequest, UpdatePrimaryRequest } from './host';

@@ -1,4 +1,4 @@
-import { envelope } from '@svc/http';
+import { envelope } from '@svc/api-contract';
 import type { FieldData, FieldMap, OperationDeclaration, PathDeclaration } from '@svc/framework';
 import { shareGenerationPaths, type ShareGeneration } from '@svc/seal';
 import { DEFAULT_SECONDARY_TOKEN_TTL } from './primary-operations';

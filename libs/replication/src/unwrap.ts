@@ -2,7 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import * as path from 'node:path';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 
 const UNWRAP_TIMEOUT_MS = 15_000;
 

@@ -1,6 +1,6 @@
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { envelope } from '@svc/http';
+import { envelope } from '@svc/api-contract';
 import { type RecordedRequest, StubApi, type StubReply } from '@svc/testing';
 import { SvcApiError, SvcClient, SvcConnectionError } from './index';
 

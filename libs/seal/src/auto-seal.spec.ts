@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { InmemPhysical } from '@svc/storage';
 import { aeadDecrypt } from './aead';
 import { SealUnavailableError } from './key-wrapper';

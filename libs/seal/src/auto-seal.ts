@@ -1,5 +1,5 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { ServiceError, UNINITIALIZED_MESSAGE } from '@svc/http';
+import { ServiceError, UNINITIALIZED_MESSAGE } from '@svc/api-contract';
 import type { Keyring, Physical } from '@svc/storage';
 import { aeadDecrypt, aeadEncrypt } from './aead';
 import type { RootKeyWrapper } from './key-wrapper';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type * as Kms from '@aws-sdk/client-kms';
-import { boundedRequestHandler } from '@svc/http';
+import { boundedRequestHandler } from '@svc/api-contract';
 import { aeadDecrypt, aeadEncrypt } from './aead';
 import { type RootKeyWrapper, SealUnavailableError } from './key-wrapper';
 

@@ -1,5 +1,5 @@
 import { randomInt, randomUUID } from 'node:crypto';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { encodeOtpToken, type GenerateRootStatus } from '@svc/sdk';
 import type { TransactionalStore } from '@svc/storage';
 import { encryptForPgpKey, fingerprint } from './pgp';

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { Keyring, type Physical } from '@svc/storage';
 import type { KeySplit } from './key-split';
 import { UNSEAL_KEY_BYTES, splitKey } from './shamir';

@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { InmemPhysical } from '@svc/storage';
 import { MigratingSeal, createConfiguredSeal } from './migration';
 import { AutoSeal, SEAL_STORAGE_KEYS, ShamirSeal } from './seal';

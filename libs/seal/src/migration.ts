@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { Keyring, Physical } from '@svc/storage';
 import { aeadDecrypt, aeadEncrypt } from './aead';
 import { type RootKeyWrapper, SealUnavailableError } from './key-wrapper';

@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { decrypt, generateKey, readMessage } from 'openpgp';
 import { encryptForPgpKey, fingerprint } from './pgp';
 

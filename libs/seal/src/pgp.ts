@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { Key } from 'openpgp';
 
 const ARMOR_HEADER = '-----BEGIN PGP';

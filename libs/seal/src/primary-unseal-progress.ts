@@ -5,7 +5,7 @@
  * bus (the IPC channels to its workers), never NATS.
  */
 import { decodeJson, encodeJson, requestJson, type Bus, type Subscription } from '@svc/bus';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { KeySplit } from './key-split';
 import { UnsealProgress, type UnsealAttemptState, type UnsealShares } from './shares';
 

@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { InmemPhysical, createView } from '@svc/storage';
 import { decrypt, generateKey, readMessage } from 'openpgp';
 import { decodeOtpToken } from '@svc/sdk';

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { RekeyBackup as BackupRecord, RekeyInitRequest as RekeyStart, RekeyStatus as WireRekeyStatus } from '@svc/sdk';
 import type { TransactionalStore } from '@svc/storage';
 import type { KeySplit } from './key-split';

@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { Keyring, type KeyValueStore } from '@svc/storage';
 import { aeadDecrypt, aeadEncrypt } from './aead';
 import type { KeySplit } from './key-split';

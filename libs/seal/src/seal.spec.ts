@@ -4,7 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { ServiceError, type ErrorKind } from '@svc/http';
+import { ServiceError, type ErrorKind } from '@svc/api-contract';
 import { InmemPhysical, PostgresPhysical, type Physical } from '@svc/storage';
 import { dropTable } from '@svc/testing';
 import { generateKey } from 'openpgp';

@@ -1,4 +1,4 @@
-import { ServiceError, UNINITIALIZED_MESSAGE } from '@svc/http';
+import { ServiceError, UNINITIALIZED_MESSAGE } from '@svc/api-contract';
 import type { Keyring, Physical } from '@svc/storage';
 import { aeadDecrypt, aeadEncrypt } from './aead';
 import { KeyringSeal, requireInteger, type PreparedRekey } from './keyring-seal';

@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { combine, split } from 'shamir-secret-sharing';
 
 export const UNSEAL_KEY_BYTES = 32;

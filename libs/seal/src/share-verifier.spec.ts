@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { InmemPhysical } from '@svc/storage';
 import { LocalProvider } from './testing/local-provider';
 import { Rekey } from './rekey';

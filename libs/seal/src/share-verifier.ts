@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { aeadDecrypt } from './aead';
 import type { ShareAuthority } from './rekey';
 import { combineShares } from './shamir';

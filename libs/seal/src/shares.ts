@@ -1,5 +1,5 @@
 import { randomUUID, timingSafeEqual } from 'node:crypto';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { KeySplit } from './key-split';
 import { shareLength } from './shamir';
 import { encryptForPgpKey, fingerprint } from './pgp';

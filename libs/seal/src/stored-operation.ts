@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { TransactionalStore } from '@svc/storage';
 import { parseShare } from './shares';
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest, type RequestOptions } from 'node:https';
-import { withDeadline } from '@svc/http';
+import { withDeadline } from '@svc/api-contract';
 import { type RootKeyWrapper, SealUnavailableError } from './key-wrapper';
 
 /** How the seal reaches an https:// address, Vault's `tls_*` fields (files in PEM). */

@@ -8,7 +8,7 @@ import { PassThrough, type Readable, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip, createGzip } from 'node:zlib';
 import { extract, pack } from 'tar-stream';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { BarrierCipher, type Keyring, type Physical, type StoredEntry } from '@svc/storage';
 
 /**

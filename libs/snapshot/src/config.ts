@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 
 /**
  * Automated snapshot configurations (Document 1, "Automated snapshots"): what the gateway's

@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { listResponse, type FieldMap, type PathDeclaration, type Request } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { Readable } from 'node:stream';
 import { createView, type TransactionalStore } from '@svc/storage';
 import type { SnapshotFile } from './archive';

@@ -1,4 +1,4 @@
-import { READ_ONLY_REPLICATED_MESSAGE, ReadOnlyReplicatedStorageError, SEALED_MESSAGE } from '@svc/http';
+import { READ_ONLY_REPLICATED_MESSAGE, ReadOnlyReplicatedStorageError, SEALED_MESSAGE } from '@svc/api-contract';
 import { Barrier } from './barrier';
 import { CachedPhysical } from './cache';
 import { InmemPhysical } from './inmem';

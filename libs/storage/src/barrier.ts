@@ -1,4 +1,4 @@
-import { ReadOnlyReplicatedStorageError, ServiceError } from '@svc/http';
+import { ReadOnlyReplicatedStorageError, ServiceError } from '@svc/api-contract';
 import { BarrierCipher } from './barrier-cipher';
 import { writeIfUnchangedInTransaction } from './conditional-write';
 import type { Keyring } from './keyring';

@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 
 /**
  * Key rules. Physical keys only need to name a leaf (non-empty, no trailing '/'); keys handed to

@@ -1,6 +1,6 @@
 import type { FieldData, FieldMap, FieldSchema, MountInfo, PathDeclaration, Request, Response } from '@svc/framework';
 import { listResponse, normalizeMountPath, responseData } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { mountStoragePrefix, type EngineReply } from '@svc/engine-host';
 import { createView, readJson, writeJson, type Transaction, type TransactionalStore } from '@svc/storage';
 import { associationKey, DESTINATION_TYPES, destinationId, GRANULARITIES, IN_PROGRESS, PROVIDER_CALL_DEADLINE_MS, SYNC_KEYS, SyncRecords, type Association, type AssociationMap, type Destination, type DestinationType } from './model';

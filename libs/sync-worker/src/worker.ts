@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { LockManager } from '@svc/locks';
 import type { Counter, Gauge, Metrics } from '@svc/metrics';
 import type { StorageView } from '@svc/storage';
-import { describeRequestError, withinDeadline } from '@svc/http';
+import { describeRequestError, withinDeadline } from '@svc/api-contract';
 import {
   associationKey,
   destinationId,

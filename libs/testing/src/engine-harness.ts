@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { mountStoragePrefix, type BackendFactory, type EngineContext } from '@svc/engine-host';
 import type { AuthResponse, Backend, Capability, MountInfo, Operation, Request, Response } from '@svc/framework';
-import { ServiceError, toErrorBody } from '@svc/http';
+import { ServiceError, toErrorBody } from '@svc/api-contract';
 import { MemoryLockManager } from '@svc/locks';
 import { Barrier, createView, InmemPhysical, Keyring, type StorageView, type TransactionalStore } from '@svc/storage';
 import pino from 'pino';

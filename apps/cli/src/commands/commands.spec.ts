@@ -5,7 +5,7 @@ import { PassThrough, Readable } from 'node:stream';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { generateKey, readKey } from 'openpgp';
-import { envelope } from '@svc/http';
+import { envelope } from '@svc/api-contract';
 import { type RecordedRequest, StubApi, type StubReply } from '@svc/testing';
 import { CliIO, InputStream, runClientCommand } from './index';
 import { COMMANDS } from './registry';

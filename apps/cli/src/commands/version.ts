@@ -1,4 +1,4 @@
-import { VERSION } from '@svc/http';
+import { VERSION } from '@svc/api-contract';
 import type { Command } from './context';
 import { println } from './context';
 

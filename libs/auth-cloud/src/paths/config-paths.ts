@@ -2,7 +2,7 @@
 import { X509Certificate } from 'node:crypto';
 import { endpointField as endpoint, rotateAccessKey } from '@svc/cloud-provider';
 import { listResponse, type FieldData, type FieldMap, type PathDeclaration } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { CloudAuth } from '../method';
 import {
   CERTIFICATES,

@@ -1,6 +1,6 @@
 /** role/:role/tag, the identity access list, the role tag deny list and their tidy (manual and periodic). */
 import { listResponse, type FieldData, type PathDeclaration } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { RecordStore, StorageView } from '@svc/storage';
 import type { CloudAuth } from '../method';
 import { ACCESS_LIST, DEFAULT_SAFETY_BUFFER, DENY_LIST, TIDY_CONFIG } from '../records';

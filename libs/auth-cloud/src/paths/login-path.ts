@@ -4,7 +4,7 @@
  */
 import { callProvider } from '@svc/cloud-provider';
 import { tokenAuth, renewedAuth, type AuthResponse, type FieldData, type FieldMap, type PathDeclaration, type Request } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { arnMatches, canonicalArn, parsePrincipal } from '../arn';
 import type { CloudAuth } from '../method';
 import type { ClientConfig, IdentityConfig, RoleRecord } from '../records';

@@ -11,7 +11,7 @@ import {
   type FieldMap,
   type PathDeclaration,
 } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { parsePrincipal } from '../arn';
 import type { CloudAuth } from '../method';
 import { AUTH_TYPES, ROLES, type RoleRecord } from '../records';

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { renewedAuth, tokenAuth, type AuthResponse, type FieldData } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { pkcs7Document, signedDocument, type IdentityDocument } from '../identity-document';
 import { PROVIDER_CERTIFICATES } from '../provider-certificates';
 import { checkInstanceBindings, describeInstance, type InstanceFacts } from '../instances';

@@ -1,6 +1,6 @@
 import { wrappingTtlViolation, type Acl, type AclOperation } from '@svc/acl';
 import type { Capability, Operation } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { IdentityStore } from '../identity/identity-store';
 import type { Namespace } from '../namespaces/namespace';
 import type { NamespaceRegistry } from '../namespaces/registry';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { AuditBroker, createAuditDevice } from '@svc/audit';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { StorageView } from '@svc/storage';
 
 /** Full barrier key of the device table, for the replicas' cache sync. */

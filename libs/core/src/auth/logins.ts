@@ -1,6 +1,6 @@
 import type { EngineReply, EngineRequest } from '@svc/engine-host';
 import type { AuthResponse, MountInfo, Response } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { Entity, IdentityStore } from '../identity/identity-store';
 import { writeHereOrOnPrimary, type ForwardToPrimary } from '../request/forwarding';
 import type { Namespace } from '../namespaces/namespace';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus, Subscription } from '@svc/bus';
 import { BusUnavailableError, decodeJson, encodeJson } from '@svc/bus';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 
 const HEARTBEAT_MS = 500;
 /** A replica whose own heartbeat has not come back through the bus for this long distrusts its caches. */

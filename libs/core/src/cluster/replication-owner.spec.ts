@@ -1,5 +1,5 @@
 import { MemoryBus } from '@svc/bus';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { replicationOwnerClient, serveReplicationOwnerCalls } from './replication-owner';
 
 describe('calls to the owner of the replication', () => {

@@ -1,5 +1,5 @@
 import { BusUnavailableError, decodeJson, encodeJson, type Bus, type Subscription } from '@svc/bus';
-import { errorOf, ServiceError, type ErrorKind } from '@svc/http';
+import { errorOf, ServiceError, type ErrorKind } from '@svc/api-contract';
 import { FORWARD_WAIT_MS, type SendToOwner } from '@svc/replication';
 
 /**

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Bus, Subscription } from '@svc/bus';
 import type { Lock, LockManager } from '@svc/locks';
 import type { Replication } from '@svc/replication';
-import { describeRequestError, ServiceError } from '@svc/http';
+import { describeRequestError, ServiceError } from '@svc/api-contract';
 import type { SealLifecycle } from '../seal/seal-lifecycle';
 import type { ReplicaAnnouncer } from './cache-coherence';
 import { serveReplicationOwnerCalls } from './replication-owner';

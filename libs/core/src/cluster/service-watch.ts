@@ -1,6 +1,6 @@
 import { BusUnavailableError, type Bus } from '@svc/bus';
 import { servicePresenceSubject } from '@svc/engine-host';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 
 /** How often requests still waiting for a service are looked at, and how old they must be. */
 const SWEEP_MS = 1_000;

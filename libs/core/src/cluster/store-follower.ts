@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ChangeFeed } from '@svc/storage';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { ReplicaSyncHooks } from './replica-sync';
 
 /** How often a process looks at the feed between requests, so background work and sealed workers follow too. */

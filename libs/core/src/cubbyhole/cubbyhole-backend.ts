@@ -1,5 +1,5 @@
 import { Backend, listResponse, type Request } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { mountStoragePrefix } from '@svc/engine-host';
 import { createView, type Barrier, type StorageView } from '@svc/storage';
 import { deleteTree } from '../mounts/mount-data';

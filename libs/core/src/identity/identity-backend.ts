@@ -1,5 +1,5 @@
 import { Backend, listResponse, type FieldData, type FieldMap, type MountInfo, type Response } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { MAX_NAME_BYTES, withinNameLimit, type AliasChanges, type Entity, type EntityAlias, type EntityChanges, type IdentityStore } from './identity-store';
 
 /** What the backend needs of the namespace beyond its store: its auth mounts, by accessor. */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { mountStoragePrefix } from '@svc/engine-host';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { createView, type StorageView, type Transaction, type TransactionalStore } from '@svc/storage';
 import type { Namespace } from '../namespaces/namespace';
 

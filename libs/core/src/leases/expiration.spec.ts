@@ -1,5 +1,5 @@
 import pino from 'pino';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { MemoryLockManager } from '@svc/locks';
 import { CachedPhysical, createView, InmemPhysical } from '@svc/storage';
 import { leaseEntry } from '../testing/fixtures';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { Lock, LockManager } from '@svc/locks';
 import { readStoredJson, type StorageView } from '@svc/storage';
 import { nowSeconds } from '../tokens/token-store';

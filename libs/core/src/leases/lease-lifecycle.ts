@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EngineReply, EngineRequest } from '@svc/engine-host';
 import type { MountInfo, SecretResponse } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { MountEntry } from '../mounts/mount-table';
 import type { Namespace } from '../namespaces/namespace';
 import type { NamespaceRegistry } from '../namespaces/registry';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Mutex } from 'async-mutex';
 import { normalizeMountPath, type MountInfo } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { LOCAL_MOUNT_TABLES } from '@svc/replication-log';
 import type { StorageView } from '@svc/storage';
 

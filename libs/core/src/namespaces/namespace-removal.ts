@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { createView, type Barrier } from '@svc/storage';
 import type { LeaseLifecycle } from '../leases/lease-lifecycle';
 import { deleteTree, type MountData } from '../mounts/mount-data';

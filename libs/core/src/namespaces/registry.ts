@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Mutex } from 'async-mutex';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { Barrier, StorageView } from '@svc/storage';
 import { createView, readJson, writeJson } from '@svc/storage';
 import { Namespace, ROOT_NAMESPACE, type NamespaceRecord } from './namespace';

@@ -4,7 +4,7 @@ import { mountStoragePrefix, type EngineRegistry } from '@svc/engine-host';
 import type { LockManager } from '@svc/locks';
 import { readJson, writeJson, type Barrier } from '@svc/storage';
 import type { ReplicaAnnouncer } from '../cluster/cache-coherence';
-import { describeRequestError } from '@svc/http';
+import { describeRequestError } from '@svc/api-contract';
 import type { NamespaceRegistry } from '../namespaces/registry';
 import type { Router } from '../routing/router';
 

@@ -1,5 +1,5 @@
 import * as semver from 'semver';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { StorageView } from '@svc/storage';
 
 /** The plugin types of the catalog, as Vault names them. */

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import type { Logger } from 'pino';
 import { PluginHost, verifyPluginBinary, type EngineRegistry, type PluginLaunch } from '@svc/engine-host';
 import type { MountInfo } from '@svc/framework';
-import { ServiceError, VERSION } from '@svc/http';
+import { ServiceError, VERSION } from '@svc/api-contract';
 import { createView, type Barrier } from '@svc/storage';
 import { canonicalVersion, PluginCatalog, RuntimeCatalog, type PluginRecord, type PluginType } from './catalog';
 

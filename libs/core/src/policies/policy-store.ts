@@ -1,5 +1,5 @@
 import { Acl, DEFAULT_POLICY, DEFAULT_POLICY_TEXT, parsePolicy, ROOT_POLICY, type Policy } from '@svc/acl';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { InvalidationEpoch, type StorageView } from '@svc/storage';
 
 /** Where a namespace keeps its policies, under its storage prefix. */

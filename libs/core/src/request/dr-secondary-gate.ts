@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 
 /**
  * What a DR secondary answers (root namespace only): the seal and health endpoints, the status of

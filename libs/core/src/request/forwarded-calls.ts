@@ -1,4 +1,4 @@
-import { errorOf, ServiceError } from '@svc/http';
+import { errorOf, ServiceError } from '@svc/api-contract';
 import type { ForwardCall } from '@svc/replication';
 import type { ReplicaAnnouncer } from '../cluster/cache-coherence';
 import type { IdentityStore } from '../identity/identity-store';

@@ -1,5 +1,5 @@
 import type { EngineReply, EngineRequest } from '@svc/engine-host';
-import { ReadOnlyReplicatedStorageError, ServiceError } from '@svc/http';
+import { ReadOnlyReplicatedStorageError, ServiceError } from '@svc/api-contract';
 import type { ForwardedAnswer } from '@svc/replication';
 import { testMount } from '@svc/testing';
 import {

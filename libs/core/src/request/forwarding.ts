@@ -1,6 +1,6 @@
 import type { EngineReply, EngineRequest } from '@svc/engine-host';
 import type { Caller, Capability, MountInfo, Operation, Response } from '@svc/framework';
-import { errorOf, ServiceError, type ErrorKind } from '@svc/http';
+import { errorOf, ServiceError, type ErrorKind } from '@svc/api-contract';
 import type { ForwardCall, ForwardedAnswer } from '@svc/replication';
 import type { Dispatcher } from '../routing/router';
 

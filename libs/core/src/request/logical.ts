@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { Operation, Response } from '@svc/framework';
-import { envelope, JsonText, type OutgoingEnvelope, type WrapInfo } from '@svc/http';
+import { envelope, JsonText, type OutgoingEnvelope, type WrapInfo } from '@svc/api-contract';
 
 /**
  * A request as the core takes it, whatever transport brought it: the HTTP layer builds one from

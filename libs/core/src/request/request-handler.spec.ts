@@ -6,7 +6,7 @@ import { MemoryBus } from '@svc/bus';
 import { devConfig } from '@svc/config';
 import { EngineHost, GATEWAY, type BackendFactory } from '@svc/engine-host';
 import { Backend, type Operation, type Response } from '@svc/framework';
-import { ServiceError, type ErrorKind } from '@svc/http';
+import { ServiceError, type ErrorKind } from '@svc/api-contract';
 import { MemoryLockManager } from '@svc/locks';
 import { DEFAULT_TELEMETRY, Metrics } from '@svc/metrics';
 import { InmemPhysical } from '@svc/storage';

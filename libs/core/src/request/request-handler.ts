@@ -1,7 +1,7 @@
 import type { AuditAuth, AuditBroker, AuditRequestEntry, AuditResponse } from '@svc/audit';
 import type { EngineReply, EngineRequest } from '@svc/engine-host';
 import { addressAllowed, responseData, type Capability, type Caller, type IssuedToken, type MountInfo, type Response } from '@svc/framework';
-import { errorOf, ServiceError } from '@svc/http';
+import { errorOf, ServiceError } from '@svc/api-contract';
 import type { Timer } from '@svc/metrics';
 import type { Authorizer } from '../access/authorizer';
 import type { Logins } from '../auth/logins';

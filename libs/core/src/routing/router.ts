@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { BusUnavailableError, decodeJson, encodeJson, type Bus } from '@svc/bus';
 import { GATEWAY, mountStoragePrefix, serviceSubject, type EngineHost, type EngineRegistry, type EngineReply, type EngineRequest, type OperationFields } from '@svc/engine-host';
 import { LoginPaths, type MountInfo, type Operation, type Request } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { Timer } from '@svc/metrics';
 import type { Barrier } from '@svc/storage';
 import { ServiceWatch } from '../cluster/service-watch';

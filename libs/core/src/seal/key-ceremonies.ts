@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { GenerateRoot, Rekey, type Seal } from '@svc/seal';
 import type { StorageView } from '@svc/storage';
 import { SERVICE_TOKEN_LENGTH } from '../tokens/token-store';

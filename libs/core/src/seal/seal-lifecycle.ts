@@ -18,7 +18,7 @@ import {
   type UnsealShares,
 } from '@svc/seal';
 import { type Barrier, type Keyring, type Physical } from '@svc/storage';
-import { BUILD_DATE, describeRequestError, ServiceError, VERSION } from '@svc/http';
+import { BUILD_DATE, describeRequestError, ServiceError, VERSION } from '@svc/api-contract';
 import { KEYRING_CHANGED, PEER_UNSEALED, SEAL_GENERATION_KEY, STORAGE_RESTORED, generationOf } from '../cluster/coherence-keys';
 import { Listeners } from '../events';
 

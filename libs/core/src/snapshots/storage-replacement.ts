@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { REPLICATION_STORAGE_PREFIX } from '@svc/replication';
 import { SEAL_STORAGE_KEYS } from '@svc/seal';
 import { createSnapshot, openSnapshot, type SnapshotFile } from '@svc/snapshot';

@@ -1,5 +1,5 @@
 import { Backend, type Response } from '@svc/framework';
-import { VERSION } from '@svc/http';
+import { VERSION } from '@svc/api-contract';
 import { engineRequest, MountedBackend, mountStorage, refusal, testMount, unsealedBarrier } from '@svc/testing';
 import type { MountEntry } from '../mounts/mount-table';
 import { NamespaceRegistry } from '../namespaces/registry';

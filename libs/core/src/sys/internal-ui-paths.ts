@@ -1,6 +1,6 @@
 import type { Acl, PathRule } from '@svc/acl';
 import type { PathDeclaration, Request, Response } from '@svc/framework';
-import { ServiceError, VERSION } from '@svc/http';
+import { ServiceError, VERSION } from '@svc/api-contract';
 import type { MountEntry } from '../mounts/mount-table';
 import type { NamespaceRegistry } from '../namespaces/registry';
 import type { TokenEntry, TokenStore } from '../tokens/token-store';

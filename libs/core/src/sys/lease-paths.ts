@@ -1,5 +1,5 @@
 import { listResponse, type FieldData, type FieldMap, type PathDeclaration, type Request } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { ExpirationManager } from '../leases/expiration';
 import { leaseTtl } from '../leases/lease';
 import type { LeaseLifecycle } from '../leases/lease-lifecycle';

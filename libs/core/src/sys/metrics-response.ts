@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { Response } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { Metrics } from '@svc/metrics';
 
 /** sys/metrics in `format` (the `format` parameter; see Metrics.render) as an engine's response. */

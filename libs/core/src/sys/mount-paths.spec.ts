@@ -1,6 +1,6 @@
 import { EngineRegistry, GATEWAY, mountStoragePrefix, type EngineType } from '@svc/engine-host';
 import { Backend, type MountInfo } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { type Barrier, createView } from '@svc/storage';
 import { MountedBackend, mountStorage, refusal, testMount, unsealedBarrier } from '@svc/testing';
 import { MountData } from '../mounts/mount-data';

@@ -1,7 +1,7 @@
 import { parseDuration, type FieldData, type MountInfo, type FieldMap, type PathDeclaration, type Request, type Response } from '@svc/framework';
 import type { ServerConfig } from '@svc/config';
 import type { EngineRegistry, PluginHost } from '@svc/engine-host';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { LeaseLifecycle } from '../leases/lease-lifecycle';
 import type { MountData } from '../mounts/mount-data';
 import type { MountEntry, MountRequest, MountTable } from '../mounts/mount-table';

@@ -1,5 +1,5 @@
 import { Backend, type MountInfo } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { MountedBackend, mountStorage, refusal, testMount, unsealedBarrier } from '@svc/testing';
 import type { Namespace } from '../namespaces/namespace';
 import { NamespaceRegistry } from '../namespaces/registry';

@@ -1,6 +1,6 @@
 import { EngineRegistry, GATEWAY, type EngineReply, type EngineRequest, type EngineType } from '@svc/engine-host';
 import { Backend, type OpenApiDocument, type Request } from '@svc/framework';
-import { VERSION } from '@svc/http';
+import { VERSION } from '@svc/api-contract';
 import { MountedBackend, mountStorage, testMount, unsealedBarrier } from '@svc/testing';
 import { Namespace, ROOT_NAMESPACE } from '../namespaces/namespace';
 import { openApiPaths } from './openapi-paths';

@@ -1,6 +1,6 @@
 import type { EngineRegistry } from '@svc/engine-host';
 import { mergeOpenApi, openApiDocument, type Backend, type OpenApiDocument, type PathDeclaration } from '@svc/framework';
-import { VERSION } from '@svc/http';
+import { VERSION } from '@svc/api-contract';
 import type { Router } from '../routing/router';
 
 /** What sys/internal/specs/openapi uses of the core's parts. */

@@ -1,6 +1,6 @@
 import { passwordPolicyKey } from '@svc/engine-host';
 import { listResponse, type PathDeclaration, type Request } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { generatePassword, parsePasswordPolicy, PasswordPolicyError } from '@svc/password-policy';
 import { createView, type StorageView, type TransactionalStore } from '@svc/storage';
 

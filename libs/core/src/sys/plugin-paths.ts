@@ -1,5 +1,5 @@
 import { listResponse, type FieldData, type FieldMap, type PathDeclaration, type Request } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { MountData } from '../mounts/mount-data';
 import { assertPluginType, canonicalVersion, RUNTIME_TYPES, type PluginCatalog, type PluginRecord, type RuntimeCatalog, type RuntimeRecord } from '../plugins/catalog';
 import type { Plugins } from '../plugins/plugins';

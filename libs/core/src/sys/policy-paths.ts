@@ -1,6 +1,6 @@
 import { Acl } from '@svc/acl';
 import { listResponse, type FieldData, type PathDeclaration, type Request, type Response } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { NamespaceRegistry } from '../namespaces/registry';
 import type { Router } from '../routing/router';
 import type { TokenEntry, TokenStore } from '../tokens/token-store';

@@ -1,5 +1,5 @@
 import { Backend, type Operation } from '@svc/framework';
-import { VERSION } from '@svc/http';
+import { VERSION } from '@svc/api-contract';
 import type { SealStatus } from '@svc/seal';
 import { type Barrier, Keyring } from '@svc/storage';
 import { MountedBackend, mountStorage, refusal, testMount, unsealedBarrier } from '@svc/testing';

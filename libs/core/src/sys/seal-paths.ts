@@ -1,7 +1,7 @@
 import type { Bus } from '@svc/bus';
 import type { ServerConfig } from '@svc/config';
 import type { PathDeclaration, Response } from '@svc/framework';
-import { ServiceError, VERSION } from '@svc/http';
+import { ServiceError, VERSION } from '@svc/api-contract';
 import type { Replication } from '@svc/replication';
 import type { Seal } from '@svc/seal';
 import type { Keyring } from '@svc/storage';

@@ -1,6 +1,6 @@
 import type { EngineRequest } from '@svc/engine-host';
 import type { Capability, Caller, Request } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { engineRequest, testMount, unsealedBarrier } from '@svc/testing';
 import type { AccessRequest } from '../access/authorizer';
 import { NamespaceRegistry } from '../namespaces/registry';

@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { SyncPathsDeps } from '@svc/sync-model';
 import type { Authorizer } from '../access/authorizer';
 import type { Router } from '../routing/router';

@@ -1,5 +1,5 @@
 import { Backend } from '@svc/framework';
-import { ServiceError, type Envelope, type OutgoingEnvelope, type WrapInfo } from '@svc/http';
+import { ServiceError, type Envelope, type OutgoingEnvelope, type WrapInfo } from '@svc/api-contract';
 import { engineRequest, MountedBackend, mountStorage, refusal, testMount, unsealedBarrier } from '@svc/testing';
 import { Namespace, ROOT_NAMESPACE } from '../namespaces/namespace';
 import { wrappingPaths, type WrappingPathsDeps } from './wrapping-paths';

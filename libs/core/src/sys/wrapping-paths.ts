@@ -1,4 +1,4 @@
-import { envelope, ServiceError } from '@svc/http';
+import { envelope, ServiceError } from '@svc/api-contract';
 import { type FieldData, type PathDeclaration, type Request } from '@svc/framework';
 import type { Router } from '../routing/router';
 import type { ResponseWrapper } from '../wrapping/response-wrapper';

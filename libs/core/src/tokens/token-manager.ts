@@ -1,5 +1,5 @@
 import type { IssuedToken } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { ExpirationManager } from '../leases/expiration';
 import type { LeaseEntry } from '../leases/lease';
 import { nowSeconds, remainingTtl, expireTime, type TokenEntry, type TokenStore } from './token-store';

@@ -1,5 +1,5 @@
 import { Backend, listPath, type FieldData, type FieldMap, type MountInfo, type PathDeclaration, type Request, type Response } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { Logins } from '../auth/logins';
 import type { IdentityStore } from '../identity/identity-store';
 import type { Namespace } from '../namespaces/namespace';

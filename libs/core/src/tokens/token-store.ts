@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 import type { AuthResponse } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { InvalidationEpoch, type StorageView, type Transaction } from '@svc/storage';
 
 /** What the store keeps for a token. The token's value is never stored, only its salted hash. */

@@ -1,4 +1,4 @@
-import { ServiceError, type Envelope, type OutgoingEnvelope, type WrapInfo } from '@svc/http';
+import { ServiceError, type Envelope, type OutgoingEnvelope, type WrapInfo } from '@svc/api-contract';
 import { createView, type Barrier, type StorageView } from '@svc/storage';
 import { mountStoragePrefix } from '@svc/engine-host';
 import type { Namespace } from '../namespaces/namespace';

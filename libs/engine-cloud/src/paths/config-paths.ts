@@ -1,6 +1,6 @@
 /** config/root, config/rotate-root and config/lease. */
 import { formatDuration, type FieldMap, type PathDeclaration } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { renderUsername, TemplateError } from '@svc/username-template';
 import type { CloudEngine } from '../engine';
 import { endpointField as endpoint, rotateAccessKey } from '@svc/cloud-provider';

@@ -5,7 +5,7 @@
  */
 import type { Credentials } from '@aws-sdk/client-sts';
 import type { FieldData, FieldMap, PathDeclaration, Request, Response, SecretType } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { normalizeName, type CloudEngine } from '../engine';
 import { createIamUser, deleteIamUser, WAL_ROLLBACK_MIN_AGE_MS } from '../iam-users';
 import { callProvider, providerError, type ProviderClients } from '@svc/cloud-provider';

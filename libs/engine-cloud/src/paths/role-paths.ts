@@ -1,6 +1,6 @@
 /** roles/:name: what credentials a role issues, with which policies. */
 import { listPath, type FieldData, type FieldMap, type PathDeclaration, type Request } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { StorageView } from '@svc/storage';
 import type { CloudEngine } from '../engine';
 import { CREDENTIAL_TYPES, ROLES, type CredentialType, type RoleRecord } from '../records';

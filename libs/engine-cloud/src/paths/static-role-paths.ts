@@ -5,7 +5,7 @@
  * core's periodic call, under the role's lock so one replica rotates each due time).
  */
 import { listPath, type FieldData, type FieldMap, type PathDeclaration } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { StorageView } from '@svc/storage';
 import type { CloudEngine } from '../engine';
 import { unlessGone } from '../iam-users';

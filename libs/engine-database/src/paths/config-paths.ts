@@ -1,6 +1,6 @@
 /** config/:name, reset/:name and rotate-root/:name: the database connections. */
 import { listPath, type FieldData, type FieldMap, type PathDeclaration, type Request } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { openPlugin } from '../connections';
 import { merged, statements, type DatabaseEngine } from '../engine';
 import { scrub, talkToDatabase } from '../errors';

@@ -1,6 +1,6 @@
 /** Fields and checks shared by dynamic and static roles. */
 import type { FieldData, FieldMap } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { CREDENTIAL_TYPES, SECRET_CONFIG_KEYS, validateCredentialConfig } from '../credentials';
 import { merged } from '../engine';
 import type { CredentialType } from '../plugins';

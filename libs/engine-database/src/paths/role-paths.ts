@@ -1,6 +1,6 @@
 /** roles/:name and creds/:name: dynamic roles and the short-lived users they create. */
 import { listPath, type FieldData, type FieldMap, type PathDeclaration, type Request, type SecretType } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { checkRoleAllowed } from '../connections';
 import { issueCredential } from '../credentials';
 import { merged, statements, type DatabaseEngine } from '../engine';

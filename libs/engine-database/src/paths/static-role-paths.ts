@@ -1,6 +1,6 @@
 /** static-roles/:name, static-creds/:name and rotate-role/:name: existing users whose passwords the engine rotates. */
 import { listPath, type FieldData, type FieldMap, type PathDeclaration, type Request } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { checkRoleAllowed } from '../connections';
 import { merged, statements, type DatabaseEngine } from '../engine';
 import { STATIC_ROLES, type StaticRoleRecord } from '../records';

@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { mysqlPlugin } from './mysql';
 import type { PluginDefinition } from './plugin';
 import { postgresqlPlugin } from './postgresql';

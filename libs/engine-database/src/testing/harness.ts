@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import type { Capability, MountInfo, Operation, Request } from '@svc/framework';
-import { toErrorBody } from '@svc/http';
+import { toErrorBody } from '@svc/api-contract';
 import type { StorageView } from '@svc/storage';
 import { engineContext, engineRequest, mountStorage, testMount, type EngineContextOptions } from '@svc/testing';
 import Redis from 'ioredis';

@@ -1,6 +1,6 @@
 /** Test support: a kv mount over real storage, driven through Backend.handle as the gateway would. */
 import { responseData, type Backend, type Capability, type MountInfo, type Operation } from '@svc/framework';
-import { toErrorBody } from '@svc/http';
+import { toErrorBody } from '@svc/api-contract';
 import type { Keyring, StorageView, TransactionalStore } from '@svc/storage';
 import { engineRequest, mountStorage, testMount } from '@svc/testing';
 import { createKvBackend } from '../kv-backend';

@@ -1,6 +1,6 @@
 import type { StorageView } from '@svc/storage';
 import { listResponse, type PathDeclaration } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { PATH_FIELD, secretDirectory, secretKey, secretNotFound } from '../secret-path';
 import { plainStore } from './plain-store';
 

@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { mergePatch, type JsonObject } from '../json';
 
 /** Vault's limits on custom metadata. */

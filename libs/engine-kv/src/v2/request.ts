@@ -1,5 +1,5 @@
 import type { FieldData, FieldMap, Request } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { isJsonObject } from '../json';
 
 export const VERSION_FIELD: FieldMap = {

@@ -1,5 +1,5 @@
 import type { FieldData, FieldMap } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { EngineConfig } from './records';
 
 /** The settings a key's metadata and the mount's config share. */

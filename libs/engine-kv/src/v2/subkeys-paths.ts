@@ -1,6 +1,6 @@
 import type { StorageView } from '@svc/storage';
 import type { PathDeclaration } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { Clock } from '../clock';
 import { isJsonObject, type JsonObject } from '../json';
 import { PATH_FIELD, secretKey } from '../secret-path';

@@ -1,6 +1,6 @@
 import type { StorageView } from '@svc/storage';
 import type { PathDeclaration } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { Clock } from '../clock';
 import { PATH_FIELD, secretKey } from '../secret-path';
 import { changeVersions, DESTROY, SOFT_DELETE, UNDELETE, type VersionChange } from './key-operations';

@@ -1,5 +1,5 @@
 import { formatDuration } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import type { EngineConfig, KeyMetadata, VersionState } from './records';
 
 /** Versions kept per key when neither the key nor the mount sets `max_versions` (Vault's default). */

@@ -1,5 +1,5 @@
 import type { PathDeclaration } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { KEY_NAME_PATTERN, NAME_FIELD, type TransitServices } from '../services';
 import { decodeBase64 } from '../encoding';
 import type { StoredKey } from '../stored-key';

@@ -1,5 +1,5 @@
 import type { FieldData, FieldMap, PathDeclaration, Request } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { BATCH_FIELDS, itemInt, itemString, requestItems, requireItemString, runItems, singleItem, type ItemResult, type ResultFieldsJson } from '../batch';
 import { decrypt, encrypt } from '../encryption';
 import { DEFAULT_KEY_TYPE, KEY_TYPE_NAMES } from '../key-types';

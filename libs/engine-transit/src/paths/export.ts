@@ -1,5 +1,5 @@
 import type { PathDeclaration } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { EXPORT_TYPES, exportNeedsExportable, exportVersion, transferMaterial, type ExportType } from '../key-export';
 import { NAME_FIELD, type TransitServices } from '../services';
 import type { TransitKey } from '../transit-key';

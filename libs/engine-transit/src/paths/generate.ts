@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { PathDeclaration } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { decodeBase64 } from '../encoding';
 import { encrypt } from '../encryption';
 import { DEFAULT_HASH_ALGORITHM, HASH_ALGORITHMS, opensslDigest } from '../hashes';

@@ -1,5 +1,5 @@
 import type { FieldData, FieldMap, PathDeclaration } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { describeKey } from '../describe-key';
 import { decodeOptionalBase64 } from '../encoding';
 import { importedVersion, publicKeyVersion, type StoredVersion } from '../key-material';

@@ -1,4 +1,4 @@
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { itemString, type BatchItem } from '../batch';
 import { decodeBase64, parseVersioned } from '../encoding';
 import type { CipherOptions } from '../encryption';

@@ -1,5 +1,5 @@
 import { listPath, type FieldData, type FieldMap, type PathDeclaration, type Request } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { describeKey } from '../describe-key';
 import { DEFAULT_KEY_TYPE, KEY_TYPE_NAMES } from '../key-types';
 import { NAME_FIELD, createKey, rotateKey, type TransitServices } from '../services';

@@ -1,5 +1,5 @@
 import type { FieldData, FieldMap, PathDeclaration } from '@svc/framework';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { BATCH_FIELDS, itemInt, itemString, requestItems, runItems, singleItem, type BatchItem } from '../batch';
 import { DEFAULT_HASH_ALGORITHM, HASH_ALGORITHMS } from '../hashes';
 import { NAME_FIELD, type TransitServices } from '../services';

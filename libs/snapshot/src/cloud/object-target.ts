@@ -1,4 +1,4 @@
-import { withinDeadline } from '@svc/http';
+import { withinDeadline } from '@svc/api-contract';
 import type { SnapshotFile } from '../archive';
 import type { SnapshotConfig } from '../config';
 import type { SnapshotTarget } from '../targets';

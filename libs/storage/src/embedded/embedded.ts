@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Mutex } from 'async-mutex';
 import Database from 'better-sqlite3';
-import { ServiceError } from '@svc/http';
+import { ServiceError } from '@svc/api-contract';
 import { DirectoryLock, makePrivate } from '../directory-lock';
 import { checkKey, checkListPrefix } from '../keys';
 import { directoryUpperBound, rowAddress, storedDirectory } from '../sql/layout';

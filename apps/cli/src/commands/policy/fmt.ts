@@ -1,5 +1,5 @@
 import { writeFile } from 'node:fs/promises';
-import { errorOf } from '@svc/http';
+import { errorOf } from '@svc/api-contract';
 import { UsageError } from '../args';
 import type { Command } from '../context';
 import { println } from '../context';
