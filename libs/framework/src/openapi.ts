@@ -2,7 +2,6 @@
  * OpenAPI 3.0.3 documents derived from path declarations: one per help request, or one for many
  * mounts (the gateway's sys/internal/specs/openapi).
  */
-import type { Backend } from './backend';
 import { NAME_PATTERN } from './coerce';
 import { declaredOperations, type PathOperation, type ResolvedOperation } from './operations';
 import type { FieldSchema, FieldType, PathDeclaration } from './types';
@@ -100,7 +99,7 @@ export function fieldSchema(field: FieldSchema): SchemaObject {
 }
 
 /** One document for many backends, each under its prefix (e.g. "/secret/", "/sys/"). */
-export function buildOpenApi(sections: { prefix: string; backend: Backend }[], info: OpenApiInfo): OpenApiDocument {
+export function buildOpenApi(sections: { prefix: string; backend: { readonly type: string; describeRoutes(path: string): DocumentedRoute[] } }[], info: OpenApiInfo): OpenApiDocument {
   const document = openApiDocument(info);
   const operationIds = new Set<string>();
   for (const { prefix, backend } of sections) {

@@ -1,6 +1,5 @@
-import type { SvcClient } from './client';
 import { wrapKeyForImport } from './key-wrap';
-import type { AuthBlock, Envelope, WrapInfo } from './types';
+import type { AuthBlock, ClientCalls, Envelope, WrapInfo } from './types';
 
 /** The answer's data, or an error naming the path when there is none. */
 function dataOf<T>(envelope: Envelope | null, path: string): T {
@@ -29,7 +28,7 @@ export interface KvSecret<T> {
 /** A kv version 2 engine at `mount`: versions with check-and-set, soft delete, metadata. */
 export class KvV2 {
   constructor(
-    private readonly client: SvcClient,
+    private readonly client: ClientCalls,
     readonly mount: string,
   ) {}
 
@@ -83,7 +82,7 @@ export class KvV2 {
 /** A transit engine at `mount`: named keys, encryption, rewrapping after rotation. */
 export class Transit {
   constructor(
-    private readonly client: SvcClient,
+    private readonly client: ClientCalls,
     readonly mount: string,
   ) {}
 
@@ -157,7 +156,7 @@ export interface TokenCreateRequest {
 
 /** The token store (auth/token). */
 export class Tokens {
-  constructor(private readonly client: SvcClient) {}
+  constructor(private readonly client: ClientCalls) {}
 
   async create(request: TokenCreateRequest = {}, role?: string): Promise<AuthBlock> {
     const where = role ? `auth/token/create/${role}` : 'auth/token/create';
@@ -187,7 +186,7 @@ export class Tokens {
 
 /** Logins: each returns the token, and `client.withToken(auth.client_token)` acts as it. */
 export class Logins {
-  constructor(private readonly client: SvcClient) {}
+  constructor(private readonly client: ClientCalls) {}
 
   userpass(username: string, password: string, mount = 'userpass'): Promise<AuthBlock> {
     return this.login(`auth/${mount}/login/${encodeURIComponent(username)}`, { password });
@@ -214,7 +213,7 @@ export interface LeaseInfo {
 
 /** Leases of dynamic secrets: look up, renew (once or kept renewed), revoke. */
 export class Leases {
-  constructor(private readonly client: SvcClient) {}
+  constructor(private readonly client: ClientCalls) {}
 
   async lookup(leaseId: string): Promise<LeaseInfo> {
     return dataOf(await this.client.write('sys/leases/lookup', { lease_id: leaseId }), 'sys/leases/lookup');
@@ -265,7 +264,7 @@ export class Leases {
 
 /** Response wrapping: hand data over through a single-use token. */
 export class Wrapping {
-  constructor(private readonly client: SvcClient) {}
+  constructor(private readonly client: ClientCalls) {}
 
   async wrap(data: Record<string, unknown>, ttl: string): Promise<WrapInfo> {
     const answer = await this.client.withOptions({ wrapTtl: ttl }).write('sys/wrapping/wrap', data);
@@ -296,7 +295,7 @@ export interface DatabaseCredentials {
 /** A database engine at `mount`: dynamic credentials with their lease. */
 export class Database {
   constructor(
-    private readonly client: SvcClient,
+    private readonly client: ClientCalls,
     readonly mount: string,
   ) {}
 

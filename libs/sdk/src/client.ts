@@ -6,14 +6,14 @@ import { request as httpsRequest } from 'node:https';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as delay } from 'node:timers/promises';
-import type { ApiResponse, Envelope, RequestOptions, SvcClientOptions, TlsOptions } from './types';
+import type { ApiResponse, ClientCalls, Envelope, RequestOptions, SvcClientOptions, TlsOptions } from './types';
 
 const DEFAULT_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_RETRIES = 2;
 const DEFAULT_RETRY_WAIT_MS = 1000;
 
 /** A typed client of the service's HTTP API. Paths are given without the `/v1/` prefix. */
-export class SvcClient {
+export class SvcClient implements ClientCalls {
   readonly sys: SysClient;
   readonly tokens: Tokens;
   readonly logins: Logins;

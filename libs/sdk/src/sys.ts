@@ -1,6 +1,6 @@
-import type { SvcClient } from './client';
 import { apiError } from './errors';
 import type {
+  ClientCalls,
   EnableMountInput,
   GenerateRootStatus,
   HealthStatus,
@@ -20,7 +20,7 @@ import type {
 
 /** Typed helpers for the `sys/` endpoints the CLI and operators use most. */
 export class SysClient {
-  constructor(private readonly client: SvcClient) {}
+  constructor(private readonly client: ClientCalls) {}
 
   async sealStatus(): Promise<SealStatus> {
     return this.body<SealStatus>('GET', 'sys/seal-status');

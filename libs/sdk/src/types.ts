@@ -230,3 +230,16 @@ export interface GenerateRootStatus {
   otp_length: number;
   complete: boolean;
 }
+
+/** The calls the SDK's areas (kv, transit, logins, sys, ...) make through their client; `SvcClient` is one. */
+export interface ClientCalls {
+  withToken(token: string | undefined): ClientCalls;
+  withOptions(options: Partial<SvcClientOptions>): ClientCalls;
+  request<T = unknown>(method: string, path: string, opts?: RequestOptions): Promise<ApiResponse<T>>;
+  send<T = unknown>(method: string, path: string, opts?: RequestOptions): Promise<ApiResponse<T>>;
+  read(path: string, query?: RequestOptions['query']): Promise<Envelope | null>;
+  write(path: string, data?: Record<string, unknown>): Promise<Envelope | null>;
+  patch(path: string, data: Record<string, unknown>): Promise<Envelope | null>;
+  list(path: string): Promise<Envelope | null>;
+  delete(path: string): Promise<Envelope | null>;
+}

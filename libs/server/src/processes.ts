@@ -11,21 +11,11 @@ import { KeyringReceiver, PrimaryUnsealProgress } from '@svc/seal';
 import { Barrier, createPhysical, createView, MeteredPhysical, type Physical } from '@svc/storage';
 import { DATABASE_PLUGIN_VERSIONS, ENGINE_TYPES, engineTypes, WORKER_SERVICES, type WorkerContext } from './engines';
 import { serviceProcesses } from './service-names';
+import type { RunningProcess } from './running-process';
 import type { Loggers } from './logger';
 import { primaryBus, workerRole, workerStorage } from './workers';
 
-export interface RunningProcess {
-  logger: Logger;
-  /** Addresses the HTTP listeners bound (gateway only). */
-  addresses: string[];
-  core?: Core;
-  /**
-   * What Vault does on SIGHUP: reopens the audit files (log rotation) and, given the configuration
-   * read again, applies its log level; logs what it reloaded.
-   */
-  reload(config?: ServerConfig): Promise<void>;
-  stop(): Promise<void>;
-}
+export type { RunningProcess };
 
 /** What every process connects to: the bus and the lock manager (closed after the process stops). */
 export interface Shared {

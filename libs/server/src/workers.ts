@@ -8,7 +8,7 @@ import { MemoryLockTable, serveLockTable } from '@svc/locks';
 import { serveUnsealProgress } from '@svc/seal';
 import { createPhysical, DirectoryLock, EmbeddedPhysical, FeedRecordingPhysical, type Physical } from '@svc/storage';
 import { createLoggers } from './logger';
-import type { RunningProcess } from './processes';
+import type { RunningProcess } from './running-process';
 
 /**
  * `svc server` with several gateway workers (node:cluster): the primary process forks them, they

@@ -2,17 +2,9 @@ import { copyFile, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promis
 import { join, resolve } from 'node:path';
 import type { SnapshotFile } from './archive';
 import type { SnapshotConfig } from './config';
+import type { SnapshotTarget } from './target';
 
-/** Where one configuration's snapshots go: written whole or not at all, listed by name, deleted. */
-export interface SnapshotTarget {
-  /** The URL a snapshot of this name has there (`file://`, `s3://`, ...), for the status. */
-  url(name: string): string;
-  write(name: string, file: SnapshotFile): Promise<void>;
-  /** Names of the snapshots (files or objects) of this configuration, any order. */
-  list(): Promise<string[]>;
-  delete(name: string): Promise<void>;
-  close(): void;
-}
+export type { SnapshotTarget };
 
 /** The snapshot files' names: `<file_prefix>-<unix nanoseconds>.snap`. */
 export function snapshotName(config: SnapshotConfig, at: Date): string {

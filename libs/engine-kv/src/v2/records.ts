@@ -2,6 +2,7 @@ import { hash } from 'node:crypto';
 import { ReadStamp, type KeyValueStore, type SharedDecoder, type StampedValue, type StorageView } from '@svc/storage';
 import { queueKey, recordSecretChange, unsyncedSecret } from '@svc/sync-model';
 import { frozenJsonDecoder, jsonBytes, readFrozenJson, readJson, utf8Text, writeJson, type Frozen, type JsonObject } from '../json';
+import type { EngineConfig, KeyMetadata, VersionState } from './shapes';
 import { isLive } from './versions';
 
 /**
@@ -14,33 +15,7 @@ import { isLive } from './versions';
 const METADATA_PREFIX = 'metadata/';
 const CONFIG_KEY = 'config';
 
-export interface VersionState {
-  created_time: string;
-  /** '' while live; may lie in the future when `delete_version_after` applies. */
-  deletion_time: string;
-  destroyed: boolean;
-}
-
-export interface KeyMetadata {
-  /** Keyed by version number. */
-  versions: Record<string, VersionState>;
-  current_version: number;
-  /** 0 until versions have been pruned, as in Vault. */
-  oldest_version: number;
-  max_versions: number;
-  cas_required: boolean;
-  /** Seconds; 0 means the mount's setting applies. */
-  delete_version_after: number;
-  custom_metadata: Record<string, string> | null;
-  created_time: string;
-  updated_time: string;
-}
-
-export interface EngineConfig {
-  max_versions: number;
-  cas_required: boolean;
-  delete_version_after: number;
-}
+export type { EngineConfig, KeyMetadata, VersionState };
 
 export const DEFAULT_CONFIG: EngineConfig = Object.freeze({ max_versions: 0, cas_required: false, delete_version_after: 0 });
 

@@ -1,6 +1,6 @@
 import { formatDuration } from '@svc/framework';
 import { ServiceError } from '@svc/api-contract';
-import type { EngineConfig, KeyMetadata, VersionState } from './records';
+import type { EngineConfig, KeyMetadata, VersionState } from './shapes';
 
 /** Versions kept per key when neither the key nor the mount sets `max_versions` (Vault's default). */
 export const DEFAULT_MAX_VERSIONS = 10;

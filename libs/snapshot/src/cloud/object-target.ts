@@ -1,7 +1,7 @@
 import { withinDeadline } from '@svc/api-contract';
 import type { SnapshotFile } from '../archive';
 import type { SnapshotConfig } from '../config';
-import type { SnapshotTarget } from '../targets';
+import type { SnapshotTarget } from '../target';
 
 /**
  * A call to a target's provider with no answer this long fails, so a silent provider turns into a
