@@ -213,6 +213,29 @@ describe.each(['all-in-one', 'distributed'] as const)('svc commands (%s)', (kind
 
   afterAll(() => topology?.stop());
 
+  test("Vault's type names: kv-v2 enables kv version 2, aws the cloud engine and auth method", async () => {
+    expect(await run(['secrets', 'enable', 'kv-v2'])).toBe('Success! Enabled the kv-v2 secrets engine at: kv-v2/\n');
+    expect(await run(['kv', 'put', 'kv-v2/app', 'user=alice'])).toMatch(/^== Secret Path ==\nkv-v2\/data\/app\n/);
+    expect(await run(['secrets', 'enable', 'aws'])).toBe('Success! Enabled the aws secrets engine at: aws/\n');
+    expect(await run(['auth', 'enable', 'aws'])).toBe('Success! Enabled aws auth method at: aws/\n');
+    const secrets = JSON.parse(await run(['secrets', 'list', '-format=json'])) as Record<string, { type: string; options: Record<string, string> | null }>;
+    expect(secrets['kv-v2/']).toMatchObject({ type: 'kv', options: { version: '2' } });
+    expect(secrets['aws/']).toMatchObject({ type: 'aws' });
+    expect((JSON.parse(await run(['auth', 'list', '-format=json'])) as Record<string, { type: string }>)['aws/']).toMatchObject({ type: 'aws' });
+    if (kind === 'all-in-one') {
+      // The cloud engine and method serve the mounts: each keeps and reads back its configuration.
+      await run(['write', 'aws/config/root', 'access_key=AKIAEXAMPLE', 'secret_key=example-secret', 'region=eu-west-1']);
+      expect(JSON.parse(await run(['read', '-format=json', 'aws/config/root'])).data).toMatchObject({ access_key: 'AKIAEXAMPLE', region: 'eu-west-1' });
+      await run(['write', 'auth/aws/config/client', 'access_key=AKIAEXAMPLE', 'secret_key=example-secret']);
+      expect(JSON.parse(await run(['read', '-format=json', 'auth/aws/config/client'])).data).toMatchObject({ access_key: 'AKIAEXAMPLE' });
+    } else {
+      // This topology runs no cloud services: the mounts' requests go to them, and say so.
+      expect((await svc(['read', 'aws/config/root'], env)).stderr).toContain('service "cloud" is unavailable');
+      expect((await svc(['read', 'auth/aws/config/client'], env)).stderr).toContain('service "auth-cloud" is unavailable');
+    }
+    for (const path of ['secrets disable kv-v2', 'secrets disable aws', 'auth disable aws']) await run(path.split(' '));
+  });
+
   test('kv: version 2 detected, versions, patch, delete and undelete, rollback, metadata; version 1 in place', async () => {
     expect(await run(['secrets', 'enable', '-path=kv2', '-version=2', 'kv'])).toBe('Success! Enabled the kv secrets engine at: kv2/\n');
     expect(await run(['kv', 'put', 'kv2/app', 'user=alice', 'password=one'])).toMatch(/^== Secret Path ==\nkv2\/data\/app\n\n== Metadata ==\n[^]*version\s+1\n$/);

@@ -21,15 +21,16 @@ import { cloudAuthBackendFactory } from '@svc/auth-cloud';
  * mounts (system, token, cubbyhole), which it builds over its state.
  */
 export const ENGINE_TYPES: readonly EngineType[] = [
-  { type: 'kv', table: 'secret', runsIn: GATEWAY, factory: kvBackendFactory },
+  // Vault's names: "kv-v1"/"kv-v2" enable kv of that version, "aws" the cloud engine and method.
+  { type: 'kv', table: 'secret', runsIn: GATEWAY, factory: kvBackendFactory, variants: { 'kv-v1': { version: '1' }, 'kv-v2': { version: '2' } } },
   { type: 'transit', table: 'secret', runsIn: 'transit', factory: transitBackendFactory },
   { type: 'database', table: 'secret', runsIn: 'database', factory: databaseBackendFactory },
-  { type: 'cloud', table: 'secret', runsIn: 'cloud', factory: cloudBackendFactory },
+  { type: 'cloud', table: 'secret', runsIn: 'cloud', factory: cloudBackendFactory, aliases: ['aws'] },
   // The gateway makes the token of any login: approle and userpass run beside it, the cloud auth
   // method (which calls the provider) in its own service, answering logins over the bus.
   { type: 'approle', table: 'auth', runsIn: GATEWAY, factory: approleBackendFactory },
   { type: 'userpass', table: 'auth', runsIn: GATEWAY, factory: userpassBackendFactory },
-  { type: 'cloud', table: 'auth', runsIn: 'auth-cloud', factory: cloudAuthBackendFactory },
+  { type: 'cloud', table: 'auth', runsIn: 'auth-cloud', factory: cloudAuthBackendFactory, aliases: ['aws'] },
 ];
 
 /** The registry of the types above, for what needs no core: service processes, flags, configuration. */

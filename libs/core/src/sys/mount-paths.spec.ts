@@ -38,9 +38,11 @@ describe('sys/mounts, sys/auth and sys/remount', () => {
       engineType('system', 'secret', true),
       engineType('cubbyhole', 'secret', true),
       engineType('token', 'auth', true),
-      engineType('kv', 'secret'),
+      { ...engineType('kv', 'secret'), variants: { 'kv-v1': { version: '1' }, 'kv-v2': { version: '2' } } },
       engineType('transit', 'secret'),
       engineType('userpass', 'auth'),
+      { ...engineType('cloud', 'secret'), runsIn: 'cloud', aliases: ['aws'] },
+      { ...engineType('cloud', 'auth'), runsIn: 'auth-cloud', aliases: ['aws'] },
     ]);
     /** The built-in types a mount of that table may run (database plugins are no mount type). */
     const builtIn = (table: PluginType) => (table === 'database' ? [] : engines.mountable(table));
@@ -133,12 +135,12 @@ describe('sys/mounts, sys/auth and sys/remount', () => {
     });
 
     it('refuses types that are unknown, built in or missing, and names the known ones', async () => {
-      expect(await refusal(sys.write('mounts/x', { type: 'nope' }))).toEqual({ status: 400, message: 'unknown secrets engine type "nope"; known types: ext, kv, transit' });
+      expect(await refusal(sys.write('mounts/x', { type: 'nope' }))).toEqual({ status: 400, message: 'unknown secrets engine type "nope"; known types: aws, cloud, ext, kv, transit' });
       expect(await refusal(sys.write('mounts/x', { type: 'cubbyhole' }))).toEqual({
         status: 400,
         message: 'secrets engine type "cubbyhole" is mounted in every namespace and cannot be enabled again',
       });
-      expect(await refusal(sys.write('mounts/x', { type: 'userpass' }))).toEqual({ status: 400, message: 'unknown secrets engine type "userpass"; known types: ext, kv, transit' });
+      expect(await refusal(sys.write('mounts/x', { type: 'userpass' }))).toEqual({ status: 400, message: 'unknown secrets engine type "userpass"; known types: aws, cloud, ext, kv, transit' });
       expect(await refusal(sys.write('mounts/x', {}))).toEqual({ status: 400, message: 'missing required field "type"' });
       expect(namespace.secretMounts.get('x/')).toBeUndefined();
     });
@@ -202,6 +204,26 @@ describe('sys/mounts, sys/auth and sys/remount', () => {
     });
   });
 
+  describe("Vault's names", () => {
+    it('enables kv of a version by "kv-v1" or "kv-v2", as a kv mount with that version', async () => {
+      await sys.write('mounts/kv-v2', { type: 'kv-v2' });
+      await sys.write('mounts/pinned', { type: 'kv-v2', options: { version: '1', other: 'kept' } });
+      await sys.write('mounts/old', { type: 'kv-v1' });
+      expect(await sys.read('mounts/kv-v2')).toMatchObject({ type: 'kv', options: { version: '2' } });
+      expect(await sys.read('mounts/pinned')).toMatchObject({ type: 'kv', options: { version: '2', other: 'kept' } });
+      expect(await sys.read('mounts/old')).toMatchObject({ type: 'kv', options: { version: '1' } });
+      expect(await refusal(sys.write('auth/kv', { type: 'kv-v2' }))).toMatchObject({ status: 400, message: expect.stringMatching(/^unknown auth method type "kv-v2"; known types: /) });
+    });
+
+    it('enables the cloud engine and auth method as "aws", which the mount keeps as its type', async () => {
+      await sys.write('mounts/aws', { type: 'aws' });
+      await sys.write('auth/aws', { type: 'aws' });
+      expect(await sys.read('mounts/aws')).toMatchObject({ type: 'aws' });
+      expect(await sys.read('auth/aws')).toMatchObject({ type: 'aws' });
+      expect(namespace.authMounts.get('aws/')).toMatchObject({ type: 'aws', table: 'auth' });
+    });
+  });
+
   describe('auth methods', () => {
     it('are enabled, listed, tuned and disabled under auth/', async () => {
       await sys.write('auth/userpass', { type: 'userpass', description: 'people' });
@@ -218,7 +240,7 @@ describe('sys/mounts, sys/auth and sys/remount', () => {
     });
 
     it('refuses secrets engines, built-in methods, and what is not enabled', async () => {
-      expect(await refusal(sys.write('auth/kv', { type: 'kv' }))).toEqual({ status: 400, message: 'unknown auth method type "kv"; known types: ext, userpass' });
+      expect(await refusal(sys.write('auth/kv', { type: 'kv' }))).toEqual({ status: 400, message: 'unknown auth method type "kv"; known types: aws, cloud, ext, userpass' });
       expect(await refusal(sys.write('auth/other', { type: 'token' }))).toEqual({
         status: 400,
         message: 'auth method type "token" is mounted in every namespace and cannot be enabled again',

@@ -13,7 +13,7 @@ export interface MountPathsDeps {
   /** The system TTLs: a mount's own are checked against them, and stand in for unset ones. */
   config: Pick<ServerConfig, 'defaultLeaseTtl' | 'maxLeaseTtl'>;
   /** Which types are built in (mounted in every namespace, never enabled by hand). */
-  engines: Pick<EngineRegistry, 'get'>;
+  engines: Pick<EngineRegistry, 'enabling'>;
   /** A disabled mount's leases are revoked first. */
   leaseLifecycle: Pick<LeaseLifecycle, 'revokeUnder'>;
   mountData: Pick<MountData, 'purge' | 'recordMove' | 'move'>;
@@ -188,12 +188,14 @@ function tablePaths(core: MountPathsDeps, prefix: 'mounts' | 'auth'): PathDeclar
         update: {
           summary: `Enable a ${kind} at this path.`,
           handler: async (req, f) => {
-            const type = pluginName(f);
+            const named = pluginName(f);
             const wanted = prefix === 'mounts' ? 'secret' : 'auth';
-            const engine = core.engines.get(type, wanted);
-            if (engine?.table === wanted && engine.builtin) {
-              throw ServiceError.badRequest(`${kind} type "${type}" is mounted in every namespace and cannot be enabled again`);
+            const enabled = core.engines.enabling(named, wanted);
+            if (enabled?.engine.builtin) {
+              throw ServiceError.badRequest(`${kind} type "${named}" is mounted in every namespace and cannot be enabled again`);
             }
+            // Vault's names: an alias ("aws") stays the mount's type; a variant ("kv-v2") is its type with options.
+            const type = enabled?.type ?? named;
             const plugin = await core.plugins.forMount(wanted, type, f.get('plugin_version'));
             if (!plugin) throw ServiceError.badRequest(`unknown ${kind} type "${type}"; known types: ${(await core.plugins.mountable(wanted)).join(', ') || 'none'}`);
             if (plugin.external && wanted === 'auth') {
@@ -204,7 +206,7 @@ function tablePaths(core: MountPathsDeps, prefix: 'mounts' | 'auth'): PathDeclar
               type,
               description: f.get<string>('description'),
               config: mountConfig(f),
-              options: f.get<Record<string, string>>('options'),
+              options: { ...f.get<Record<string, string>>('options'), ...enabled?.options },
               local: f.get<boolean>('local'),
               seal_wrap: f.get<boolean>('seal_wrap'),
               plugin_version: plugin.version,
