@@ -34,7 +34,8 @@ describe('the packed SDK', () => {
     rmSync(path.join(ROOT, 'libs', 'sdk', 'dist'), { recursive: true, force: true });
   });
 
-  test('holds compiled code and declarations only, which type-check in a project of its own', async () => {
+  test('holds its README, compiled code and declarations only, which type-check in a project of its own', async () => {
+    expect(readdirSync(installed).sort()).toEqual(['README.md', 'dist', 'package.json']);
     const files = readdirSync(path.join(installed, 'dist')).sort();
     expect(files).toEqual(expect.arrayContaining(['index.js', 'index.d.ts', 'client.d.ts', 'areas.d.ts', 'types.d.ts']));
     expect(files.some((name) => name.includes('spec'))).toBe(false);
@@ -43,6 +44,8 @@ describe('the packed SDK', () => {
       [
         "import { SvcClient, type KvSecret } from '@secrets-service/sdk';",
         "const client = new SvcClient({ address: 'https://vault.example:8200', namespace: 'team', timeoutMs: 5000, maxRetries: 1, tls: { ca: 'PEM' } });",
+        "const fromEnv: SvcClient = SvcClient.fromEnv({ timeoutMs: 5000 });",
+        'void fromEnv;',
         "async function main(): Promise<string> {",
         "  const secret: KvSecret<{ password: string }> | null = await client.kv('secret').get<{ password: string }>('app');",
         "  const ciphertext: string = await client.transit().encrypt('orders', 'text');",
@@ -62,7 +65,8 @@ describe('the packed SDK', () => {
   }, 60_000);
 
   test('drives the server through its typed helpers: sys, kv version 2, tokens, logins, transit, wrapping', async () => {
-    const client = new sdk.SvcClient({ address: topology.urls[0] });
+    // Configured as Vault's clients are, by VAULT_ADDR.
+    const client = sdk.SvcClient.fromEnv({}, { VAULT_ADDR: topology.urls[0] });
     const { keys, root_token: rootToken } = await client.sys.init({ secret_shares: 1, secret_threshold: 1 });
     await client.sys.unseal(keys[0]);
     const root = client.withToken(rootToken);

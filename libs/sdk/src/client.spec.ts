@@ -26,6 +26,19 @@ function reply(answer: (request: RecordedRequest) => StubReply): void {
 }
 
 describe('SvcClient', () => {
+  it("takes its address, token and namespace from SVC_* variables, else Vault's, given options first", async () => {
+    reply(() => ({ status: 200, body: envelope('r1', { data: {} }) }));
+    await SvcClient.fromEnv({}, { SVC_ADDR: address, SVC_TOKEN: 'svc-token', SVC_NAMESPACE: 'team', VAULT_TOKEN: 'vault-token' }).read('kv/a');
+    await SvcClient.fromEnv({}, { VAULT_ADDR: address, VAULT_TOKEN: 'vault-token', VAULT_NAMESPACE: 'ops', SVC_TOKEN: '' }).read('kv/b');
+    await SvcClient.fromEnv({ token: 'given', namespace: undefined }, { SVC_ADDR: address, SVC_TOKEN: 'svc-token', SVC_NAMESPACE: 'team' }).read('kv/c');
+    expect(requests.map((request) => [request.url, request.headers['x-service-token'], request.headers['x-service-namespace']])).toEqual([
+      ['/v1/kv/a', 'svc-token', 'team'],
+      ['/v1/kv/b', 'vault-token', 'ops'],
+      ['/v1/kv/c', 'given', undefined],
+    ]);
+    expect(SvcClient.fromEnv({}, {}).address).toBe('http://127.0.0.1:8200');
+  });
+
   it('sends the request marker, token and namespace headers', async () => {
     reply(() => ({ status: 200, body: envelope('r1', { data: { a: 1 } }) }));
     const client = new SvcClient({ address, token: 's.token', namespace: 'team-a/' });

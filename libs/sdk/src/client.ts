@@ -9,6 +9,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { ApiResponse, ClientCalls, Envelope, RequestOptions, SvcClientOptions, TlsOptions } from './types';
 
 const DEFAULT_TIMEOUT_MS = 60_000;
+/** Where a client of the environment goes when neither SVC_ADDR nor VAULT_ADDR says. */
+export const DEFAULT_ADDRESS = 'http://127.0.0.1:8200';
 const DEFAULT_MAX_RETRIES = 2;
 const DEFAULT_RETRY_WAIT_MS = 1000;
 
@@ -29,6 +31,21 @@ export class SvcClient implements ClientCalls {
     this.logins = new Logins(this);
     this.leases = new Leases(this);
     this.wrapping = new Wrapping(this);
+  }
+
+  /**
+   * A client as the environment configures one: `SVC_ADDR` (else `VAULT_ADDR`, else
+   * http://127.0.0.1:8200), `SVC_TOKEN` (else `VAULT_TOKEN`) and `SVC_NAMESPACE` (else
+   * `VAULT_NAMESPACE`), as the CLI reads them; `options` take precedence.
+   */
+  static fromEnv(options: Partial<SvcClientOptions> = {}, env: Readonly<Record<string, string | undefined>> = process.env): SvcClient {
+    const first = (...names: string[]) => names.map((name) => env[name]).find((value) => value !== undefined && value !== '');
+    return new SvcClient({
+      address: first('SVC_ADDR', 'VAULT_ADDR') ?? DEFAULT_ADDRESS,
+      token: first('SVC_TOKEN', 'VAULT_TOKEN'),
+      namespace: first('SVC_NAMESPACE', 'VAULT_NAMESPACE'),
+      ...options,
+    });
   }
 
   /** The kv version 2 engine mounted at `mount`. */

@@ -1,4 +1,4 @@
-export { SvcClient } from './client';
+export { DEFAULT_ADDRESS, SvcClient } from './client';
 export { SysClient } from './sys';
 export { SvcApiError, SvcConnectionError } from './errors';
 export * from './types';

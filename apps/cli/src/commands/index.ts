@@ -1,6 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { SvcApiError, SvcClient, SvcConnectionError, type TlsOptions } from '@svc/sdk';
+import { DEFAULT_ADDRESS, SvcApiError, SvcClient, SvcConnectionError, type TlsOptions } from '@svc/sdk';
 import { closest, describeFlags, FlagSpecs, parseArgs, UsageError, type ParsedArgs } from './args';
 import type { CliIO, Command, LocalCommand, OutputFormat } from './context';
 import { println } from './context';
@@ -10,7 +10,6 @@ import { storedToken } from './token-file';
 
 export type { CliIO, InputStream, OutputStream } from './context';
 
-export const DEFAULT_ADDRESS = 'http://127.0.0.1:8200';
 const USAGE_EXIT_CODE = 1;
 const API_ERROR_EXIT_CODE = 2;
 const HELP_WORDS = new Set(['help', '-help', '--help', '-h']);
