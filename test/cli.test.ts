@@ -49,13 +49,13 @@ async function loadedModules(args: string[], env: Record<string, string>): Promi
 
 /**
  * What a client command may load: the CLI's entry and command modules, the SDK and the small
- * shared HTTP definitions, and the parser, edit distance and YAML packages. Server code (Nest, pg,
- * the engines, cloud SDKs, openpgp) is for `svc server` alone.
+ * shared API contract (errors, envelope, version), and the parser, edit distance and YAML
+ * packages. Server code (Nest, pg, the engines, cloud SDKs, openpgp) is for `svc server` alone.
  */
 const CLIENT_MODULES = [
   /^bin\/svc\.js$/,
   /^dist\/apps\/cli\/src\/(main|commands\/.+)\.js$/,
-  /^dist\/(libs\/(sdk|http)\/src|node_modules\/@svc\/(sdk|http))\/[^/]+\.js$/,
+  /^dist\/(libs\/(sdk|api-contract)\/src|node_modules\/@svc\/(sdk|api-contract))\/[^/]+\.js$/,
   /^node_modules\/(yargs-parser|fastest-levenshtein|yaml)\//,
 ];
 const notClientModules = (files: string[]) => files.filter((file) => !CLIENT_MODULES.some((allowed) => allowed.test(file)));
