@@ -149,7 +149,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('platform, %s', (kind
     expect((await api(url, 'POST', '/v1/sys/mounts/team', { token: rootToken, body: { type: 'kv' } })).status).toBe(400);
     // The mount tables accept exactly the registered types of their table, and say which those are.
     const unknown = await api(url, 'POST', '/v1/sys/mounts/other', { token: rootToken, body: { type: 'nope' } });
-    expect([unknown.status, unknown.body.errors]).toEqual([400, ['unknown secrets engine type "nope"; known types: cloud, database, kv, transit']]);
+    expect([unknown.status, unknown.body.errors]).toEqual([400, ['unknown secrets engine type "nope"; known types: aws, cloud, database, kv, transit']]);
     const wrongTable = await api(url, 'POST', '/v1/sys/auth/other', { token: rootToken, body: { type: 'transit' } });
     expect([wrongTable.status, wrongTable.body.errors[0]]).toEqual([400, expect.stringMatching(/^unknown auth method type "transit"; known types: /)]);
     const builtin = await api(url, 'POST', '/v1/sys/mounts/other', { token: rootToken, body: { type: 'cubbyhole' } });

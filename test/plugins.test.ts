@@ -139,12 +139,14 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('plugins, %s', (kind)
     test('lists built-in plugins with their versions beside registered ones, and reads both', async () => {
       await ok('POST', 'sys/plugins/catalog/secret/notes', { sha256, command: 'notes', env: ['NOTES_GREETING=unversioned'] });
       const catalog = (await ok('GET', 'sys/plugins/catalog')).data;
-      expect(catalog.secret).toEqual(['cloud', 'database', 'kv', 'notes', 'transit']);
-      expect(catalog.auth).toEqual(['approle', 'cloud', 'userpass']);
+      // `aws` is Vault's name of the cloud engine and auth method, listed as the built-in it is.
+      expect(catalog.secret).toEqual(['aws', 'cloud', 'database', 'kv', 'notes', 'transit']);
+      expect(catalog.auth).toEqual(['approle', 'aws', 'cloud', 'userpass']);
+      expect(catalog.detailed).toContainEqual({ name: 'aws', type: 'auth', version: 'v0.1.0+builtin.svc', builtin: true, deprecation_status: 'supported' });
       expect(catalog.database).toEqual(['mysql-database-plugin', 'postgresql-database-plugin', 'redis-database-plugin']);
       expect(catalog.detailed).toContainEqual({ name: 'kv', type: 'secret', version: 'v0.1.0+builtin.svc', builtin: true, deprecation_status: 'supported' });
       expect(catalog.detailed).toContainEqual({ name: 'notes', type: 'secret', version: '', builtin: false, sha256 });
-      expect((await ok('LIST', 'sys/plugins/catalog/secret')).data.keys).toEqual(['cloud', 'database', 'kv', 'notes', 'transit']);
+      expect((await ok('LIST', 'sys/plugins/catalog/secret')).data.keys).toEqual(['aws', 'cloud', 'database', 'kv', 'notes', 'transit']);
       const read = (await ok('GET', 'sys/plugins/catalog/secret/notes')).data;
       expect(read).toEqual({ name: 'notes', type: 'secret', version: '', builtin: false, sha256, command: 'notes', args: [], oci_image: '', runtime: '' });
       expect(JSON.stringify(read)).not.toContain('unversioned'); // env may hold secrets: never shown
@@ -162,7 +164,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('plugins, %s', (kind)
     const bad = await cli('plugin', 'register', '-sha256', 'c'.repeat(64), '-command=notes', 'secret', 'notes-bad');
     expect([bad.code, bad.stderr]).toEqual([2, expect.stringMatching(/sha256 of .* does not match the catalog/)]);
     const listed = await cli('plugin', 'list', 'secret');
-    expect(listed.stdout.split('\n').slice(0, 3)).toEqual(['Name         Version', '----         -------', 'cloud        v0.1.0+builtin.svc']);
+    expect(listed.stdout.split('\n').slice(0, 4)).toEqual(['Name         Version', '----         -------', 'aws          v0.1.0+builtin.svc', 'cloud        v0.1.0+builtin.svc']);
     expect(listed.stdout).toMatch(/^notes-cli {4,}v0\.9\.0$/m);
     const info = await cli('plugin', 'info', '-version=v0.9.0', '-format=json', 'secret', 'notes-cli');
     expect(JSON.parse(info.stdout)).toMatchObject({ name: 'notes-cli', version: 'v0.9.0', builtin: false, sha256 });
