@@ -1,24 +1,16 @@
+import type { SealStatus as WireSealStatus } from '@svc/sdk';
 import type { Keyring } from '@svc/storage';
 import type { RekeyTarget } from './rekey';
 import type { ShareVerifier } from './share-verifier';
 
-/** Body of `sys/seal-status` (and of `sys/unseal` answers). */
-export interface SealStatus {
-  /** `shamir`, or the auto-unseal seal's type. */
-  type: string;
-  initialized: boolean;
-  sealed: boolean;
-  /** Threshold and number of the unseal shares, or of the recovery shares with an auto-unseal seal. */
-  t: number;
-  n: number;
-  progress: number;
-  nonce: string;
-  version: string;
-  build_date: string;
-  migration: boolean;
-  recovery_seal: boolean;
-  storage_type: string;
-}
+/**
+ * Body of `sys/seal-status` (and of `sys/unseal` answers): the SDK's wire type, with the fields a
+ * seal always answers. `type` is `shamir` or the auto-unseal seal's type; `t` and `n` the threshold
+ * and number of the unseal shares, or of the recovery shares with an auto-unseal seal.
+ */
+export type SealStatus = Required<
+  Pick<WireSealStatus, 'type' | 'initialized' | 'sealed' | 't' | 'n' | 'progress' | 'nonce' | 'version' | 'build_date' | 'migration' | 'recovery_seal' | 'storage_type'>
+>;
 
 export interface InitRequest {
   secret_shares?: number;
