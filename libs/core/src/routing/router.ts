@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { BusUnavailableError, decodeJson, encodeJson, type Bus } from '@svc/bus';
-import { GATEWAY, mountStoragePrefix, serviceSubject, type EngineHost, type EngineRegistry, type EngineReply, type EngineRequest, type OperationFields } from '@svc/engine-host';
+import { GATEWAY, mountStoragePrefix, sameOptions, serviceSubject, type EngineHost, type EngineRegistry, type EngineReply, type EngineRequest, type OperationFields } from '@svc/engine-host';
 import { LoginPaths, type MountInfo, type Operation, type Request } from '@svc/framework';
 import { ServiceError } from '@svc/api-contract';
 import type { Timer } from '@svc/metrics';
@@ -69,9 +69,10 @@ export class Router implements RequestRouter, Dispatcher {
   private readonly services: ServiceWatch;
   /**
    * The login declarations of mounts whose backends run elsewhere (an engine service, a plugin
-   * process), by mount and options (a tune builds the backend anew), fetched on first use.
+   * process), by mount, with the options they were fetched for (a tune builds the backend anew),
+   * fetched on first use.
    */
-  private readonly remoteLogins = new Map<string, LoginPaths | Promise<LoginPaths>>();
+  private readonly remoteLogins = new Map<string, { options: MountInfo['options']; logins: LoginPaths | Promise<LoginPaths> }>();
 
   constructor(private readonly deps: RouterDeps) {
     this.services = new ServiceWatch(deps.bus, deps.subjectPrefix);
@@ -129,21 +130,24 @@ export class Router implements RequestRouter, Dispatcher {
   isLogin(mount: MountInfo, path: string, operation: Operation): boolean | Promise<boolean> {
     if (operation === 'help') return false;
     if (this.isCoreEngine(mount)) return this.deps.coreEngines.isUnauthenticated(mount, path, operation);
-    const key = `${mount.uuid} ${JSON.stringify(mount.options ?? {})}`;
-    const known = this.remoteLogins.get(key) ?? this.fetchLogins(key, mount);
+    const cached = this.remoteLogins.get(mount.uuid);
+    const known = cached && sameOptions(cached.options, mount.options) ? cached.logins : this.fetchLogins(mount);
     return known instanceof LoginPaths ? known.isLogin(path, operation) : known.then((logins) => logins.isLogin(path, operation));
   }
 
-  private fetchLogins(key: string, mount: MountInfo): Promise<LoginPaths> {
+  private fetchLogins(mount: MountInfo): Promise<LoginPaths> {
+    const { uuid, options } = mount;
     const fetched = this.dispatch({ kind: 'logins', requestId: randomUUID(), mount, path: '', operation: 'read', data: {}, capabilities: [] }).then((reply) => {
       if (!reply.ok) throw new ServiceError(reply.kind, reply.errors);
       const logins = new LoginPaths(reply.logins ?? []);
-      this.remoteLogins.set(key, logins);
+      if (this.remoteLogins.get(uuid)?.logins === fetched) this.remoteLogins.set(uuid, { options, logins });
       return logins;
     });
-    this.remoteLogins.set(key, fetched);
+    this.remoteLogins.set(uuid, { options, logins: fetched });
     // A failure (the service unreachable) is that request's answer; the next one asks again.
-    fetched.catch(() => this.remoteLogins.delete(key));
+    fetched.catch(() => {
+      if (this.remoteLogins.get(uuid)?.logins === fetched) this.remoteLogins.delete(uuid);
+    });
     return fetched;
   }
 
