@@ -6,10 +6,11 @@ const shared = {
   transform: { '^.+\\.ts$': tsJest },
   moduleNameMapper: { '^@svc/(.*)$': '<rootDir>/libs/$1/src/index.ts' },
 };
-// Nest 12 ships as ES modules only, which Jest loads (natively, --experimental-vm-modules) only into
-// tests that are ES modules themselves: the specs of the server lib, which import Nest, are
-// compiled as ES modules (the same unit project by name, so --selectProjects unit runs them).
-const NEST_SPECS = '<rootDir>/libs/server/src/**/*.spec.ts';
+// Nest 12, jose and openid-client ship as ES modules only, which Jest loads (natively,
+// --experimental-vm-modules) only into tests that are ES modules themselves: the specs of the libs
+// that import them are compiled as ES modules (the same unit project by name, so --selectProjects
+// unit runs them).
+const ESM_SPECS = ['<rootDir>/libs/server/src/**/*.spec.ts', '<rootDir>/libs/auth-jwt/src/**/*.spec.ts'];
 const esm = {
   ...shared,
   extensionsToTreatAsEsm: ['.ts'],
@@ -19,8 +20,8 @@ module.exports = {
   // End-to-end tests start real processes; unit tests are far below this.
   testTimeout: 120_000,
   projects: [
-    { ...shared, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs}/**/*.spec.ts'], testPathIgnorePatterns: ['/node_modules/', '<rootDir>/libs/server/'] },
-    { ...esm, displayName: 'unit', testMatch: [NEST_SPECS] },
+    { ...shared, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs}/**/*.spec.ts'], testPathIgnorePatterns: ['/node_modules/', '<rootDir>/libs/server/', '<rootDir>/libs/auth-jwt/'] },
+    { ...esm, displayName: 'unit', testMatch: ESM_SPECS },
     { ...shared, displayName: 'e2e', testMatch: ['<rootDir>/test/**/*.test.ts'], slowTestThreshold: 30 },
   ],
 };

@@ -87,7 +87,7 @@ export function tokenSettingsData<T extends TokenSettings>(settings: T): T & { p
 /** The `auth` of a login under these settings; the caller adds who logged in. */
 export function tokenAuth(
   settings: TokenSettings,
-  login: Pick<AuthResponse, 'displayName' | 'metadata' | 'alias' | 'internalData'> & { boundCidrs?: string[] },
+  login: Pick<AuthResponse, 'displayName' | 'metadata' | 'alias' | 'internalData' | 'groupAliases'> & { boundCidrs?: string[] },
 ): AuthResponse {
   return {
     policies: settings.token_policies,

@@ -169,6 +169,11 @@ export interface AuthResponse {
   boundCidrs?: string[];
   /** The identity the method vouched for (recorded on the token). */
   alias?: { name: string; metadata?: Record<string, string> };
+  /**
+   * Names of the caller's groups at the identity provider (a JWT's groups claim): the core makes the
+   * entity a member of the external identity groups with group aliases of these names on the mount.
+   */
+  groupAliases?: string[];
   /** Kept with the token and handed back to the method on renewal; never shown to clients. */
   internalData?: Record<string, unknown>;
 }

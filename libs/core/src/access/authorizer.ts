@@ -54,11 +54,14 @@ export class Authorizer {
     return home.policies.acl(policies).then((loaded) => decide(request, home, loaded));
   }
 
-  /** The token's policies and its entity's, read now so a change to the entity applies at once. */
+  /** The token's policies, its entity's and its groups', read now so a change to them applies at once. */
   private async effectivePolicies(home: Namespace, token: TokenEntry & { entityId: string }): Promise<string[]> {
-    const entity = await this.identity(home).entity(token.entityId);
-    if (entity?.disabled) throw ServiceError.forbidden(`entity "${token.entityId}" is disabled`);
-    return entity?.policies.length ? [...new Set([...token.policies, ...entity.policies])] : token.policies;
+    const store = this.identity(home);
+    const entity = await store.entity(token.entityId);
+    if (!entity) return token.policies;
+    if (entity.disabled) throw ServiceError.forbidden(`entity "${token.entityId}" is disabled`);
+    const identityPolicies = await store.groups.identityPolicies(entity);
+    return identityPolicies.length ? [...new Set([...token.policies, ...identityPolicies])] : token.policies;
   }
 }
 

@@ -124,6 +124,41 @@ describe('Logins (the core\'s login path)', () => {
     expect(await refusal(logins.complete(place(), { auth: auth({ alias: { name: 'alice' } }) }))).toEqual({ status: 403, message: `entity "${entity.canonical_id}" is disabled` });
   });
 
+  it('makes the entity a member of the external groups its provider named, and of no others of the mount', async () => {
+    const other = await namespace.authMounts.mount({ path: 'oidc', type: 'oidc' }, { default_lease_ttl: 0, max_lease_ttl: 0 });
+    const external = async (name: string, accessor: string, policies: string[]) => {
+      const group = await identity.groups.upsertGroup({ name, type: 'external', policies });
+      await identity.groups.createAlias({ name, mount_accessor: accessor, canonical_id: group.id });
+      return group.id;
+    };
+    const admins = await external('admins', mount.accessor, ['admin']);
+    const devs = await external('devs', mount.accessor, ['dev']);
+    const elsewhere = await external('auditors', other.accessor, ['audit']);
+    const withGroups = (groupAliases: string[]) => logins.complete(place(), { auth: auth({ alias: { name: 'alice' }, groupAliases }) });
+
+    const first = (await withGroups(['admins', 'devs', 'unknown'])).token!.auth;
+    expect(first.identity_policies).toEqual(['admin', 'dev']);
+    const entityId = first.entity_id;
+    // A membership through another mount's login stays when this mount's provider does not name it.
+    await identity.loginEntity(other.accessor, 'alice@other', {}, ['auditors']);
+    const otherEntity = (await identity.aliasByName(other.accessor, 'alice@other'))!.canonical_id;
+    expect((await identity.groups.group(elsewhere))!.member_entity_ids).toEqual([otherEntity]);
+
+    const second = (await withGroups(['devs'])).token!.auth;
+    expect(second).toMatchObject({ entity_id: entityId, identity_policies: ['dev'] });
+    expect((await identity.groups.group(admins))!.member_entity_ids).toEqual([]);
+    expect((await identity.groups.group(devs))!.member_entity_ids).toEqual([entityId]);
+    expect(await identity.groups.memberships(entityId)).toEqual({ direct: [devs], inherited: [] });
+
+    // The group's policies apply to the token at once, as the entity's do; an internal parent group's too.
+    const parent = await identity.groups.upsertGroup({ name: 'engineering', policies: ['eng'], member_group_ids: [devs] });
+    expect(await identity.identityPolicies(entityId)).toEqual(['dev', 'eng']);
+    expect(await identity.groups.memberships(entityId)).toEqual({ direct: [devs], inherited: [parent.id] });
+
+    expect((await withGroups([])).token!.auth.identity_policies).toBeUndefined();
+    expect(await identity.groups.memberships(entityId)).toEqual({ direct: [], inherited: [] });
+  });
+
   it('renews by asking the method with the login\'s auth; takes its TTL and policies; a refusal is the answer', async () => {
     const issued = (await logins.complete(place(), { auth: auth({ ttl: 60 }) })).token!.auth;
     const entry = (await tokens.store.lookup(issued.client_token))!;

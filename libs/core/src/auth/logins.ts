@@ -54,7 +54,7 @@ export class Logins {
     const explicitMaxTtl = auth.explicitMaxTtl ?? 0;
     const limits = this.limits(place.mount, auth);
     // The method vouched for a name on its mount: that alias's entity (a new one on a first login) owns the token.
-    const entity = auth.alias ? await this.loginEntity(place, auth.alias.name, auth.alias.metadata ?? {}) : undefined;
+    const entity = auth.alias ? await this.loginEntity(place, auth.alias.name, auth.alias.metadata ?? {}, auth.groupAliases) : undefined;
     if (entity?.disabled) throw ServiceError.forbidden(`entity "${entity.id}" is disabled`);
     const { id, entry } = await this.deps.tokens.create({
       parent: null, // login tokens are orphans, as in Vault
@@ -76,16 +76,23 @@ export class Logins {
       login: { mountAccessor: place.mount.accessor, auth: { ...auth, policies } },
     });
     const issued = TokenManager.issued(id, entry);
-    if (!entity?.policies.length) return { ...rest, token: issued };
-    // As in Vault, the login's answer shows the entity's policies beside the token's own.
-    const allPolicies = [...new Set([...policies, ...entity.policies])];
-    return { ...rest, token: { ...issued, auth: { ...issued.auth, policies: allPolicies, identity_policies: entity.policies } } };
+    const identityPolicies = entity ? await this.deps.identity(place.namespace).groups.identityPolicies(entity) : [];
+    if (!identityPolicies.length) return { ...rest, token: issued };
+    // As in Vault, the login's answer shows the entity's and its groups' policies beside the token's own.
+    const allPolicies = [...new Set([...policies, ...identityPolicies])];
+    return { ...rest, token: { ...issued, auth: { ...issued.auth, policies: allPolicies, identity_policies: identityPolicies } } };
   }
 
-  private loginEntity(place: LoginPlace, name: string, metadata: Record<string, string>): Promise<Entity> {
+  private loginEntity(place: LoginPlace, name: string, metadata: Record<string, string>, groupAliases: string[] | undefined): Promise<Entity> {
     const store = this.deps.identity(place.namespace);
-    const body = { namespace: place.namespace.path, mount_accessor: place.mount.accessor, name, metadata };
-    return writeHereOrOnPrimary(() => store.loginEntity(place.mount.accessor, name, metadata), this.deps.forwardToPrimary, 'login-entity', body, (answer) => answer.entity as Entity);
+    const body = { namespace: place.namespace.path, mount_accessor: place.mount.accessor, name, metadata, group_aliases: groupAliases };
+    return writeHereOrOnPrimary(
+      () => store.loginEntity(place.mount.accessor, name, metadata, groupAliases),
+      this.deps.forwardToPrimary,
+      'login-entity',
+      body,
+      (answer) => answer.entity as Entity,
+    );
   }
 
   /**

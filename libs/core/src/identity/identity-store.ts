@@ -1,163 +1,30 @@
 import { randomUUID } from 'node:crypto';
 import { mountStoragePrefix } from '@svc/engine-host';
 import { ServiceError } from '@svc/api-contract';
-import { createView, type StorageView, type Transaction, type TransactionalStore } from '@svc/storage';
+import { createView, type StorageView, type TransactionalStore } from '@svc/storage';
 import type { Namespace } from '../namespaces/namespace';
 
-/** An entity: one client, whatever methods it logs in with. */
-export interface Entity {
-  id: string;
-  name: string;
-  metadata: Record<string, string>;
-  policies: string[];
-  disabled: boolean;
-  creation_time: string;
-  last_update_time: string;
-  /** Its aliases, at most one per auth mount. */
-  alias_ids: string[];
-}
+import {
+  ALIASES,
+  aliasKey,
+  ENTITIES,
+  ENTITY_NAMES,
+  keyPart,
+  MAX_NAME_BYTES,
+  now,
+  Records,
+  sameRecord,
+  withinNameLimit,
+  WRITE_LOCK,
+  type AliasChanges,
+  type Entity,
+  type EntityAlias,
+  type EntityChanges,
+} from './identity-records';
+import { GroupRecords, loginGroupChanges, type LoginGroupChanges } from './group-records';
+import { GroupStore } from './group-store';
 
-/** An alias: the name an auth mount knows an entity by. */
-export interface EntityAlias {
-  id: string;
-  name: string;
-  mount_accessor: string;
-  canonical_id: string;
-  /** Set by logins. */
-  metadata: Record<string, string>;
-  /** Set by operators. */
-  custom_metadata: Record<string, string>;
-  creation_time: string;
-  last_update_time: string;
-}
-
-export type EntityChanges = Partial<Pick<Entity, 'name' | 'metadata' | 'policies' | 'disabled'>>;
-export type AliasChanges = Partial<Pick<EntityAlias, 'name' | 'mount_accessor' | 'canonical_id' | 'custom_metadata'>>;
-
-const ENTITIES = 'entities/';
-const ALIASES = 'aliases/';
-/** Indexes: entity name → id, (mount accessor, alias name) → alias id. */
-const ENTITY_NAMES = 'entity-names/';
-const ALIAS_KEYS = 'alias-keys/';
-/** Every write takes this one lock: the indexes stay unique across gateway replicas. */
-const WRITE_LOCK = 'write-lock';
-
-/**
- * The longest entity or alias name, and client-chosen id, in UTF-8 bytes. The name indexes hold a
- * name hex-encoded (twice as long) in a storage key, and SQL storage indexes a key whole, at most
- * about 2.7 KB: a longer name was accepted, then failed there as a 500.
- */
-export const MAX_NAME_BYTES = 1024;
-
-export function withinNameLimit(name: string): boolean {
-  return Buffer.byteLength(name, 'utf8') <= MAX_NAME_BYTES;
-}
-
-/** Names may hold any character; storage keys hold them hex-encoded. */
-function keyPart(name: string): string {
-  return Buffer.from(name, 'utf8').toString('hex');
-}
-
-function aliasKey(mountAccessor: string, name: string): string {
-  return `${ALIAS_KEYS}${mountAccessor}/${keyPart(name)}`;
-}
-
-function now(): string {
-  return new Date().toISOString();
-}
-
-function sameRecord(a: Record<string, string>, b: Record<string, string>): boolean {
-  const keys = Object.keys(a);
-  return keys.length === Object.keys(b).length && keys.every((key) => a[key] === b[key]);
-}
-
-/** JSON reads and writes inside one transaction. */
-class Records {
-  constructor(private readonly tx: Transaction) {}
-
-  async get<T>(key: string): Promise<T | null> {
-    const value = await this.tx.get(key);
-    return value ? (JSON.parse(value.toString('utf8')) as T) : null;
-  }
-
-  put(key: string, value: unknown): Promise<void> {
-    return this.tx.put(key, Buffer.from(JSON.stringify(value), 'utf8'));
-  }
-
-  delete(key: string): Promise<void> {
-    return this.tx.delete(key);
-  }
-
-  async entity(id: string): Promise<Entity> {
-    const entity = await this.get<Entity>(ENTITIES + id);
-    if (!entity) throw ServiceError.badRequest(`entity "${id}" does not exist`);
-    return entity;
-  }
-
-  async alias(id: string): Promise<EntityAlias> {
-    const alias = await this.get<EntityAlias>(ALIASES + id);
-    if (!alias) throw ServiceError.badRequest(`entity alias "${id}" does not exist`);
-    return alias;
-  }
-
-  async putEntity(entity: Entity, previousName?: string): Promise<void> {
-    if (previousName !== entity.name) {
-      const holder = await this.get<string>(ENTITY_NAMES + keyPart(entity.name));
-      if (holder && holder !== entity.id) throw ServiceError.badRequest(`field "name": an entity named "${entity.name}" already exists`);
-      if (previousName !== undefined) await this.delete(ENTITY_NAMES + keyPart(previousName));
-      await this.put(ENTITY_NAMES + keyPart(entity.name), entity.id);
-    }
-    await this.put(ENTITIES + entity.id, entity);
-  }
-
-  async newEntity(changes: EntityChanges, id: string = randomUUID()): Promise<Entity> {
-    const time = now();
-    const entity: Entity = {
-      id,
-      name: changes.name || `entity_${id}`,
-      metadata: changes.metadata ?? {},
-      policies: changes.policies ?? [],
-      disabled: changes.disabled ?? false,
-      creation_time: time,
-      last_update_time: time,
-      alias_ids: [],
-    };
-    await this.putEntity(entity);
-    return entity;
-  }
-
-  /** Writes an alias, keeping (mount accessor, name) unique and one alias per mount on an entity. */
-  async putAlias(alias: EntityAlias, previous?: EntityAlias): Promise<void> {
-    const key = aliasKey(alias.mount_accessor, alias.name);
-    const holder = await this.get<string>(key);
-    if (holder && holder !== alias.id) throw ServiceError.badRequest(`an alias named "${alias.name}" already exists for mount accessor "${alias.mount_accessor}"`);
-    const entity = await this.entity(alias.canonical_id);
-    for (const otherId of entity.alias_ids) {
-      if (otherId === alias.id) continue;
-      const other = await this.alias(otherId);
-      if (other.mount_accessor === alias.mount_accessor) {
-        throw ServiceError.badRequest(`entity "${entity.id}" already has an alias for mount accessor "${alias.mount_accessor}"`);
-      }
-    }
-    if (previous) {
-      const previousKey = aliasKey(previous.mount_accessor, previous.name);
-      if (previousKey !== key) await this.delete(previousKey);
-      if (previous.canonical_id !== alias.canonical_id) {
-        const formerOwner = await this.entity(previous.canonical_id);
-        await this.put(ENTITIES + formerOwner.id, { ...formerOwner, alias_ids: formerOwner.alias_ids.filter((id) => id !== alias.id) });
-      }
-    }
-    if (!entity.alias_ids.includes(alias.id)) await this.put(ENTITIES + entity.id, { ...entity, alias_ids: [...entity.alias_ids, alias.id] });
-    await this.put(key, alias.id);
-    await this.put(ALIASES + alias.id, alias);
-  }
-
-  async deleteAlias(alias: EntityAlias, entity?: Entity): Promise<void> {
-    await this.delete(aliasKey(alias.mount_accessor, alias.name));
-    await this.delete(ALIASES + alias.id);
-    if (entity) await this.put(ENTITIES + entity.id, { ...entity, alias_ids: entity.alias_ids.filter((id) => id !== alias.id) });
-  }
-}
+export { MAX_NAME_BYTES, withinNameLimit, type AliasChanges, type Entity, type EntityAlias, type EntityChanges } from './identity-records';
 
 /**
  * The identity store of one namespace: entities and their aliases in the barrier, under the
@@ -165,7 +32,11 @@ class Records {
  * transaction under one lock, so concurrent logins on several gateways find or create one entity.
  */
 export class IdentityStore {
-  constructor(private readonly storage: StorageView) {}
+  readonly groups: GroupStore;
+
+  constructor(private readonly storage: StorageView) {
+    this.groups = new GroupStore(storage, (change) => this.write(change));
+  }
 
   private write<T>(fn: (records: Records) => Promise<T>): Promise<T> {
     return this.storage.transaction(async (tx) => {
@@ -176,6 +47,12 @@ export class IdentityStore {
 
   entity(id: string): Promise<Entity | null> {
     return id === '' ? Promise.resolve(null) : this.storage.getJSON<Entity>(ENTITIES + id);
+  }
+
+  /** The policies an entity's tokens have besides their own (none for an entity that no longer exists). */
+  async identityPolicies(entityId: string): Promise<string[]> {
+    const entity = await this.entity(entityId);
+    return entity ? this.groups.identityPolicies(entity) : [];
   }
 
   async entityByName(name: string): Promise<Entity | null> {
@@ -241,6 +118,7 @@ export class IdentityStore {
         const alias = await records.get<EntityAlias>(ALIASES + aliasId);
         if (alias) await records.deleteAlias(alias);
       }
+      await new GroupRecords(records).forgetEntity(id);
       await records.delete(ENTITY_NAMES + keyPart(entity.name));
       await records.delete(ENTITIES + id);
     });
@@ -285,27 +163,36 @@ export class IdentityStore {
 
   /**
    * A login's entity: the one its alias (mount accessor, name) belongs to, else a new entity and
-   * alias. The alias takes the login's metadata. Only a first login or changed metadata writes.
+   * alias. The alias takes the login's metadata; with `groupAliases` (the identity provider's
+   * groups), the entity belongs to exactly the external groups aliased by those names on the mount.
+   * Only a first login or a change writes.
    */
-  async loginEntity(mountAccessor: string, name: string, metadata: Record<string, string>): Promise<Entity> {
+  async loginEntity(mountAccessor: string, name: string, metadata: Record<string, string>, groupAliases?: readonly string[]): Promise<Entity> {
     if (!withinNameLimit(name)) throw ServiceError.badRequest(`the login's alias name is longer than ${MAX_NAME_BYTES} bytes, the most an entity alias may have`);
+    const groupsUnchanged = async (entityId: string, get: <T>(key: string) => Promise<T | null>) =>
+      !groupAliases || noChanges(await loginGroupChanges(get, entityId, mountAccessor, groupAliases));
     const known = await this.aliasByName(mountAccessor, name);
     const entity = known && sameRecord(known.metadata, metadata) ? await this.entity(known.canonical_id) : null;
-    if (entity) return entity;
+    if (entity && (await groupsUnchanged(entity.id, (key) => this.storage.getJSON(key)))) return entity;
     return this.write(async (records) => {
       const aliasId = await records.get<string>(aliasKey(mountAccessor, name));
       const alias = aliasId ? await records.get<EntityAlias>(ALIASES + aliasId) : null;
+      let entityId: string;
       if (alias) {
         if (!sameRecord(alias.metadata, metadata)) await records.put(ALIASES + alias.id, { ...alias, metadata, last_update_time: now() });
-        return records.entity(alias.canonical_id);
+        entityId = alias.canonical_id;
+      } else {
+        entityId = (await records.newEntity({})).id;
+        const time = now();
+        await records.putAlias({ id: randomUUID(), name, mount_accessor: mountAccessor, canonical_id: entityId, metadata, custom_metadata: {}, creation_time: time, last_update_time: time });
       }
-      const created = await records.newEntity({});
-      const time = now();
-      await records.putAlias({ id: randomUUID(), name, mount_accessor: mountAccessor, canonical_id: created.id, metadata, custom_metadata: {}, creation_time: time, last_update_time: time });
-      return records.entity(created.id);
+      if (groupAliases) await new GroupRecords(records).applyLoginGroups(entityId, await loginGroupChanges((key) => records.get(key), entityId, mountAccessor, groupAliases));
+      return records.entity(entityId);
     });
   }
 }
+
+const noChanges = (changes: LoginGroupChanges) => changes.join.length === 0 && changes.leave.length === 0;
 
 /** The identity store of a namespace: its identity/ mount's storage in the barrier. */
 export function namespaceIdentity(barrier: TransactionalStore, namespace: Namespace): IdentityStore {

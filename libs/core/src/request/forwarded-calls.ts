@@ -28,7 +28,8 @@ export function forwardedCallServer(deps: ForwardedCallsDeps): (call: ForwardCal
   return async (call, body) => {
     try {
       if (call === 'login-entity') {
-        const entity = await deps.identity(namespaceAt(body.namespace)).loginEntity(String(body.mount_accessor), String(body.name), (body.metadata ?? {}) as Record<string, string>);
+        const groupAliases = Array.isArray(body.group_aliases) ? body.group_aliases.map(String) : undefined;
+        const entity = await deps.identity(namespaceAt(body.namespace)).loginEntity(String(body.mount_accessor), String(body.name), (body.metadata ?? {}) as Record<string, string>, groupAliases);
         return { ok: true, entity };
       }
       const message = decodeForwardedRequest(body, (namespace, uuid) => deps.router.mountByUuid(namespace, uuid));

@@ -48,7 +48,7 @@ describe('auth/token/', () => {
       },
       namespaces,
       router: { namespaceOf: ({ mount: { namespace } }) => namespaces.get(namespace)! },
-      identityStore: () => ({ entity: async (id) => (id === ENTITY.id ? ENTITY : null) }),
+      identityStore: () => ({ identityPolicies: async (id) => (id === ENTITY.id ? ENTITY.policies : []) }),
       tokenLimits: () => LIMITS,
     });
     rootToken = await createRootToken(store);

@@ -18,7 +18,7 @@ export interface TokenBackendDeps {
   namespaces: Pick<NamespaceRegistry, 'get'>;
   router: Pick<Router, 'namespaceOf'>;
   /** The identity store of a namespace, for the policies of a token's entity. */
-  identityStore(namespace: Namespace): Pick<IdentityStore, 'entity'>;
+  identityStore(namespace: Namespace): Pick<IdentityStore, 'identityPolicies'>;
   /** TTL defaults and maximums of the token mount. */
   tokenLimits(mount: MountInfo): TokenLimits;
 }
@@ -96,12 +96,12 @@ export function createTokenBackend(core: TokenBackendDeps): Backend {
     return found.entry;
   };
 
-  /** A token as lookups show it, with its entity's policies as `identity_policies` (read now: they may have changed). */
+  /** A token as lookups show it, with its entity's and groups' policies as `identity_policies` (read now: they may have changed). */
   const described = async (entry: TokenEntry, id = ''): Promise<Response> => {
     const data = TokenManager.describe(entry, id);
     const namespace = entry.entityId ? core.namespaces.get(entry.namespace) : undefined;
-    const entity = namespace ? await core.identityStore(namespace).entity(entry.entityId) : null;
-    return { data: entity?.policies.length ? { ...data, identity_policies: entity.policies } : data };
+    const identityPolicies = namespace ? await core.identityStore(namespace).identityPolicies(entry.entityId) : [];
+    return { data: identityPolicies.length ? { ...data, identity_policies: identityPolicies } : data };
   };
 
   const authResponse = (id: string, entry: TokenEntry): Response => ({ token: TokenManager.issued(id, entry) });
