@@ -19,7 +19,8 @@ function moduleBoundaries(withTests) {
   return [
     'error',
     {
-      allow: [],
+      // A lib's specs may start the provider emulators under test/emulators (test code of no project).
+      allow: withTests ? ['../../../test/emulators/*', '../../../../test/emulators/*'] : [],
       depConstraints: [
         { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['scope:shared', 'scope:server', 'scope:tooling', ...testing] },
         { sourceTag: 'scope:shared', onlyDependOnLibsWithTags: ['scope:shared', ...testing] },

@@ -62,7 +62,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('auth methods, %s', (
   test('both methods are listed under sys/auth; an unknown type is refused', async () => {
     const listed = await admin('GET', 'sys/auth');
     expect(listed.data).toMatchObject({ 'approle/': { type: 'approle' }, 'userpass/': { type: 'userpass', description: 'people' }, 'token/': { type: 'token' } });
-    await refused(loginUrl, 'POST', 'sys/auth/other', root, { type: 'kerberos' }, 400, /unknown auth method type "kerberos"; known types: approle, aws, cloud, userpass$/);
+    await refused(loginUrl, 'POST', 'sys/auth/other', root, { type: 'kerberos' }, 400, /unknown auth method type "kerberos"; known types: approle, aws, cloud, jwt, kubernetes, oidc, userpass$/);
     await refused(loginUrl, 'POST', 'sys/mounts/approle-as-secrets', root, { type: 'approle' }, 400, /unknown secrets engine type "approle"/);
   });
 

@@ -141,7 +141,7 @@ describe.each<TopologyKind>(['all-in-one', 'distributed'])('plugins, %s', (kind)
       const catalog = (await ok('GET', 'sys/plugins/catalog')).data;
       // `aws` is Vault's name of the cloud engine and auth method, listed as the built-in it is.
       expect(catalog.secret).toEqual(['aws', 'cloud', 'database', 'kv', 'notes', 'transit']);
-      expect(catalog.auth).toEqual(['approle', 'aws', 'cloud', 'userpass']);
+      expect(catalog.auth).toEqual(['approle', 'aws', 'cloud', 'jwt', 'kubernetes', 'oidc', 'userpass']);
       expect(catalog.detailed).toContainEqual({ name: 'aws', type: 'auth', version: 'v0.1.0+builtin.svc', builtin: true, deprecation_status: 'supported' });
       expect(catalog.database).toEqual(['mysql-database-plugin', 'postgresql-database-plugin', 'redis-database-plugin']);
       expect(catalog.detailed).toContainEqual({ name: 'kv', type: 'secret', version: 'v0.1.0+builtin.svc', builtin: true, deprecation_status: 'supported' });

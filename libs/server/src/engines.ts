@@ -14,6 +14,8 @@ import { SyncWorker } from '@svc/sync-worker';
 import type { Logger } from 'pino';
 import { userpassBackendFactory } from '@svc/auth-userpass';
 import { cloudAuthBackendFactory } from '@svc/auth-cloud';
+import { kubernetesBackendFactory } from '@svc/auth-kubernetes';
+import { jwtBackendFactory } from '@svc/auth-jwt';
 
 /**
  * The mount types of this build, one entry each: adding an engine or auth method is one entry
@@ -26,11 +28,15 @@ export const ENGINE_TYPES: readonly EngineType[] = [
   { type: 'transit', table: 'secret', runsIn: 'transit', factory: transitBackendFactory },
   { type: 'database', table: 'secret', runsIn: 'database', factory: databaseBackendFactory },
   { type: 'cloud', table: 'secret', runsIn: 'cloud', factory: cloudBackendFactory, aliases: ['aws'] },
-  // The gateway makes the token of any login: approle and userpass run beside it, the cloud auth
-  // method (which calls the provider) in its own service, answering logins over the bus.
+  // The gateway makes the token of any login: approle and userpass run beside it; the methods that
+  // ask an outside party (the cloud provider, a Kubernetes API server, an identity provider) run in
+  // the auth-cloud service, answering logins over the bus, so a slow party never holds up the gateway.
   { type: 'approle', table: 'auth', runsIn: GATEWAY, factory: approleBackendFactory },
   { type: 'userpass', table: 'auth', runsIn: GATEWAY, factory: userpassBackendFactory },
   { type: 'cloud', table: 'auth', runsIn: 'auth-cloud', factory: cloudAuthBackendFactory, aliases: ['aws'] },
+  { type: 'kubernetes', table: 'auth', runsIn: 'auth-cloud', factory: kubernetesBackendFactory },
+  // One method, two names: "jwt" for tokens handed over directly, "oidc" for people signing in.
+  { type: 'jwt', table: 'auth', runsIn: 'auth-cloud', factory: jwtBackendFactory, aliases: ['oidc'] },
 ];
 
 /** The registry of the types above, for what needs no core: service processes, flags, configuration. */
