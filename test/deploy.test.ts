@@ -18,6 +18,7 @@ import { parse, parseAllDocuments } from 'yaml';
 import * as coreModels from 'kubernetes-models/v1';
 import * as appsModels from 'kubernetes-models/apps/v1';
 import * as networkingModels from 'kubernetes-models/networking.k8s.io/v1';
+import * as rbacModels from 'kubernetes-models/rbac.authorization.k8s.io/v1';
 import type { IContainer, IPodSpec, IService } from 'kubernetes-models/v1';
 import type { INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { parseConfig, parseHcl } from '@svc/config';
@@ -368,6 +369,9 @@ interface Kustomization {
  * kustomize binary here): its resources in its namespace with its images, and the generated config
  * maps and secrets (under their plain names: kustomize adds a hash and rewrites every reference).
  */
+/** Kinds kustomize leaves without a namespace. */
+const CLUSTER_SCOPED = new Set(['Namespace', 'ClusterRole', 'ClusterRoleBinding']);
+
 function renderKustomization(): KubeObject[] {
   const kustomization = parse(read('deploy', 'kustomization.yaml')) as Kustomization;
   const generatorEntries = (generator: Generator): Record<string, string> => {
@@ -391,7 +395,7 @@ function renderKustomization(): KubeObject[] {
   );
   const rendered: KubeObject[] = [...resources, ...configMaps, ...secrets];
   for (const object of rendered) {
-    if (object.kind !== 'Namespace') object.metadata.namespace = kustomization.namespace;
+    if (!CLUSTER_SCOPED.has(object.kind)) object.metadata.namespace = kustomization.namespace;
     for (const container of podSpec(object)?.containers ?? []) {
       const replacement = kustomization.images.find((entry) => entry.name === container.image);
       if (replacement) container.image = `${replacement.newName ?? replacement.name}:${replacement.newTag}`;
@@ -415,6 +419,7 @@ const models: Record<string, Record<string, Model>> = {
   v1: coreModels as unknown as Record<string, Model>,
   'apps/v1': appsModels as unknown as Record<string, Model>,
   'networking.k8s.io/v1': networkingModels as unknown as Record<string, Model>,
+  'rbac.authorization.k8s.io/v1': rbacModels as unknown as Record<string, Model>,
 };
 
 /** Every volume path a container sees, as mount path + item path -> the source's name and key. */
@@ -440,7 +445,7 @@ describe('the kustomization (deploy/kustomization.yaml)', () => {
       const model = models[object.apiVersion]?.[object.kind];
       expect([object.kind, object.metadata.name, model !== undefined]).toEqual([object.kind, object.metadata.name, true]);
       expect(() => new model(object).validate()).not.toThrow();
-      expect(object.metadata.namespace).toBe(object.kind === 'Namespace' ? undefined : 'secrets-service');
+      expect(object.metadata.namespace).toBe(CLUSTER_SCOPED.has(object.kind) ? undefined : 'secrets-service');
     }
   });
 
@@ -545,6 +550,17 @@ describe('the kustomization (deploy/kustomization.yaml)', () => {
     }
     // Two per app (bus client key, cluster key), and NATS's server key.
     expect(keyFiles).toBe(2 * serviceApps.length + 1);
+  });
+
+  test('only the auth-cloud pods carry a service-account token, and it may review others\' tokens (the kubernetes auth method)', () => {
+    const rendered = renderKustomization();
+    const withToken = workloads(rendered).filter((workload) => podSpec(workload)!.automountServiceAccountToken !== false);
+    expect(withToken.map((workload) => [workload.metadata.name, podSpec(workload)!.serviceAccountName])).toEqual([['auth-cloud', 'auth-cloud']]);
+    const account = rendered.find((object) => object.kind === 'ServiceAccount' && object.metadata.name === 'auth-cloud');
+    expect(account?.metadata.namespace).toBe('secrets-service');
+    const binding = rendered.find((object) => object.kind === 'ClusterRoleBinding') as unknown as { roleRef: { kind: string; name: string }; subjects: { kind: string; name: string; namespace: string }[] };
+    expect(binding.roleRef).toMatchObject({ kind: 'ClusterRole', name: 'system:auth-delegator' });
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'auth-cloud', namespace: 'secrets-service' }]);
   });
 
   test('only the service apps may reach PostgreSQL, NATS and Redis', () => {

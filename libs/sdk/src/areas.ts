@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { wrapKeyForImport } from './key-wrap';
 import type { AuthBlock, ClientCalls, Envelope, WrapInfo } from './types';
 
@@ -6,6 +7,9 @@ function dataOf<T>(envelope: Envelope | null, path: string): T {
   if (!envelope?.data) throw new Error(`${path} answered without data`);
   return envelope.data as T;
 }
+
+/** Where Kubernetes mounts a pod's service-account token. */
+export const POD_SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
 function authOf(envelope: Envelope | null, path: string): AuthBlock {
   if (!envelope?.auth) throw new Error(`${path} answered without a token`);
@@ -194,6 +198,44 @@ export class Logins {
 
   approle(roleId: string, secretId?: string, mount = 'approle'): Promise<AuthBlock> {
     return this.login(`auth/${mount}/login`, { role_id: roleId, ...(secretId !== undefined && { secret_id: secretId }) });
+  }
+
+  /** A Kubernetes workload with its service-account token. */
+  kubernetes(role: string, jwt: string, mount = 'kubernetes'): Promise<AuthBlock> {
+    return this.login(`auth/${mount}/login`, { role, jwt: jwt.trim() });
+  }
+
+  /** A Kubernetes workload from inside its pod: the token is read from the pod's service-account file (rotated by the kubelet, so read at each login). */
+  async kubernetesInPod(role: string, mount = 'kubernetes', tokenFile = POD_SERVICE_ACCOUNT_TOKEN): Promise<AuthBlock> {
+    return this.kubernetes(role, await readFile(tokenFile, 'utf8'), mount);
+  }
+
+  /** A JWT from an identity provider (a CI pipeline's OIDC token, say); without a role, the mount's default_role. */
+  jwt(jwt: string, role?: string, mount = 'jwt'): Promise<AuthBlock> {
+    return this.login(`auth/${mount}/login`, { jwt: jwt.trim(), ...(role !== undefined && { role }) });
+  }
+
+  /**
+   * The first half of an OIDC login: the provider's URL to send the person to. The provider sends
+   * them back to `redirectUri` with `state` and `code`, which `oidcCallback` turns into a token.
+   */
+  async oidcAuthUrl(redirectUri: string, options: { role?: string; clientNonce?: string; mount?: string } = {}): Promise<string> {
+    const path = `auth/${options.mount ?? 'oidc'}/oidc/auth_url`;
+    const answer = await this.client.withToken(undefined).write(path, {
+      redirect_uri: redirectUri,
+      ...(options.role !== undefined && { role: options.role }),
+      ...(options.clientNonce !== undefined && { client_nonce: options.clientNonce }),
+    });
+    const url = answer?.data?.auth_url;
+    if (typeof url !== 'string' || url === '') throw new Error(`${path} answered no auth_url (is the redirect URI allowed by the role?)`);
+    return url;
+  }
+
+  /** The second half of an OIDC login: what the provider sent back to the redirect URI. */
+  async oidcCallback(state: string, code: string, options: { clientNonce?: string; mount?: string } = {}): Promise<AuthBlock> {
+    const path = `auth/${options.mount ?? 'oidc'}/oidc/callback`;
+    const query = { state, code, ...(options.clientNonce !== undefined && { client_nonce: options.clientNonce }) };
+    return authOf(await this.client.withToken(undefined).read(path, query), path);
   }
 
   /** Any auth method's login path with its fields. */

@@ -1,4 +1,5 @@
-import type { Envelope, SvcClient } from '@svc/sdk';
+import { readFile } from 'node:fs/promises';
+import { POD_SERVICE_ACCOUNT_TOKEN, type Envelope, type SvcClient } from '@svc/sdk';
 import { UsageError } from './args';
 import type { CliIO, Command, CommandContext } from './context';
 import { println } from './context';
@@ -7,6 +8,7 @@ import { readAll, readHiddenLine } from './stdin';
 import { storeToken } from './token-file';
 import { parseData } from './data';
 import { cloudLoginData } from './cloud-login';
+import { oidcLogin } from './oidc-login';
 
 /** What a login shows: the token and what it grants, in the auth block's shape. */
 interface LoginResult {
@@ -20,10 +22,12 @@ export const command: Command = {
   summary:
     'Authenticate and store the token in ~/.svc-token for later commands: with a token (the default method, ' +
     'checked with lookup-self), or -method=userpass username=NAME [password=...|password=-], or any other ' +
-    'method with its K=V login fields (e.g. -method=approle role_id=... secret_id=...), or -method=cloud ' +
+    'method with its K=V login fields (e.g. -method=approle role_id=... secret_id=..., -method=jwt role=... jwt=@FILE), ' +
+    'or -method=kubernetes role=... [jwt=@FILE] (in a pod, its service-account token), or -method=oidc [role=...] ' +
+    '[port=8250] (prints the provider\'s URL and listens on localhost for its redirect), or -method=cloud ' +
     'role=... [header_value=...] [region=...] (signs with the provider\'s credentials).',
   flags: {
-    method: { kind: 'string', description: 'auth method type: token (default), userpass, approle, cloud, ...' },
+    method: { kind: 'string', description: 'auth method type: token (default), userpass, approle, kubernetes, jwt, oidc, cloud, ...' },
     path: { kind: 'string', description: 'where the auth method is mounted (default: the method name)' },
     'no-store': { kind: 'boolean', description: 'do not store the token in ~/.svc-token' },
     'token-only': { kind: 'boolean', description: 'print only the token, and do not store it' },
@@ -82,7 +86,11 @@ async function tokenLogin(ctx: CommandContext, positionals: string[]): Promise<L
 /** `svc login -method=NAME K=V...`: userpass takes the username into the path and the password hidden. */
 async function methodLogin(ctx: CommandContext, method: string, path: string, positionals: string[]): Promise<LoginResult> {
   const given = await parseData(positionals, ctx.io);
-  const data = method === 'cloud' ? await cloudLoginData(given, ctx.io.env) : given;
+  if (method === 'oidc') {
+    const auth = await oidcLogin(ctx.io, ctx.client.withToken(undefined), path, given);
+    return { envelope: { auth } as Envelope, token: auth.client_token, rows: authRows(auth) };
+  }
+  const data = method === 'cloud' ? await cloudLoginData(given, ctx.io.env) : method === 'kubernetes' ? await kubernetesLoginData(given) : given;
   const anonymous: SvcClient = ctx.client.withToken(undefined);
   let where = `auth/${path}/login`;
   if (method === 'userpass') {
@@ -100,6 +108,17 @@ async function methodLogin(ctx: CommandContext, method: string, path: string, po
     token: auth.client_token,
     rows: authRows(auth),
   };
+}
+
+/** A kubernetes login without jwt=... runs in a pod: its service-account token is the pod's. */
+async function kubernetesLoginData(data: Record<string, unknown>): Promise<Record<string, unknown>> {
+  if (typeof data.role !== 'string' || data.role === '') throw new UsageError('kubernetes login needs role=NAME');
+  if (data.jwt !== undefined) return { ...data, jwt: String(data.jwt).trim() };
+  try {
+    return { ...data, jwt: (await readFile(POD_SERVICE_ACCOUNT_TOKEN, 'utf8')).trim() };
+  } catch (err) {
+    throw new UsageError(`no jwt=... given and no pod service-account token at ${POD_SERVICE_ACCOUNT_TOKEN} (${(err as NodeJS.ErrnoException).code ?? err})`);
+  }
 }
 
 /** A secret typed at a terminal without echo; anything else must pass it explicitly. */
