@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { loadSession, saveSession, sealStatus, type Session } from './api';
 import { ErrorMessage, Link, navigate, useLoad, useRoute } from './components';
 import { AuthMethodsScreen, LeasesScreen, NamespacesScreen, TokensScreen } from './screens/access';
-import { LoginScreen, NamespacePicker } from './screens/login';
+import { LoginScreen, NamespacePicker, OidcCallbackScreen, oidcCallbackMount } from './screens/login';
 import { PoliciesScreen, PolicyScreen } from './screens/policies';
 import { InitScreen, SealControls, UnsealScreen } from './screens/seal';
 import { MountScreen, SecretsScreen } from './screens/secrets';
@@ -37,15 +37,14 @@ export function App() {
   else if (!status.value) body = <p role="status">Connecting…</p>;
   else if (!status.value.initialized) body = <InitScreen status={status.value} onDone={status.reload} />;
   else if (status.value.sealed) body = <UnsealScreen status={status.value} onChange={status.reload} />;
-  else if (!session)
-    body = (
-      <LoginScreen
-        onLogin={(next) => {
-          changeSession(next);
-          navigate('secrets');
-        }}
-      />
-    );
+  else if (!session) {
+    const signedIn = (next: Session) => {
+      changeSession(next);
+      navigate('secrets');
+    };
+    const oidcMount = oidcCallbackMount(route);
+    body = oidcMount ? <OidcCallbackScreen mount={oidcMount} onLogin={signedIn} /> : <LoginScreen onLogin={signedIn} />;
+  }
   else body = <Screen route={route} session={session} onSealed={status.reload} />;
 
   return (
