@@ -1,6 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { wrapKeyForImport } from './key-wrap';
-import type { AuthBlock, ClientCalls, Envelope, WrapInfo } from './types';
+import type { AuthBlock, ClientCalls, Envelope, TokenInfo, WrapInfo } from './types';
+import { keepRenewing, type RenewalEnd } from './renewal';
+import { cloudIamLoginData, type CloudIamLoginOptions } from './cloud-login';
 
 /** The answer's data, or an error naming the path when there is none. */
 function dataOf<T>(envelope: Envelope | null, path: string): T {
@@ -22,6 +24,21 @@ export interface KvVersionMetadata {
   destroyed: boolean;
   version: number;
   custom_metadata: Record<string, string> | null;
+}
+
+/** A kv version 2 secret's metadata, as `<mount>/metadata/<path>` reads it. */
+export interface KvMetadata {
+  current_version: number;
+  oldest_version: number;
+  max_versions: number;
+  cas_required: boolean;
+  /** A duration ("0s" for never). */
+  delete_version_after: string;
+  created_time: string;
+  updated_time: string;
+  custom_metadata: Record<string, string> | null;
+  /** Version number → its state. */
+  versions: Record<string, Omit<KvVersionMetadata, 'version' | 'custom_metadata'>>;
 }
 
 export interface KvSecret<T> {
@@ -73,8 +90,9 @@ export class KvV2 {
     await this.client.write(`${this.mount}/destroy/${path}`, { versions });
   }
 
-  async metadata(path: string): Promise<Record<string, unknown> | null> {
-    return (await this.client.read(`${this.mount}/metadata/${path}`))?.data ?? null;
+  /** The secret's metadata and its versions; null when there is no secret at `path`. */
+  async metadata(path: string): Promise<KvMetadata | null> {
+    return ((await this.client.read(`${this.mount}/metadata/${path}`))?.data as KvMetadata | undefined) ?? null;
   }
 
   /** Deletes every version and the metadata. */
@@ -167,11 +185,11 @@ export class Tokens {
     return authOf(await this.client.write(where, { ...request }), where);
   }
 
-  async lookupSelf(): Promise<Record<string, unknown>> {
+  async lookupSelf(): Promise<TokenInfo> {
     return dataOf(await this.client.read('auth/token/lookup-self'), 'auth/token/lookup-self');
   }
 
-  async lookup(token: string): Promise<Record<string, unknown>> {
+  async lookup(token: string): Promise<TokenInfo> {
     return dataOf(await this.client.write('auth/token/lookup', { token }), 'auth/token/lookup');
   }
 
@@ -185,6 +203,21 @@ export class Tokens {
 
   async revokeSelf(): Promise<void> {
     await this.client.write('auth/token/revoke-self');
+  }
+
+  /**
+   * Keeps the client's own token alive: renews it (renew-self) when two thirds of its TTL have
+   * passed, until `stop()`, or until a renewal fails or grants no more time (the token reached its
+   * max TTL: log in again), which `onEnd` hears. A token without a TTL (root) needs none: `onEnd`
+   * hears 'max-ttl' at once.
+   */
+  async keepRenewed(onEnd: (reason: RenewalEnd) => void = () => {}): Promise<{ stop(): void }> {
+    const { ttl, renewable } = await this.lookupSelf();
+    if (ttl <= 0 || !renewable) {
+      onEnd('max-ttl');
+      return { stop: () => {} };
+    }
+    return keepRenewing(async () => (await this.renewSelf()).lease_duration, ttl, onEnd);
   }
 }
 
@@ -238,6 +271,12 @@ export class Logins {
     return authOf(await this.client.withToken(undefined).read(path, query), path);
   }
 
+  /** The cloud method's iam login: an sts:GetCallerIdentity request signed with the caller's credentials. */
+  async cloud(options: CloudIamLoginOptions & { role?: string; mount?: string }): Promise<AuthBlock> {
+    const { role, mount = 'cloud', ...signing } = options;
+    return this.login(`auth/${mount}/login`, { ...(await cloudIamLoginData(signing)), ...(role !== undefined && { role }) });
+  }
+
   /** Any auth method's login path with its fields. */
   async login(path: string, fields: Record<string, unknown>): Promise<AuthBlock> {
     return authOf(await this.client.withToken(undefined).write(path, fields), path);
@@ -276,31 +315,8 @@ export class Leases {
    * Keeps a lease renewed: renews when two thirds of the granted TTL have passed, until `stop()` or
    * until a renewal fails or grants no more time (the lease reached its max TTL), which `onEnd` hears.
    */
-  keepRenewed(leaseId: string, ttlSeconds: number, onEnd: (reason: Error | 'stopped' | 'max-ttl') => void = () => {}): { stop(): void } {
-    let timer: NodeJS.Timeout | undefined;
-    let stopped = false;
-    const schedule = (ttl: number) => {
-      timer = setTimeout(() => void renewNow(), Math.max(1, (ttl * 1000 * 2) / 3));
-      timer.unref();
-    };
-    const renewNow = async () => {
-      try {
-        const granted = (await this.renew(leaseId, ttlSeconds)).lease_duration;
-        if (stopped) return;
-        if (granted <= 0 || granted < ttlSeconds / 10) return onEnd('max-ttl');
-        schedule(granted);
-      } catch (err) {
-        if (!stopped) onEnd(err instanceof Error ? err : new Error(String(err)));
-      }
-    };
-    schedule(ttlSeconds);
-    return {
-      stop: () => {
-        stopped = true;
-        clearTimeout(timer);
-        onEnd('stopped');
-      },
-    };
+  keepRenewed(leaseId: string, ttlSeconds: number, onEnd: (reason: RenewalEnd) => void = () => {}): { stop(): void } {
+    return keepRenewing(async () => (await this.renew(leaseId, ttlSeconds)).lease_duration, ttlSeconds, onEnd);
   }
 }
 

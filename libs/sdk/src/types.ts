@@ -37,6 +37,36 @@ export interface AuthBlock {
   mfa_requirement: null;
 }
 
+/** A token as auth/token/lookup-self and lookup describe it (never its id unless the caller gave it). */
+export interface TokenInfo {
+  accessor: string;
+  creation_time: number;
+  creation_ttl: number;
+  display_name: string;
+  entity_id: string;
+  expire_time: string | null;
+  explicit_max_ttl: number;
+  /** The token itself, for lookup-self and lookup by token; '' for lookups by accessor. */
+  id: string;
+  /** The entity's and its groups' policies, when it has an entity with any. */
+  identity_policies?: string[];
+  issue_time: string;
+  meta: Record<string, string> | null;
+  num_uses: number;
+  orphan: boolean;
+  path: string;
+  policies: string[];
+  renewable: boolean;
+  /** Seconds left; 0 for a token that never expires. */
+  ttl: number;
+  type: 'service' | 'batch';
+  period?: number;
+  /** The token role it was created with. */
+  role?: string;
+  namespace_path: string;
+  bound_cidrs?: string[];
+}
+
 export type QueryValue = string | number | boolean | string[];
 
 export interface SvcClientOptions {

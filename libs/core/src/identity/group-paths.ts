@@ -1,8 +1,7 @@
 import type { FieldData, FieldMap, PathDeclaration, Response } from '@svc/framework';
 import { ServiceError } from '@svc/api-contract';
 import type { Group, GroupAlias, GroupAliasChanges, GroupChanges } from './group-records';
-import type { IdentityContext } from './identity-backend';
-import { aliasMount, aliasMountAccessor, aliasPaths, given, lookupPath, namedObjectChanges, objectPaths, withinLimit } from './identity-fields';
+import { aliasMount, aliasMountAccessor, type IdentityContext, aliasPaths, given, lookupPath, namedObjectChanges, objectPaths, withinLimit } from './identity-fields';
 
 const GROUP_FIELDS: FieldMap = {
   name: { type: 'string', description: 'Name of the group (generated when absent).' },

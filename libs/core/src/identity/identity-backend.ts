@@ -1,15 +1,11 @@
-import { Backend, type FieldData, type FieldMap, type MountInfo, type Response } from '@svc/framework';
+import { Backend, type FieldData, type FieldMap, type Response } from '@svc/framework';
 import { ServiceError } from '@svc/api-contract';
-import { type AliasChanges, type Entity, type EntityAlias, type EntityChanges, type IdentityStore } from './identity-store';
+import { type AliasChanges, type Entity, type EntityAlias, type EntityChanges } from './identity-store';
 import { aliasMount, aliasMountAccessor, aliasPaths, given, lookupPath, namedObjectChanges, objectPaths, withinLimit } from './identity-fields';
+import type { IdentityContext } from './identity-fields';
 import { groupPaths } from './group-paths';
 
-/** What the backend needs of the namespace beyond its store: its auth mounts, by accessor. */
-export interface IdentityContext {
-  store: IdentityStore;
-  namespaceId: string;
-  authMount(accessor: string): MountInfo | undefined;
-}
+export type { IdentityContext } from './identity-fields';
 
 const ENTITY_FIELDS: FieldMap = {
   name: { type: 'string', description: 'Name of the entity (generated when absent).' },

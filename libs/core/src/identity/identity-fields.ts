@@ -1,6 +1,7 @@
 import { listResponse, type FieldData, type FieldMap, type MountInfo, type PathDeclaration, type Response } from '@svc/framework';
 import { ServiceError } from '@svc/api-contract';
 import { MAX_NAME_BYTES, withinNameLimit } from './identity-records';
+import type { IdentityStore } from './identity-store';
 
 /** A name or id the storage keys can hold, else a 400 naming its field. */
 export function withinLimit<T extends string | undefined>(field: string, value: T): T {
@@ -233,6 +234,13 @@ function withArticle(noun: string): string {
 
 /** Finds an auth mount by accessor. */
 export type AuthMountOf = (accessor: string) => MountInfo | undefined;
+
+/** What the identity backend needs of the namespace beyond its store: its auth mounts, by accessor. */
+export interface IdentityContext {
+  store: IdentityStore;
+  namespaceId: string;
+  authMount: AuthMountOf;
+}
 
 /** An alias's mount_accessor field: that of an enabled auth mount, else a 400. */
 export function aliasMountAccessor(f: FieldData, required: boolean, authMount: AuthMountOf): string | undefined {
