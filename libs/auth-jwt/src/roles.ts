@@ -1,7 +1,7 @@
 /** role/:name (create, read, update, delete) and role/ (list): which tokens a role accepts, and what it issues. */
 import {
   DEFAULT_TOKEN_SETTINGS,
-  listPath,
+  recordPaths,
   readTokenSettings,
   TOKEN_FIELDS,
   tokenSettingsData,
@@ -107,32 +107,17 @@ export function rolePaths(method: JwtAuth): PathDeclaration[] {
     return { warnings: ['verbose_oidc_logging is on: the claims of this role\'s OIDC logins are logged at debug level. Not for production.'] };
   }
 
-  return [
-    listPath({ pattern: 'role/', synopsis: 'Lists the roles.', summary: 'List the roles.', names: () => ROLES.list(method.storage) }),
-    {
-      pattern: 'role/:name',
-      synopsis: 'Creates, reads, updates or deletes a role.',
-      description: 'A role says which tokens may log in through it (audiences, subject, claims), what a login records (user, groups, metadata) and the tokens it issues.',
-      fields: ROLE_FIELDS,
-      existenceCheck: async (_req, f) => (await method.role(roleName(f))) !== null,
-      operations: {
-        read: {
-          summary: 'Read a role.',
-          handler: async (_req, f) => {
-            const role = await method.role(roleName(f));
-            return role ? { data: { ...tokenSettingsData(role) } } : undefined;
-          },
-        },
-        create: { summary: 'Create a role.', handler: (_req, f) => writeRole(f, null) },
-        update: { summary: 'Update a role (fields not sent stay).', handler: async (_req, f) => writeRole(f, await method.role(roleName(f))) },
-        delete: {
-          summary: 'Delete a role.',
-          handler: async (_req, f) => {
-            await ROLES.delete(method.storage, roleName(f));
-            return undefined;
-          },
-        },
-      },
-    },
-  ];
+  return recordPaths<JwtRole>({
+    collection: 'role',
+    param: 'name',
+    synopsis: 'Creates, reads, updates or deletes a role.',
+    description: 'A role says which tokens may log in through it (audiences, subject, claims), what a login records (user, groups, metadata) and the tokens it issues.',
+    fields: ROLE_FIELDS,
+    name: roleName,
+    get: (name) => method.role(name),
+    names: () => ROLES.list(method.storage),
+    remove: (name) => ROLES.delete(method.storage, name),
+    shown: (role) => ({ ...tokenSettingsData(role) }),
+    write: writeRole,
+  });
 }

@@ -1,7 +1,7 @@
 /** Roles (`role/:name`): which service accounts may log in, and what their tokens get. */
 import {
   DEFAULT_TOKEN_SETTINGS,
-  listPath,
+  recordPaths,
   readTokenSettings,
   TOKEN_FIELDS,
   tokenSettingsData,
@@ -162,35 +162,20 @@ export function rolePaths(storage: StorageView): PathDeclaration[] {
     await ROLES.put(storage, roleName(f), role);
     return role.audience === '' ? { warnings: [NO_AUDIENCE_WARNING] } : undefined;
   };
-  return [
-    listPath({ pattern: 'role/', synopsis: 'Lists the roles.', summary: 'List the roles.', names: () => ROLES.list(storage) }),
-    {
-      pattern: 'role/:name',
-      synopsis: 'Creates, reads, updates or deletes a role: the service accounts it binds and the tokens their logins get.',
-      description:
-        'A login names a role; it succeeds when the service account Kubernetes vouches for has a name in bound_service_account_names ' +
-        'and a namespace in bound_service_account_namespaces or matching bound_service_account_namespace_selector. ' +
-        'An update changes only the fields it sends.',
-      fields: { ...ROLE_NAME, ...ROLE_FIELDS },
-      existenceCheck: async (_req, f) => ROLES.has(storage, roleName(f)),
-      operations: {
-        read: {
-          summary: 'Read a role.',
-          handler: async (_req, f) => {
-            const role = await ROLES.get(storage, roleName(f));
-            return role ? { data: { ...tokenSettingsData(role) } } : undefined;
-          },
-        },
-        create: { summary: 'Create a role.', handler: (_req, f) => writeRole(f) },
-        update: { summary: 'Update a role (fields not sent stay).', handler: (_req, f) => writeRole(f) },
-        delete: {
-          summary: 'Delete a role.',
-          handler: async (_req, f) => {
-            await ROLES.delete(storage, roleName(f));
-            return undefined;
-          },
-        },
-      },
-    },
-  ];
+  return recordPaths<KubernetesRole>({
+    collection: 'role',
+    param: 'name',
+    synopsis: 'Creates, reads, updates or deletes a role: the service accounts it binds and the tokens their logins get.',
+    description:
+      'A login names a role; it succeeds when the service account Kubernetes vouches for has a name in bound_service_account_names ' +
+      'and a namespace in bound_service_account_namespaces or matching bound_service_account_namespace_selector. ' +
+      'An update changes only the fields it sends.',
+    fields: { ...ROLE_NAME, ...ROLE_FIELDS },
+    name: roleName,
+    get: (name) => ROLES.get(storage, name),
+    names: () => ROLES.list(storage),
+    remove: (name) => ROLES.delete(storage, name),
+    shown: (role) => ({ ...tokenSettingsData(role) }),
+    write: (f) => writeRole(f),
+  });
 }

@@ -42,6 +42,7 @@ export {
 } from './openapi';
 export { fieldsTable, pathHelp, mountHelp } from './help';
 export { listResponse, listPath, responseData, type ListPathOptions } from './responses';
+export { recordPaths, type RecordPathsOptions } from './record-paths';
 export { addressAllowed, validateCidrs } from './cidrs';
 export {
   DEFAULT_TOKEN_SETTINGS,

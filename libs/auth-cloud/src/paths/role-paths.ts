@@ -3,7 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { callProvider } from '@svc/cloud-provider';
 import {
   DEFAULT_TOKEN_SETTINGS,
-  listResponse,
+  recordPaths,
   readTokenSettings,
   TOKEN_FIELDS,
   tokenSettingsData,
@@ -146,37 +146,18 @@ export function rolePaths(method: CloudAuth): PathDeclaration[] {
     return undefined;
   }
 
-  return [
-    {
-      pattern: 'role/:role',
-      synopsis: 'Creates, reads, updates or deletes a login role.',
-      fields: ROLE_FIELDS,
-      existenceCheck: async (_req, f) => (await method.role(roleName(f))) !== null,
-      operations: {
-        read: {
-          summary: 'Read a role.',
-          handler: async (_req, f) => {
-            const role = await method.role(roleName(f));
-            return role ? { data: roleData(role) } : undefined;
-          },
-        },
-        create: { summary: 'Create a role.', handler: (_req, f) => writeRole(f, null) },
-        update: { summary: 'Update a role (fields not sent stay).', handler: async (_req, f) => writeRole(f, await method.role(roleName(f))) },
-        delete: {
-          summary: 'Delete a role.',
-          handler: async (_req, f) => {
-            await ROLES.delete(storage, roleName(f));
-            return undefined;
-          },
-        },
-      },
-    },
-    {
-      pattern: 'role/',
-      aliases: ['roles/'],
-      synopsis: 'Lists the roles.',
-      operations: { list: { summary: 'List the roles.', handler: async () => listResponse(await ROLES.list(storage)) } },
-    },
-  ];
+  return recordPaths<RoleRecord>({
+    collection: 'role',
+    param: 'role',
+    listAliases: ['roles/'],
+    synopsis: 'Creates, reads, updates or deletes a login role.',
+    fields: ROLE_FIELDS,
+    name: roleName,
+    get: (name) => method.role(name),
+    names: () => ROLES.list(storage),
+    remove: (name) => ROLES.delete(storage, name),
+    shown: roleData,
+    write: writeRole,
+  });
 }
 
