@@ -1,4 +1,3 @@
-import './testing/commonjs-dirname';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,4 +1,3 @@
-import './testing/commonjs-dirname';
 import { generateKeyPairSync } from 'node:crypto';
 import type { AuthResponse } from '@svc/framework';
 import { refusal, type MountedBackend } from '@svc/testing';

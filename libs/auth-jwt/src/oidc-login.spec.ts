@@ -1,4 +1,3 @@
-import './testing/commonjs-dirname';
 import type { AuthResponse } from '@svc/framework';
 import { refusal, type MountedBackend } from '@svc/testing';
 import { startOidcProvider, type OidcProvider } from '../../../test/emulators/oidc-provider';

@@ -4,8 +4,11 @@ import { closeSync, existsSync, openSync, readSync } from 'node:fs';
 import * as path from 'node:path';
 import { MAX_WORKERS } from '@svc/config';
 
-/** The built `svc` entry point (npm run build), found from the sources (jest) or a compiled tree (dist/, dist-bench/). */
-export const SVC_BIN = findUp(__dirname, path.join('bin', 'svc.js'));
+/**
+ * The built `svc` entry point (npm run build), found from the sources (jest) or a compiled tree
+ * (dist/, dist-bench/); specs compiled as ES modules have no __dirname and run in the repository.
+ */
+export const SVC_BIN = findUp(typeof __dirname === 'string' ? __dirname : process.cwd(), path.join('bin', 'svc.js'));
 
 function findUp(from: string, relative: string): string {
   for (let dir = from; ; dir = path.dirname(dir)) {

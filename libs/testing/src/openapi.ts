@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
-import { resolve } from 'node:path';
+import { dirname } from 'node:path';
+import { SVC_BIN } from '@svc/local-cluster';
 
 /**
  * Validates an OpenAPI document with the maintained @seriousme/openapi-schema-validator. It runs in a
@@ -15,7 +16,7 @@ export function validateOpenApi(document: unknown): Promise<{ valid: boolean; er
       process.stdout.write(JSON.stringify(result));
     });`;
   return new Promise((done, fail) => {
-    const child = execFile(process.execPath, ['-e', script], { cwd: resolve(__dirname, '../../..'), maxBuffer: 64 * 1024 * 1024 }, (err, stdout) =>
+    const child = execFile(process.execPath, ['-e', script], { cwd: dirname(dirname(SVC_BIN)), maxBuffer: 64 * 1024 * 1024 }, (err, stdout) =>
       err ? fail(err) : done(JSON.parse(stdout)),
     );
     child.stdin?.end(JSON.stringify(document));
