@@ -1,4 +1,5 @@
-import type { ClientRequest } from 'node:http';
+import { request as httpRequest, type ClientRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 
 /**
  * The `requestHandler` of an AWS SDK v3 client whose every attempt ends: no connection within
@@ -33,4 +34,60 @@ export async function withinDeadline<T>(ms: number, call: (signal: AbortSignal) 
     if (deadline.aborted) throw timedOut(err);
     throw err;
   }
+}
+
+/** One outbound HTTP(S) call, for `exchange`. */
+export interface OutboundRequest {
+  method: string;
+  headers?: Record<string, string>;
+  body?: Buffer | string;
+  /** PEM certificates the server's must chain to, instead of the system's. */
+  ca?: string | string[];
+  /** The whole exchange (connect, send, answer in full) ends within this, or fails. */
+  deadlineMs: number;
+  /** An answer longer than this fails the call. */
+  maxAnswerBytes?: number;
+  /** Ends the call early. */
+  signal?: AbortSignal | null;
+}
+
+export interface OutboundAnswer {
+  status: number;
+  statusMessage: string;
+  headers: IncomingHttpHeaders;
+  /** Names and values in turn, as received. */
+  rawHeaders: string[];
+  body: Buffer;
+}
+
+/**
+ * One request over node:http(s) to `url`, answered once the whole body has arrived; no redirect is
+ * followed. Fails on a network or TLS error, the deadline, the signal, or an answer over the limit.
+ */
+export function exchange(url: URL, request: OutboundRequest): Promise<OutboundAnswer> {
+  const { body, ca, deadlineMs, maxAnswerBytes = Infinity, signal } = request;
+  const headers = { ...request.headers, ...(body !== undefined && { 'content-length': String(Buffer.byteLength(body)) }) };
+  const options = { method: request.method, headers, ...(url.protocol === 'https:' && ca && { ca }) };
+  return new Promise((resolve, reject) => {
+    const answer = (res: IncomingMessage) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > maxAnswerBytes) req.destroy(new Error(`answer larger than ${maxAnswerBytes} bytes`));
+        else chunks.push(chunk);
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, statusMessage: res.statusMessage ?? '', headers: res.headers, rawHeaders: res.rawHeaders, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    };
+    const req = url.protocol === 'https:' ? httpsRequest(url, options, answer) : httpRequest(url, options, answer);
+    withDeadline(req, deadlineMs).on('error', reject);
+    if (signal) {
+      const abort = () => req.destroy(new Error(`no answer within ${deadlineMs / 1000} s`));
+      if (signal.aborted) abort();
+      signal.addEventListener('abort', abort, { once: true });
+      req.once('close', () => signal.removeEventListener('abort', abort));
+    }
+    req.end(body);
+  });
 }

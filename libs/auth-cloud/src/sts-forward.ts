@@ -3,11 +3,9 @@
  * request goes out exactly as signed (method, body, headers, with `Host` the signed URL's host, not
  * the endpoint's), without following redirects, and only a 200 `text/xml` answer is believed.
  */
-import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { parseXML } from '@aws-sdk/xml-builder';
 import { ANSWER_TIMEOUT_MS } from '@svc/cloud-provider';
-import { ServiceError, withDeadline } from '@svc/api-contract';
+import { exchange, ServiceError } from '@svc/api-contract';
 
 export interface CallerIdentity {
   arn: string;
@@ -27,23 +25,12 @@ interface XmlNode {
   [name: string]: XmlNode | string | undefined;
 }
 
-function send(endpoint: URL, call: SignedCall): Promise<{ status: number; contentType: string; body: string }> {
+async function send(endpoint: URL, call: SignedCall): Promise<{ status: number; contentType: string; body: string }> {
   const headers: Record<string, string> = {};
   for (const [name, values] of Object.entries(call.headers)) headers[name] = values.join(',');
   headers.host = call.host;
-  headers['content-length'] = String(Buffer.byteLength(call.body));
-  const options = { method: 'POST', hostname: endpoint.hostname, port: endpoint.port || undefined, path: endpoint.pathname, headers };
-  return new Promise((resolve, reject) => {
-    const answer = (res: IncomingMessage) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    };
-    const req = endpoint.protocol === 'https:' ? httpsRequest(options, answer) : httpRequest(options, answer);
-    withDeadline(req, ANSWER_TIMEOUT_MS).on('error', reject);
-    req.end(call.body);
-  });
+  const answer = await exchange(new URL(endpoint.pathname, endpoint), { method: 'POST', headers, body: call.body, deadlineMs: ANSWER_TIMEOUT_MS });
+  return { status: answer.status, contentType: String(answer.headers['content-type'] ?? ''), body: answer.body.toString('utf8') };
 }
 
 function child(node: unknown, name: string): XmlNode | undefined {

@@ -2,10 +2,8 @@
  * The fetch the OIDC and JWKS clients call the identity provider with: Node's global fetch takes no
  * per-request CA, and its only deadline is the caller's signal, which a library may not set.
  */
-import { request as httpRequest, type IncomingMessage, type RequestOptions } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { isNativeError } from 'node:util/types';
-import { withDeadline } from '@svc/api-contract';
+import { exchange, type OutboundAnswer } from '@svc/api-contract';
 
 export interface ProviderFetchOptions {
   /** PEM certificates the provider's TLS certificate must chain to, instead of the system's; '' for the system's. */
@@ -37,31 +35,14 @@ const BODILESS = new Set([101, 204, 205, 304]);
  */
 export function providerFetch({ caPem, deadlineMs }: ProviderFetchOptions) {
   return async (url: string, init: ProviderFetchInit = {}): Promise<Response> => {
-    const target = new URL(url);
     const body = await bodyBytes(init.body);
-    const headers = Object.fromEntries(new Headers(init.headers));
-    if (body) headers['content-length'] = String(body.length);
-    const options: RequestOptions & { ca?: string } = { method: init.method ?? 'GET', headers, ...(target.protocol === 'https:' && caPem && { ca: caPem }) };
-    const answer = await new Promise<{ res: IncomingMessage; body: Buffer }>((resolve, reject) => {
-      const fail = (err: Error) => reject(new ProviderUnreachable(failureReason(err), { cause: err }));
-      const req = (target.protocol === 'https:' ? httpsRequest : httpRequest)(target, options, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => resolve({ res, body: Buffer.concat(chunks) }));
-        res.on('error', fail);
-      });
-      withDeadline(req, deadlineMs).on('error', fail);
-      const signal = init.signal;
-      if (signal) {
-        const abort = () => req.destroy(new Error(`no answer within ${deadlineMs / 1000} s`));
-        if (signal.aborted) abort();
-        signal.addEventListener('abort', abort, { once: true });
-        req.once('close', () => signal.removeEventListener('abort', abort));
-      }
-      req.end(body);
-    });
-    const status = answer.res.statusCode ?? 0;
-    return new Response(BODILESS.has(status) ? null : answer.body, { status, statusText: answer.res.statusMessage, headers: responseHeaders(answer.res) });
+    let answer: OutboundAnswer;
+    try {
+      answer = await exchange(new URL(url), { method: init.method ?? 'GET', headers: Object.fromEntries(new Headers(init.headers)), body, ca: caPem || undefined, deadlineMs, signal: init.signal });
+    } catch (err) {
+      throw new ProviderUnreachable(failureReason(err), { cause: err });
+    }
+    return new Response(BODILESS.has(answer.status) ? null : answer.body, { status: answer.status, statusText: answer.statusMessage, headers: responseHeaders(answer.rawHeaders) });
   };
 }
 
@@ -73,9 +54,9 @@ async function bodyBytes(body: ProviderFetchInit['body']): Promise<Buffer | unde
   return Buffer.from(await new Response(body).arrayBuffer());
 }
 
-function responseHeaders(res: IncomingMessage): Headers {
+function responseHeaders(rawHeaders: string[]): Headers {
   const headers = new Headers();
-  for (let index = 0; index < res.rawHeaders.length; index += 2) headers.append(res.rawHeaders[index], res.rawHeaders[index + 1]);
+  for (let index = 0; index < rawHeaders.length; index += 2) headers.append(rawHeaders[index], rawHeaders[index + 1]);
   return headers;
 }
 

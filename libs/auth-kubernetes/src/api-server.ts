@@ -5,11 +5,9 @@
  * the API server's answers are reported by status and its own message only.
  */
 import { readFile } from 'node:fs/promises';
-import { request as httpRequest, type IncomingMessage, type RequestOptions } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { rootCertificates } from 'node:tls';
-import { ServiceError, withDeadline } from '@svc/api-contract';
+import { exchange, ServiceError, type OutboundAnswer } from '@svc/api-contract';
 import type { KubernetesConfig } from './config';
 import type { ServiceAccount } from './roles';
 
@@ -141,38 +139,19 @@ export class KubernetesApi {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const url = new URL(this.config.kubernetes_host + path);
     const headers: Record<string, string> = { accept: 'application/json', authorization: `Bearer ${bearer}` };
-    if (payload !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) });
-    let raw: { status: number; text: string };
+    if (payload !== undefined) headers['content-type'] = 'application/json';
+    let raw: OutboundAnswer;
     try {
-      raw = await exchange(url, { method, headers, ...(this.ca ? { ca: this.ca } : {}) }, payload, this.deadlineMs);
+      raw = await exchange(url, { method, headers, body: payload, ca: this.ca, deadlineMs: this.deadlineMs, maxAnswerBytes: MAX_ANSWER_BYTES });
     } catch (err) {
       throw this.badGateway(`did not answer: ${(err as Error).message}`);
     }
     try {
-      return { status: raw.status, body: JSON.parse(raw.text) as unknown };
+      return { status: raw.status, body: JSON.parse(raw.body.toString('utf8')) as unknown };
     } catch {
       throw this.badGateway(`answered ${raw.status} with something other than JSON`);
     }
   }
-}
-
-function exchange(url: URL, options: RequestOptions & { ca?: string | string[] }, payload: string | undefined, deadlineMs: number): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const answer = (res: IncomingMessage) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > MAX_ANSWER_BYTES) req.destroy(new Error(`answer larger than ${MAX_ANSWER_BYTES} bytes`));
-        else chunks.push(chunk);
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    };
-    const req = url.protocol === 'https:' ? httpsRequest(url, options, answer) : httpRequest(url, options, answer);
-    withDeadline(req, deadlineMs).on('error', reject);
-    req.end(payload);
-  });
 }
 
 /** The string members of an object (labels, annotations); {} for anything else. */
